@@ -1,0 +1,14 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    // The Temporal SDK's native bridge crashes under worker threads (sdk-typescript #876).
+    pool: 'forks',
+    include: ['test/**/*.test.ts'],
+    globalSetup: ['test/support/global-setup.ts'],
+    // Real Temporal + Postgres on a slow shared 2-core machine: generous, condition-based waits.
+    testTimeout: 120_000,
+    hookTimeout: 180_000,
+    maxWorkers: 2,
+  },
+});
