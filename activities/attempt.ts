@@ -1,0 +1,71 @@
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type pg from 'pg';
+import { DurableJobsError, NonRetryableError, RetryableError } from '../lib/errors.js';
+import type { Logger } from '../lib/logger.js';
+import { chooseDelay, exceedsBudget } from '../lib/retry.js';
+import { recordAttempt } from '../store/attempts.js';
+import { markRetrying } from '../store/intents.js';
+import type { JobBudget } from '../workflows/job-types.js';
+
+export interface AttemptDeps { pool: pg.Pool; log: Logger }
+
+export interface FailureDetails { errorClass: string; statusCode?: number; delayMs?: number; budgetExhausted?: boolean }
+
+/**
+ * Keeps the lease alive while `fn` runs: heartbeats are the lease, and a worker that dies
+ * stops sending them, so the server hands the attempt to another worker after
+ * `heartbeatTimeout`. The SDK throttles the actual RPCs.
+ */
+export async function withHeartbeat<T>(fn: () => Promise<T>): Promise<T> {
+  const ctx = Context.current();
+  const every = Math.max(200, Math.min(2_000, (ctx.info.heartbeatTimeoutMs ?? 10_000) / 4));
+  const timer = setInterval(() => ctx.heartbeat(), every);
+  ctx.heartbeat();
+  try {
+    return await fn();
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+/**
+ * Turns an error into the failure Temporal acts on, and records the attempt first.
+ * The delay is chosen here, in the one retry layer: `Retry-After` when the upstream gave
+ * one, else full jitter; and if that delay would overrun the elapsed budget, the attempt
+ * stops now as non-retryable (`RetryBudgetExhausted`) instead of sleeping into the cap.
+ */
+export async function failAttempt(deps: AttemptDeps, job: { jobId: string; step: string; budget: JobBudget; startedAt: Date }, err: unknown): Promise<never> {
+  const info = Context.current().info;
+  const now = Date.now();
+  const lastAttempt = info.retryPolicy?.maximumAttempts ? info.attempt >= info.retryPolicy.maximumAttempts : false;
+  const base = { jobId: job.jobId, step: job.step, attempt: info.attempt, startedAt: job.startedAt };
+
+  if (err instanceof RetryableError || !(err instanceof DurableJobsError)) {
+    const retryable = err instanceof RetryableError ? err : new RetryableError((err as Error)?.message ?? String(err), { errorClass: 'internal_error' }, { cause: err });
+    const { delayMs } = chooseDelay(info.attempt, retryable.details.retryAfterMs, { baseMs: job.budget.backoffBaseMs, capMs: job.budget.backoffCapMs });
+    const deadline = info.scheduleToCloseTimeoutMs ? info.scheduledTimestampMs + info.scheduleToCloseTimeoutMs : undefined;
+    const details: FailureDetails = { errorClass: retryable.details.errorClass, statusCode: retryable.details.statusCode, delayMs };
+    if (exceedsBudget(now, delayMs, deadline) || lastAttempt) {
+      details.budgetExhausted = true;
+      await safeRecord(deps, { ...base, outcome: 'non_retryable', errorClass: details.errorClass, statusCode: details.statusCode });
+      const why = lastAttempt ? `attempt cap of ${info.retryPolicy?.maximumAttempts} reached` : `next delay ${delayMs} ms would pass the elapsed budget`;
+      deps.log.warn({ jobId: job.jobId, step: job.step, attempt: info.attempt, errorClass: details.errorClass }, `retry budget exhausted: ${why}`);
+      throw ApplicationFailure.create({ message: `${retryable.message}; ${why}`, type: 'RetryBudgetExhausted', nonRetryable: true, details: [details] });
+    }
+    await safeRecord(deps, { ...base, outcome: 'retryable', errorClass: details.errorClass, statusCode: details.statusCode, delayMs });
+    await markRetrying(deps.pool, job.jobId, info.attempt, { errorClass: details.errorClass, message: retryable.message, statusCode: details.statusCode }, new Date(now + delayMs)).catch(() => undefined);
+    deps.log.info({ jobId: job.jobId, step: job.step, attempt: info.attempt, errorClass: details.errorClass, statusCode: details.statusCode, delayMs }, 'attempt failed; retrying');
+    throw ApplicationFailure.create({ message: retryable.message, type: 'RetryableError', nonRetryable: false, nextRetryDelay: delayMs, details: [details] });
+  }
+
+  const errorClass = err instanceof NonRetryableError ? err.details.errorClass : err.code;
+  const statusCode = err instanceof NonRetryableError ? err.details.statusCode : undefined;
+  await safeRecord(deps, { ...base, outcome: 'non_retryable', errorClass, statusCode });
+  deps.log.warn({ jobId: job.jobId, step: job.step, attempt: info.attempt, errorClass, statusCode }, 'attempt failed permanently');
+  throw ApplicationFailure.create({ message: err.message, type: err.name, nonRetryable: true, details: [{ errorClass, statusCode } satisfies FailureDetails] });
+}
+
+/** Recording is evidence, not control flow: a failed insert (Postgres down) must not mask the real error. */
+async function safeRecord(deps: AttemptDeps, a: Parameters<typeof recordAttempt>[1]): Promise<void> {
+  await recordAttempt(deps.pool, a).catch((e: Error) => deps.log.warn({ jobId: a.jobId, err: e.message }, 'could not record attempt'));
+}

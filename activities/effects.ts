@@ -1,0 +1,72 @@
+import { Context } from '@temporalio/activity';
+import type pg from 'pg';
+import { effectKeyFor, inputHash } from '../lib/ids.js';
+import type { Logger } from '../lib/logger.js';
+import { recordAttempt } from '../store/attempts.js';
+import { beginEffect, clearDoubt, countReconciliation, recordEffectFailure, recordEffectSuccess } from '../store/effects.js';
+import { NonRetryableError, RetryableError } from '../lib/errors.js';
+import type { Provider } from './provider.js';
+
+export interface EffectDeps { pool: pg.Pool; provider: Provider; log: Logger }
+
+export interface EffectSpec {
+  /** Effects belong to the business intent (the original job ID, also for replays). */
+  effectScope: string;
+  jobId: string;
+  tenantId: string;
+  /** The step's name; with the scope it makes the effect key. Renaming a step changes its key. */
+  step: string;
+  path: string;
+  body: Record<string, unknown>;
+  timeoutMs: number;
+  startedAt: Date;
+}
+
+export interface EffectResult {
+  effectKey: string;
+  providerId: string | null;
+  providerRequestId: string | null;
+  response: Record<string, unknown>;
+  /** How this attempt got the result: a fresh call, a stored result, or a reconciling call. */
+  via: 'executed' | 'reused' | 'reconciled';
+}
+
+/**
+ * The crash-safe order for one external effect:
+ * 1. claim the effect row (unique on the effect key);
+ * 2. if a previous attempt already stored a success, reuse it without calling;
+ * 3. if a previous attempt left it pending, it may have reached the upstream: call again
+ *    with the same Idempotency-Key (the upstream answers with its first response) and
+ *    count a reconciliation;
+ * 4. store the provider's IDs as soon as the response arrives, before anything else.
+ */
+export async function runEffect(deps: EffectDeps, s: EffectSpec): Promise<EffectResult> {
+  const effectKey = effectKeyFor(s.effectScope, s.step);
+  const attempt = Context.current().info.attempt;
+  const row = await beginEffect(deps.pool, { effectKey, jobId: s.effectScope, tenantId: s.tenantId, step: s.step, requestHash: inputHash(s.step, s.body) });
+  const base = { jobId: s.jobId, step: s.step, attempt, startedAt: s.startedAt };
+  if (row.state === 'succeeded') {
+    await recordAttempt(deps.pool, { ...base, outcome: 'reused' });
+    deps.log.info({ jobId: s.jobId, effectKey, step: s.step }, 'effect already applied; reusing stored result');
+    return { effectKey, providerId: row.provider_id, providerRequestId: row.provider_request_id, response: row.result as Record<string, unknown>, via: 'reused' };
+  }
+  if (row.state === 'failed') {
+    throw new NonRetryableError(`effect ${s.step} failed permanently before; not calling again`, { errorClass: 'effect_failed' });
+  }
+  const reconciling = !row.inserted && row.was_in_doubt;
+  if (reconciling) await countReconciliation(deps.pool, effectKey);
+  let res;
+  try {
+    res = await deps.provider({ path: s.path, body: s.body, effectKey, tenantId: s.tenantId, timeoutMs: s.timeoutMs, signal: Context.current().cancellationSignal });
+  } catch (err) {
+    if (err instanceof NonRetryableError) await recordEffectFailure(deps.pool, effectKey, null);
+    // 429 and 4xx mean "not applied"; 5xx, timeouts and resets leave the effect in doubt.
+    if (err instanceof RetryableError && err.details.statusCode !== undefined && err.details.statusCode < 500) await clearDoubt(deps.pool, effectKey);
+    throw err;
+  }
+  const providerId = typeof res.body.id === 'string' ? res.body.id : null;
+  await recordEffectSuccess(deps.pool, effectKey, res.requestId, providerId, res.body);
+  await recordAttempt(deps.pool, { ...base, outcome: reconciling ? 'reconciled' : 'succeeded', statusCode: res.status });
+  deps.log.info({ jobId: s.jobId, effectKey, step: s.step, providerId, reconciled: reconciling }, 'effect applied');
+  return { effectKey, providerId, providerRequestId: res.requestId, response: res.body, via: reconciling ? 'reconciled' : 'executed' };
+}

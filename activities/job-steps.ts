@@ -1,0 +1,76 @@
+import { Context } from '@temporalio/activity';
+import type pg from 'pg';
+import { withTransaction } from '../lib/db.js';
+import { RetryableError } from '../lib/errors.js';
+import { effectKeyFor } from '../lib/ids.js';
+import type { Logger } from '../lib/logger.js';
+import { insertOutbox } from '../store/outbox.js';
+import { loadInput, markRunning, writeResultFenced } from '../store/intents.js';
+import { JOB_TYPES, type JobArgs, type JobType } from '../workflows/job-types.js';
+import { failAttempt, withHeartbeat } from './attempt.js';
+import { runEffect, type EffectResult } from './effects.js';
+import type { Provider } from './provider.js';
+
+export interface StepDeps { pool: pg.Pool; provider: Provider; log: Logger }
+
+/** Which job's effects a step uses: replays of a job reuse the original job's effects. */
+export type StepArgs = JobArgs & { effectScope?: string };
+
+export interface StepContext {
+  args: StepArgs;
+  attempt: number;
+  startedAt: Date;
+  effect(step: string, path: string, body: Record<string, unknown>): Promise<EffectResult>;
+  input<T>(): Promise<T>;
+}
+
+/**
+ * Wraps one step activity: marks the job running, keeps the lease (heartbeats), and turns
+ * every failure into a classified, recorded Temporal failure.
+ */
+export async function runStep<T>(deps: StepDeps, args: StepArgs, step: string, body: (ctx: StepContext) => Promise<T>): Promise<T> {
+  const startedAt = new Date();
+  const attempt = Context.current().info.attempt;
+  const budget = JOB_TYPES[args.jobType as JobType].budget;
+  const ctx: StepContext = {
+    args,
+    attempt,
+    startedAt,
+    effect: (name, path, reqBody) => runEffect(deps, {
+      effectScope: args.effectScope ?? args.jobId, jobId: args.jobId, tenantId: args.tenantId,
+      step: name, path, body: reqBody, timeoutMs: budget.upstreamTimeoutMs, startedAt,
+    }),
+    input: async <I>() => {
+      const input = await loadInput(deps.pool, args.jobId);
+      // The intake commits the intent right after the start; a worker can be faster.
+      if (input === undefined) throw new RetryableError('job intent not visible yet', { errorClass: 'intent_not_committed' });
+      return input as I;
+    },
+  };
+  try {
+    await markRunning(deps.pool, args.jobId, attempt);
+    return await withHeartbeat(() => body(ctx));
+  } catch (err) {
+    return failAttempt(deps, { jobId: args.jobId, step, budget, startedAt }, err);
+  }
+}
+
+/**
+ * Result and outbox rows in one transaction, fenced by the attempt number: a stale attempt
+ * that finishes after a newer one wrote its result changes nothing.
+ */
+export async function completeWithOutbox(deps: StepDeps, ctx: StepContext, result: unknown, notification?: { kind: string; payload: Record<string, unknown> }): Promise<boolean> {
+  const landed = await withTransaction(deps.pool, async (tx) => {
+    const ok = await writeResultFenced(tx, ctx.args.jobId, ctx.attempt, result, notification ? 'pending' : null);
+    if (ok && notification) {
+      await insertOutbox(tx, {
+        jobId: ctx.args.jobId, kind: notification.kind, payload: notification.payload,
+        effectKey: effectKeyFor(ctx.args.effectScope ?? ctx.args.jobId, `notify-${notification.kind}`),
+        deliverWithinMs: 15 * 60_000,
+      });
+    }
+    return ok;
+  });
+  if (!landed) deps.log.warn({ jobId: ctx.args.jobId, attempt: ctx.attempt }, 'fenced result write refused: a newer attempt already stored its result');
+  return landed;
+}

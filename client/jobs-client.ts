@@ -1,0 +1,179 @@
+import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import type pg from 'pg';
+import { isConnectionError, withTransaction } from '../lib/db.js';
+import { IdempotencyConflictError, NotFoundError, StateConflictError, UnavailableError, ValidationError, type FieldIssue } from '../lib/errors.js';
+import { IDEMPOTENCY_KEY_PATTERN, inputHash, jobIdFor, keyHash } from '../lib/ids.js';
+import { JOB_INPUT_SCHEMAS, PRIORITY_SCHEMA } from '../lib/job-inputs.js';
+import { JobStateKey, JobTypeKey, TenantIdKey } from '../lib/temporal.js';
+import { findIntent, findIntentByKey, insertIntent, markWorkflowStarted, type IntentRow } from '../store/intents.js';
+import { isJobType, JOB_TYPES, type JobArgs, type JobState, type JobType, type Priority } from '../workflows/job-types.js';
+import { toJobStatus, type JobStatus } from './job-status.js';
+
+export interface JobsClientDeps {
+  pool: pg.Pool;
+  temporal: Client;
+  taskQueue: string;
+  /** Deadline for one Temporal start call. Default 5000 ms. */
+  startTimeoutMs?: number;
+  /** Retry-After advertised when Temporal or Postgres cannot take the job. Default 5 s. */
+  unavailableRetryAfterSeconds?: number;
+}
+
+export interface SubmitJobRequest {
+  tenantId: string;
+  type: string;
+  /** One business intent, 8-255 visible ASCII characters. Never logged or stored raw. */
+  idempotencyKey: string;
+  input: unknown;
+  /** Default `normal`. */
+  priority?: Priority;
+}
+
+export interface SubmitJobResult {
+  jobId: string;
+  status: JobState;
+  /** True when this intent had already been accepted: nothing new was started. */
+  replayed: boolean;
+  retryAfterSeconds: number;
+}
+
+/** How long a client should wait before polling a job's status. */
+export const POLL_AFTER_SECONDS = 1;
+
+function validate(req: SubmitJobRequest): { type: JobType; input: unknown; priority: Priority } {
+  if (typeof req.idempotencyKey !== 'string' || !IDEMPOTENCY_KEY_PATTERN.test(req.idempotencyKey)) {
+    throw new ValidationError('Idempotency-Key must be 8-255 visible ASCII characters', [
+      { path: 'Idempotency-Key', message: 'required; 8-255 visible ASCII characters (0x21-0x7E)' },
+    ]);
+  }
+  if (!isJobType(req.type)) {
+    throw new ValidationError(`unknown job type "${String(req.type).slice(0, 64)}"`, [
+      { path: 'type', message: `must be one of: ${Object.keys(JOB_TYPES).join(', ')}` },
+    ]);
+  }
+  const priority = PRIORITY_SCHEMA.safeParse(req.priority ?? 'normal');
+  if (!priority.success) throw new ValidationError('invalid priority', [{ path: 'priority', message: 'must be high, normal or low' }]);
+  const parsed = JOB_INPUT_SCHEMAS[req.type].safeParse(req.input);
+  if (!parsed.success) {
+    const fields: FieldIssue[] = parsed.error.issues.map((i) => ({
+      path: ['input', ...i.path.map(String)].join('.'),
+      message: i.message,
+    }));
+    throw new ValidationError(`invalid input for job type "${req.type}"`, fields);
+  }
+  return { type: req.type, input: parsed.data, priority: priority.data };
+}
+
+/**
+ * The intake, as a library for backend code that holds a Temporal client. The HTTP API is
+ * a thin shell over it. Errors are the coded classes of `lib/errors.ts`.
+ */
+export function createJobsClient(deps: JobsClientDeps) {
+  const startTimeoutMs = deps.startTimeoutMs ?? 5_000;
+  const retryAfter = deps.unavailableRetryAfterSeconds ?? 5;
+
+  async function startWorkflow(args: JobArgs): Promise<void> {
+    const info = JOB_TYPES[args.jobType];
+    try {
+      await deps.temporal.connection.withDeadline(Date.now() + startTimeoutMs, () =>
+        deps.temporal.workflow.start(info.workflowType, {
+          taskQueue: deps.taskQueue,
+          workflowId: args.jobId,
+          args: [args],
+          // A running job with this ID is the same intent: attach to it. A finished one is
+          // never re-run by a duplicate submit.
+          workflowIdConflictPolicy: 'USE_EXISTING',
+          workflowIdReusePolicy: 'REJECT_DUPLICATE',
+          typedSearchAttributes: [
+            { key: TenantIdKey, value: args.tenantId },
+            { key: JobTypeKey, value: args.jobType },
+            { key: JobStateKey, value: 'queued' },
+          ],
+          staticSummary: `${args.jobType} for tenant ${args.tenantId} (${args.priority} priority)`,
+          staticDetails: `${info.description}. Input is stored in Postgres (job_intents), not in this history.`,
+        }));
+    } catch (err) {
+      if (err instanceof WorkflowExecutionAlreadyStartedError) return; // closed run: already done
+      throw new UnavailableError('Temporal cannot take the job right now', retryAfter, { cause: err });
+    }
+  }
+
+  /**
+   * Persist first, then start, then commit: the intent row and the workflow start happen in
+   * one Postgres transaction, so a failed start rolls the row back and nothing is left half
+   * accepted; a retry with the same key then goes through normally. A concurrent duplicate
+   * waits on the unique index and then reads the committed row.
+   */
+  async function submitJob(req: SubmitJobRequest): Promise<SubmitJobResult> {
+    const { type, input, priority } = validate(req);
+    const jobId = jobIdFor(req.tenantId, type, req.idempotencyKey);
+    const kh = keyHash(req.tenantId, req.idempotencyKey);
+    const ih = inputHash(type, input);
+    try {
+      return await withTransaction(deps.pool, async (tx) => {
+        const inserted = await insertIntent(tx, { jobId, tenantId: req.tenantId, jobType: type, keyHash: kh, inputHash: ih, input, priority });
+        if (!inserted) return replay(tx, req.tenantId, kh, type, ih);
+        await startWorkflow({ jobId, tenantId: req.tenantId, jobType: type, priority });
+        await markWorkflowStarted(tx, jobId);
+        return { jobId, status: 'queued' as const, replayed: false, retryAfterSeconds: POLL_AFTER_SECONDS };
+      });
+    } catch (err) {
+      if (isConnectionError(err)) throw new UnavailableError('Postgres cannot take the job right now', retryAfter, { cause: err });
+      throw err;
+    }
+  }
+
+  async function replay(tx: pg.PoolClient, tenantId: string, kh: string, type: JobType, ih: string): Promise<SubmitJobResult> {
+    const existing = await findIntentByKey(tx, tenantId, kh);
+    if (!existing) throw new UnavailableError('the intent changed concurrently; retry', 1);
+    if (existing.job_type !== type || existing.input_hash !== ih) {
+      throw new IdempotencyConflictError('this Idempotency-Key was already used with a different type or input');
+    }
+    if (!existing.workflow_started_at) {
+      // Left by a start whose commit was lost: finish it now (USE_EXISTING makes it safe).
+      await startWorkflow({ jobId: existing.job_id, tenantId, jobType: type, priority: existing.priority });
+      await markWorkflowStarted(tx, existing.job_id);
+    }
+    return { jobId: existing.job_id, status: existing.status, replayed: true, retryAfterSeconds: POLL_AFTER_SECONDS };
+  }
+
+  async function loadOwned(tenantId: string, jobId: string): Promise<IntentRow> {
+    let row: IntentRow | undefined;
+    try {
+      row = await findIntent(deps.pool, tenantId, jobId);
+    } catch (err) {
+      if (isConnectionError(err)) throw new UnavailableError('Postgres is not reachable', retryAfter, { cause: err });
+      throw err;
+    }
+    if (!row) throw new NotFoundError(`job ${jobId} not found`);
+    return row;
+  }
+
+  async function getJob(tenantId: string, jobId: string): Promise<JobStatus> {
+    return toJobStatus(await loadOwned(tenantId, jobId));
+  }
+
+  /**
+   * Requests cancellation of a job that has not finished. The workflow cancels its pending
+   * activity (a scheduled task is never handed to a worker again) and records `cancelled`.
+   */
+  async function cancelJob(tenantId: string, jobId: string): Promise<JobStatus> {
+    const row = await loadOwned(tenantId, jobId);
+    if (row.status === 'succeeded' || row.status === 'dead_lettered') {
+      throw new StateConflictError(`job ${jobId} already finished (${row.status}); nothing to cancel`);
+    }
+    if (row.status !== 'cancelled') {
+      try {
+        await deps.temporal.connection.withDeadline(Date.now() + startTimeoutMs, () => deps.temporal.workflow.getHandle(jobId).cancel());
+      } catch (err) {
+        const name = (err as Error).name;
+        if (name !== 'WorkflowNotFoundError') throw new UnavailableError('Temporal cannot take the cancellation right now', retryAfter, { cause: err });
+      }
+    }
+    return toJobStatus(row);
+  }
+
+  return { submitJob, getJob, cancelJob };
+}
+
+export type JobsClient = ReturnType<typeof createJobsClient>;

@@ -1,0 +1,149 @@
+import { z } from 'zod';
+import { createRequire } from 'node:module';
+import { ConfigError } from './errors.js';
+
+/** The package version: part of every dead letter's evidence (which code ran the attempt). */
+export const PACKAGE_VERSION: string = (createRequire(import.meta.url)('../package.json') as { version: string }).version;
+
+/**
+ * The one place that reads `process.env`. Everything else receives a `Config`.
+ * `mode: 'dev'` is what `npm start` and tests use (seeded demo tenant, known admin key);
+ * `'production'` seeds nothing and requires the admin key to be set explicitly.
+ */
+export type Mode = 'dev' | 'production';
+
+export interface TenantSeed { tenantId: string; apiKey: string }
+
+export interface Config {
+  mode: Mode;
+  /** HTTP API port. Default 8080. */
+  httpPort: number;
+  /** Bind address of the HTTP API. Default 127.0.0.1 in dev, 0.0.0.0 in production. */
+  httpHost: string;
+  /** Existing Temporal frontend; undefined means `npm start` runs a local dev server on 127.0.0.1:7233. */
+  temporalAddress: string | undefined;
+  /** Default `default`. */
+  temporalNamespace: string;
+  /** Web UI port of the local dev server. Default 8233. */
+  temporalUiPort: number;
+  temporalCliPath: string | undefined;
+  /** Temporal Cloud API key; implies TLS. */
+  temporalApiKey: string | undefined;
+  temporalTls: boolean;
+  temporalTlsCertPath: string | undefined;
+  temporalTlsKeyPath: string | undefined;
+  /** Task queue the job workflows and activities run on. Default `durable-jobs`. */
+  taskQueue: string;
+  /** undefined means embedded Postgres with data under `.data/`. */
+  databaseUrl: string | undefined;
+  /** Upstream base URL; undefined means `npm start` runs the simulator on 127.0.0.1:SIM_PORT. */
+  providerUrl: string | undefined;
+  /** Default 8090. */
+  simPort: number;
+  simWebhookUrl: string;
+  /** Worker processes `npm start` runs. Default 1. */
+  workers: number;
+  seedTenants: TenantSeed[];
+  adminApiKey: string | undefined;
+  /** source → secrets (`whsec_...`), several for rotation; the first one signs. */
+  webhookSecrets: Record<string, string[]>;
+  logLevel: string;
+  /** Version of the code that ran an attempt (dead-letter evidence). */
+  codeVersion: string;
+}
+
+const port = (name: string, fallback: number) =>
+  z.coerce.number({ error: `${name} must be a port number (1-65535)` })
+    .int(`${name} must be a whole number`).min(1, `${name} must be 1-65535`).max(65535, `${name} must be 1-65535`)
+    .default(fallback);
+
+function parseTenants(raw: string): TenantSeed[] {
+  if (raw.trim() === '') return [];
+  return raw.split(',').map((pair) => {
+    const [tenantId, apiKey, extra] = pair.split('=');
+    if (!tenantId || !apiKey || extra !== undefined || !/^[a-z0-9][a-z0-9_-]{0,62}$/.test(tenantId.trim())) {
+      throw new ConfigError(`SEED_TENANTS must be "tenant=apikey,..." with tenant ids of a-z, 0-9, _ and -; got an invalid entry`);
+    }
+    if (apiKey.trim().length < 8) throw new ConfigError(`SEED_TENANTS: the api key of tenant "${tenantId}" must be at least 8 characters`);
+    return { tenantId: tenantId.trim(), apiKey: apiKey.trim() };
+  });
+}
+
+function parseWebhookSecrets(raw: string): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  if (raw.trim() === '') return out;
+  for (const entry of raw.split(',')) {
+    const eq = entry.indexOf('=');
+    const source = entry.slice(0, eq).trim();
+    const secrets = entry.slice(eq + 1).split('|').map((s) => s.trim());
+    if (eq <= 0 || !/^[a-z0-9_-]+$/.test(source) || secrets.some((s) => !/^whsec_[A-Za-z0-9+/=]{16,}$/.test(s))) {
+      throw new ConfigError('WEBHOOK_SECRETS must be "source=whsec_...[|whsec_...],..." (base64 after whsec_, at least 16 characters)');
+    }
+    out[source] = secrets;
+  }
+  return out;
+}
+
+const boolFlag = z.enum(['true', 'false', '1', '0', '']).optional().transform((v) => v === 'true' || v === '1');
+
+export function loadConfig(env: NodeJS.ProcessEnv, opts: { mode?: Mode; codeVersion?: string } = {}): Config {
+  const modeRaw = opts.mode ?? env.DURABLE_JOBS_MODE ?? 'production';
+  if (modeRaw !== 'dev' && modeRaw !== 'production') throw new ConfigError('DURABLE_JOBS_MODE must be "dev" or "production"');
+  const mode: Mode = modeRaw;
+  const codeVersion = opts.codeVersion ?? env.CODE_VERSION ?? PACKAGE_VERSION;
+  const schema = z.object({
+    HTTP_PORT: port('HTTP_PORT', 8080),
+    HTTP_HOST: z.string().min(1).optional(),
+    TEMPORAL_ADDRESS: z.string().regex(/^[^\s:]+:\d+$/, 'TEMPORAL_ADDRESS must be host:port').optional(),
+    TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+    TEMPORAL_UI_PORT: port('TEMPORAL_UI_PORT', 8233),
+    TEMPORAL_CLI_PATH: z.string().min(1).optional(),
+    TEMPORAL_API_KEY: z.string().min(1).optional(),
+    TEMPORAL_TLS: boolFlag,
+    TEMPORAL_TLS_CERT_PATH: z.string().min(1).optional(),
+    TEMPORAL_TLS_KEY_PATH: z.string().min(1).optional(),
+    TASK_QUEUE: z.string().regex(/^[A-Za-z0-9._-]{1,200}$/, 'TASK_QUEUE must be 1-200 of A-Z a-z 0-9 . _ -').default('durable-jobs'),
+    DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'DATABASE_URL must start with postgres:// or postgresql://').optional(),
+    PROVIDER_URL: z.url({ error: 'PROVIDER_URL must be an http(s) URL' }).optional(),
+    SIM_PORT: port('SIM_PORT', 8090),
+    SIM_WEBHOOK_URL: z.url({ error: 'SIM_WEBHOOK_URL must be an http(s) URL' }).optional(),
+    WORKERS: z.coerce.number().int('WORKERS must be a whole number').min(0, 'WORKERS must be 0-16').max(16, 'WORKERS must be 0-16').default(1),
+    SEED_TENANTS: z.string().optional(),
+    ADMIN_API_KEY: z.string().min(8, 'ADMIN_API_KEY must be at least 8 characters').optional(),
+    WEBHOOK_SECRETS: z.string().default(''),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  });
+  // Empty strings mean "unset": `FOO= npm start` must not turn into an invalid value.
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = schema.safeParse(cleaned);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new ConfigError(`invalid configuration: ${issue.path.join('.')}: ${issue.message}`);
+  }
+  const e = parsed.data;
+  const httpPort = e.HTTP_PORT;
+  return {
+    mode,
+    httpPort,
+    httpHost: e.HTTP_HOST ?? (mode === 'dev' ? '127.0.0.1' : '0.0.0.0'),
+    temporalAddress: e.TEMPORAL_ADDRESS,
+    temporalNamespace: e.TEMPORAL_NAMESPACE,
+    temporalUiPort: e.TEMPORAL_UI_PORT,
+    temporalCliPath: e.TEMPORAL_CLI_PATH,
+    temporalApiKey: e.TEMPORAL_API_KEY,
+    temporalTls: e.TEMPORAL_TLS || e.TEMPORAL_API_KEY !== undefined || e.TEMPORAL_TLS_CERT_PATH !== undefined,
+    temporalTlsCertPath: e.TEMPORAL_TLS_CERT_PATH,
+    temporalTlsKeyPath: e.TEMPORAL_TLS_KEY_PATH,
+    taskQueue: e.TASK_QUEUE,
+    databaseUrl: e.DATABASE_URL,
+    providerUrl: e.PROVIDER_URL?.replace(/\/+$/, ''),
+    simPort: e.SIM_PORT,
+    simWebhookUrl: e.SIM_WEBHOOK_URL ?? `http://127.0.0.1:${httpPort}/v1/webhooks/sim`,
+    workers: e.WORKERS,
+    seedTenants: parseTenants(e.SEED_TENANTS ?? (mode === 'dev' ? 'demo=demo-key' : '')),
+    adminApiKey: e.ADMIN_API_KEY ?? (mode === 'dev' ? 'admin-key' : undefined),
+    webhookSecrets: parseWebhookSecrets(e.WEBHOOK_SECRETS),
+    logLevel: e.LOG_LEVEL,
+    codeVersion,
+  };
+}

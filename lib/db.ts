@@ -1,0 +1,45 @@
+import pg from 'pg';
+import type { Logger } from './logger.js';
+
+export type Pool = pg.Pool;
+export type PoolClient = pg.PoolClient;
+
+/**
+ * A pool that survives a Postgres restart: idle clients emit 57P01 errors when the server
+ * goes away, and without this handler the process would crash. The next query reconnects.
+ */
+export function createPool(connectionString: string, log: Logger, max = 10): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString,
+    max,
+    connectionTimeoutMillis: 5_000,
+    idleTimeoutMillis: 30_000,
+    // A query that hangs on a dead server must fail so that the caller can answer 503 or retry.
+    query_timeout: 15_000,
+  });
+  pool.on('error', (err) => log.warn({ err: { message: err.message, code: (err as { code?: string }).code } }, 'idle postgres client failed; it will be replaced'));
+  return pool;
+}
+
+export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await fn(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+/** Errors that mean "Postgres is not reachable right now", as opposed to a bad query. */
+export function isConnectionError(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  if (e?.code && /^(08|57P0|53300)/.test(e.code)) return true;
+  if (e?.code && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND'].includes(e.code)) return true;
+  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Query read timeout/i.test(e?.message ?? '');
+}

@@ -1,0 +1,64 @@
+/**
+ * One small, coded error hierarchy. The class name is the Temporal failure `type`
+ * (activities convert with `toApplicationFailure`), so workflows branch on it and the
+ * Web UI shows it.
+ */
+export abstract class DurableJobsError extends Error {
+  abstract readonly code: string;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** Transient: 429, 5xx, timeouts, connection errors. `retryAfterMs` comes from `Retry-After`. */
+export class RetryableError extends DurableJobsError {
+  readonly code = 'retryable';
+  constructor(message: string, readonly details: { statusCode?: number; retryAfterMs?: number; errorClass: string } , options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** Permanent: 400/401/403/404/409/422, validation, compliance. Never retried. */
+export class NonRetryableError extends DurableJobsError {
+  readonly code = 'non_retryable';
+  constructor(message: string, readonly details: { statusCode?: number; errorClass: string }, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+export interface FieldIssue { path: string; message: string }
+
+/** Bad request input; `fields` names each offending field. */
+export class ValidationError extends DurableJobsError {
+  readonly code = 'validation';
+  constructor(message: string, readonly fields: FieldIssue[] = []) {
+    super(message);
+  }
+}
+
+/** The idempotency key was already used for a different intent (other input or type). */
+export class IdempotencyConflictError extends DurableJobsError {
+  readonly code = 'idempotency_conflict';
+}
+
+/** Temporal or Postgres could not take the work now; nothing was accepted. */
+export class UnavailableError extends DurableJobsError {
+  readonly code = 'unavailable';
+  constructor(message: string, readonly retryAfterSeconds: number, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+export class NotFoundError extends DurableJobsError {
+  readonly code = 'not_found';
+}
+
+/** The job is in a state that does not allow the request (for example cancelling a finished job). */
+export class StateConflictError extends DurableJobsError {
+  readonly code = 'state_conflict';
+}
+
+export class ConfigError extends DurableJobsError {
+  readonly code = 'config';
+}

@@ -1,0 +1,42 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import type pg from 'pg';
+
+const SCHEMA_DIR = fileURLToPath(new URL('../schema/', import.meta.url));
+/** Any constant works; it only has to be the same for every migrator of this product. */
+const MIGRATION_LOCK = 7_210_443_001;
+
+/**
+ * Forward-only numbered `.sql` files, one transaction each. The advisory lock makes racing
+ * migrators (two workers starting at once) take turns; the second sees the rows the first
+ * recorded and applies nothing.
+ */
+export async function migrate(pool: pg.Pool): Promise<string[]> {
+  const files = (await readdir(SCHEMA_DIR)).filter((f) => /^\d{4}_.+\.sql$/.test(f)).sort();
+  const client = await pool.connect();
+  const applied: string[] = [];
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
+    const done = new Set((await client.query<{ name: string }>('SELECT name FROM schema_migrations')).rows.map((r) => r.name));
+    for (const file of files) {
+      if (done.has(file)) continue;
+      const sql = await readFile(SCHEMA_DIR + file, 'utf8');
+      await client.query('BEGIN');
+      try {
+        await client.query('INSERT INTO schema_migrations (name) VALUES ($1)', [file]);
+        await client.query(sql);
+        await client.query('COMMIT');
+        applied.push(file);
+      } catch (err) {
+        await client.query('ROLLBACK');
+        throw new Error(`migration ${file} failed: ${(err as Error).message}`, { cause: err });
+      }
+    }
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
+    client.release();
+  }
+  return applied;
+}

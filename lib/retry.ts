@@ -1,0 +1,79 @@
+/**
+ * Retry classification and delays: pure functions, so they are unit-tested over many draws.
+ * Temporal is the only retry layer; activities translate an upstream outcome into a
+ * RetryableError (with the delay chosen here) or a NonRetryableError.
+ */
+
+/** Floor for `Retry-After: 0`: retrying in the same millisecond only hammers the upstream. */
+export const MIN_RETRY_DELAY_MS = 250;
+/** Ceiling on any server-requested delay: a buggy `Retry-After: 86400` must not park a job for a day. */
+export const MAX_RETRY_AFTER_MS = 10 * 60_000;
+
+export type OutcomeClass = 'retryable' | 'non_retryable';
+
+/** 429, 408 and 5xx retry; other 4xx are permanent (validation, auth, compliance, conflict). */
+export function classifyStatus(status: number): OutcomeClass {
+  if (status === 408 || status === 425 || status === 429 || status >= 500) return 'retryable';
+  return 'non_retryable';
+}
+
+/** Stable class names shown in attempts, job status and dead letters. */
+export function errorClassForStatus(status: number): string {
+  if (status === 429) return 'rate_limited';
+  if (status >= 500) return 'upstream_unavailable';
+  if (status === 401 || status === 403) return 'permission_denied';
+  if (status === 400 || status === 422) return 'invalid_request';
+  if (status === 404) return 'not_found';
+  if (status === 409) return 'conflict';
+  if (status === 408) return 'timeout';
+  return `http_${status}`;
+}
+
+/**
+ * `Retry-After` as delta-seconds or HTTP-date, in ms, clamped to [MIN, MAX].
+ * A date in the past means "now" (the floor); garbage means "no advice" (undefined, so
+ * the caller falls back to jitter).
+ */
+export function parseRetryAfter(value: string | null | undefined, nowMs: number): number | undefined {
+  if (value == null) return undefined;
+  const v = value.trim();
+  if (v === '') return undefined;
+  let ms: number;
+  if (/^\d+$/.test(v)) {
+    ms = Number(v) * 1000;
+  } else if (/^[A-Za-z]{3}, \d{2} [A-Za-z]{3} \d{4} \d{2}:\d{2}:\d{2} GMT$/.test(v)) {
+    const at = Date.parse(v);
+    if (Number.isNaN(at)) return undefined;
+    ms = at - nowMs;
+  } else {
+    return undefined;
+  }
+  return Math.min(MAX_RETRY_AFTER_MS, Math.max(MIN_RETRY_DELAY_MS, ms));
+}
+
+export interface JitterOptions { baseMs: number; capMs: number }
+
+/**
+ * Full jitter (AWS): `random(0, min(cap, base * 2^attempt))`, with `attempt` starting at 1
+ * for the first retry. `random` is injectable for tests. Floored at MIN_RETRY_DELAY_MS so a
+ * draw of 0 does not retry in a tight loop.
+ */
+export function fullJitterMs(attempt: number, opts: JitterOptions, random: () => number = Math.random): number {
+  const exp = Math.min(opts.capMs, opts.baseMs * 2 ** Math.max(0, attempt));
+  return Math.max(MIN_RETRY_DELAY_MS, Math.floor(random() * exp));
+}
+
+export interface DelayDecision { delayMs: number; source: 'retry-after' | 'jitter' }
+
+export function chooseDelay(attempt: number, retryAfterMs: number | undefined, opts: JitterOptions, random?: () => number): DelayDecision {
+  if (retryAfterMs !== undefined) return { delayMs: retryAfterMs, source: 'retry-after' };
+  return { delayMs: fullJitterMs(attempt, opts, random), source: 'jitter' };
+}
+
+/**
+ * True when sleeping `delayMs` would run past the elapsed budget: the attempt should stop
+ * now and say why, instead of sleeping into the scheduleToClose cap and timing out blind.
+ */
+export function exceedsBudget(nowMs: number, delayMs: number, deadlineMs: number | undefined): boolean {
+  return deadlineMs !== undefined && nowMs + delayMs >= deadlineMs;
+}

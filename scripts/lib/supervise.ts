@@ -1,0 +1,37 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+
+export interface Supervised { name: string; stop(): Promise<void>; pid(): number | undefined }
+
+/**
+ * Runs a TypeScript entry as a child (through tsx) and restarts it with backoff if it dies:
+ * a killed worker is replaced, as a process manager would do in production. The IPC
+ * channel lets the child notice if this parent dies.
+ */
+export function superviseChild(o: { name: string; entry: string; env: NodeJS.ProcessEnv; log: (m: string) => void }): Supervised {
+  let child: ChildProcess | undefined;
+  let stopped = false;
+  let failures = 0;
+  const start = () => {
+    const startedAt = Date.now();
+    child = spawn(process.execPath, ['--import', 'tsx', o.entry], { env: o.env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    child.on('exit', (code, signal) => {
+      if (stopped) return;
+      failures = Date.now() - startedAt > 30_000 ? 1 : failures + 1;
+      const delay = Math.min(30_000, 500 * 2 ** failures);
+      o.log(`${o.name} exited (${signal ?? `code ${code}`}); restarting in ${delay} ms`);
+      setTimeout(() => { if (!stopped) start(); }, delay).unref();
+    });
+  };
+  start();
+  return {
+    name: o.name,
+    pid: () => child?.pid,
+    stop: () => new Promise<void>((resolve) => {
+      stopped = true;
+      if (!child || child.exitCode !== null || child.signalCode !== null) return resolve();
+      const kill = setTimeout(() => child?.kill('SIGKILL'), 15_000);
+      child.once('exit', () => { clearTimeout(kill); resolve(); });
+      child.kill('SIGTERM');
+    }),
+  };
+}

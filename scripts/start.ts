@@ -1,0 +1,114 @@
+/**
+ * `npm start`: the whole local stack in the foreground. Postgres (embedded unless
+ * DATABASE_URL), the Temporal dev server with its Web UI (unless TEMPORAL_ADDRESS), the
+ * provider simulator (unless PROVIDER_URL), migrations, the HTTP API and WORKERS worker
+ * processes. Ctrl-C or SIGTERM stops every part, children first.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadConfig } from '../lib/config.js';
+import { createPool } from '../lib/db.js';
+import { createLogger } from '../lib/logger.js';
+import { migrate } from '../lib/migrate.js';
+import { connectClient, ensureSearchAttributes } from '../lib/temporal.js';
+import { startSimulator } from '../simulator/server.js';
+import { upsertTenant } from '../store/tenants.js';
+import { startDevServer } from './lib/dev-server.js';
+import { startEmbeddedPostgres } from './lib/embedded-pg.js';
+import { superviseChild, type Supervised } from './lib/supervise.js';
+import { resolveTemporalCli } from './lib/temporal-cli.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const DATA = path.join(ROOT, '.data');
+const say = (msg: string) => console.log(`[start] ${msg}`);
+
+const config = loadConfig(process.env, { mode: 'dev' });
+const stops: Array<() => Promise<void>> = [];
+let children: Supervised[] = [];
+
+async function stopAll(signal: string): Promise<void> {
+  say(`${signal}: stopping workers and API, then the simulator, Temporal and Postgres`);
+  await Promise.all(children.map((c) => c.stop()));
+  for (const stop of stops.reverse()) await stop().catch((e: Error) => say(`stop failed: ${e.message}`));
+  say('stopped');
+}
+let stopping = false;
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(sig, () => {
+    if (stopping) return;
+    stopping = true;
+    stopAll(sig).then(() => process.exit(0), () => process.exit(1));
+  });
+}
+
+mkdirSync(DATA, { recursive: true });
+let databaseUrl = config.databaseUrl;
+if (!databaseUrl) {
+  const pgDb = await startEmbeddedPostgres({ dataDir: path.join(DATA, 'pg'), log: say, persistent: true });
+  stops.push(() => pgDb.stop());
+  databaseUrl = pgDb.url;
+  say(`embedded Postgres on 127.0.0.1:${pgDb.port} (data in .data/pg)`);
+}
+
+let temporalAddress = config.temporalAddress;
+let uiUrl: string | null = null;
+if (!temporalAddress) {
+  const cliPath = await resolveTemporalCli({ cliPath: config.temporalCliPath, log: say });
+  const dev = await startDevServer({
+    cliPath, port: 7233, uiPort: config.temporalUiPort, dbFilename: path.join(DATA, 'temporal.sqlite'),
+    namespace: config.temporalNamespace, log: say,
+  });
+  stops.push(() => dev.stop());
+  temporalAddress = dev.address;
+  uiUrl = dev.uiUrl;
+}
+
+const log = createLogger('start', 'warn');
+const pool = createPool(databaseUrl, log);
+const applied = await migrate(pool);
+say(applied.length > 0 ? `migrations applied: ${applied.join(', ')}` : 'schema up to date');
+for (const t of config.seedTenants) await upsertTenant(pool, t.tenantId, t.apiKey);
+await pool.end();
+const temporal = await connectClient(config, temporalAddress);
+const added = await ensureSearchAttributes(temporal.connection as never, config.temporalNamespace);
+if (added.length > 0) say(`registered search attributes: ${added.join(', ')}`);
+await temporal.connection.close();
+
+const secrets = { ...config.webhookSecrets };
+if (!secrets.sim) {
+  secrets.sim = [`whsec_${randomBytes(24).toString('base64')}`];
+  say(`generated webhook secret for source "sim": ${secrets.sim[0]} (set WEBHOOK_SECRETS=sim=... to keep one)`);
+}
+let providerUrl = config.providerUrl;
+if (!providerUrl) {
+  const sim = await startSimulator({ port: config.simPort, webhookUrl: config.simWebhookUrl, webhookSecret: secrets.sim[0] });
+  stops.push(() => sim.close());
+  providerUrl = sim.url;
+}
+
+const childEnv: NodeJS.ProcessEnv = {
+  ...process.env,
+  DURABLE_JOBS_MODE: 'dev',
+  DATABASE_URL: databaseUrl,
+  TEMPORAL_ADDRESS: temporalAddress,
+  PROVIDER_URL: providerUrl,
+  WEBHOOK_SECRETS: Object.entries(secrets).map(([s, list]) => `${s}=${list.join('|')}`).join(','),
+  SEED_TENANTS: config.seedTenants.map((t) => `${t.tenantId}=${t.apiKey}`).join(','),
+  ADMIN_API_KEY: config.adminApiKey,
+};
+children = [
+  superviseChild({ name: 'api', entry: path.join(ROOT, 'server/main.ts'), env: childEnv, log: say }),
+  ...Array.from({ length: config.workers }, (_, i) =>
+    superviseChild({ name: `worker-${i + 1}`, entry: path.join(ROOT, 'workers/main.ts'), env: childEnv, log: say })),
+];
+
+const api = `http://127.0.0.1:${config.httpPort}`;
+say('the stack is up:');
+say(`  HTTP API         ${api}  (OpenAPI: ${api}/openapi.json)`);
+say(`  Temporal         ${temporalAddress}, namespace ${config.temporalNamespace}`);
+if (uiUrl) say(`  Temporal Web UI  ${uiUrl}`);
+say(`  provider         ${providerUrl}${config.providerUrl ? '' : ' (simulator)'}`);
+say(`  workers          ${config.workers}`);
+say(`try: curl -s -X POST ${api}/v1/jobs -H 'Authorization: Bearer ${config.seedTenants[0]?.apiKey ?? '<api key>'}' -H 'Idempotency-Key: order-0001-summary' -H 'Content-Type: application/json' -d '{"type":"summarize","input":{"text":"Temporal keeps the job; Postgres keeps the evidence."}}'`);

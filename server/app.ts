@@ -1,0 +1,69 @@
+import type { Client, Connection } from '@temporalio/client';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type pg from 'pg';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import type { JobsClient } from '../client/jobs-client.js';
+import type { Logger } from '../lib/logger.js';
+import { openApiDocument } from './openapi.js';
+import { problem, problemFromError, sendProblem } from './problems.js';
+import { registerJobRoutes } from './routes-jobs.js';
+
+export interface AppDeps {
+  pool: pg.Pool;
+  temporal: Client;
+  jobs: JobsClient;
+  log: Logger;
+  adminApiKey: string | undefined;
+  version: string;
+  /** Extra route groups (webhooks, admin, dead letters) register here. */
+  plugins?: Array<(app: FastifyInstance, registry: Registry) => void>;
+}
+
+/** 256 KiB: the contract's body limit for job submissions. */
+export const BODY_LIMIT = 256 * 1024;
+
+export function buildApp(deps: AppDeps): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: deps.log as unknown as FastifyBaseLogger,
+    bodyLimit: BODY_LIMIT,
+    // Request logs carry method, URL and status only; never headers or bodies.
+    disableRequestLogging: false,
+  });
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+
+  // Keep the raw bytes: webhook signatures are computed over them, not over re-serialised JSON.
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
+    (req as { rawBody?: Buffer }).rawBody = body as Buffer;
+    if ((body as Buffer).length === 0) return done(null, undefined);
+    try {
+      done(null, JSON.parse((body as Buffer).toString('utf8')));
+    } catch {
+      done(Object.assign(new Error('malformed JSON'), { code: 'FST_ERR_CTP_INVALID_JSON_BODY', statusCode: 400 }), undefined);
+    }
+  });
+
+  app.setErrorHandler((err, req, reply) => {
+    const p = problemFromError(err);
+    if (p.status >= 500) req.log.error({ err: { message: (err as Error).message, name: (err as Error).name } }, 'request failed');
+    return sendProblem(reply, p);
+  });
+  app.setNotFoundHandler((req, reply) => sendProblem(reply, problem(404, 'not-found', 'Not found', `no route ${req.method} ${req.url.split('?')[0]}`)));
+
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_req, reply) => {
+    const checks = await Promise.all([
+      deps.pool.query('SELECT 1').then(() => 'ok', (e: Error) => e.message),
+      deps.temporal.connection.withDeadline(Date.now() + 2_000, () => (deps.temporal.connection as Connection).healthService.check({})).then(() => 'ok', (e: Error) => e.message),
+    ]);
+    const [postgres, temporal] = checks;
+    if (postgres === 'ok' && temporal === 'ok') return { status: 'ready', postgres, temporal };
+    return sendProblem(reply, problem(503, 'not-ready', 'Not ready', `postgres: ${postgres}; temporal: ${temporal}`, { retryAfterSeconds: 5 }));
+  });
+  app.get('/openapi.json', async () => openApiDocument(deps.version));
+  app.get('/metrics', async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()));
+
+  registerJobRoutes(app, { pool: deps.pool, jobs: deps.jobs });
+  for (const plugin of deps.plugins ?? []) plugin(app, registry);
+  return app;
+}

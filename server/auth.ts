@@ -1,0 +1,46 @@
+import { timingSafeEqual, createHash } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type pg from 'pg';
+import { isConnectionError } from '../lib/db.js';
+import { UnavailableError } from '../lib/errors.js';
+import { tenantForApiKey } from '../store/tenants.js';
+import { problem, sendProblem } from './problems.js';
+
+function bearer(req: FastifyRequest): string | undefined {
+  const h = req.headers.authorization;
+  if (typeof h !== 'string') return undefined;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(h);
+  return m?.[1];
+}
+
+const unauthorized = (detail: string) => problem(401, 'unauthorized', 'Unauthorized', detail);
+
+/** Resolves the tenant from its bearer key, or answers 401 and returns undefined. */
+export async function requireTenant(pool: pg.Pool, req: FastifyRequest, reply: FastifyReply): Promise<string | undefined> {
+  const key = bearer(req);
+  if (!key) {
+    sendProblem(reply.header('WWW-Authenticate', 'Bearer'), unauthorized('send Authorization: Bearer <tenant api key>'));
+    return undefined;
+  }
+  let tenant: string | undefined;
+  try {
+    tenant = await tenantForApiKey(pool, key);
+  } catch (err) {
+    if (isConnectionError(err)) throw new UnavailableError('Postgres is not reachable', 5, { cause: err });
+    throw err;
+  }
+  if (!tenant) {
+    sendProblem(reply.header('WWW-Authenticate', 'Bearer error="invalid_token"'), unauthorized('unknown API key'));
+    return undefined;
+  }
+  return tenant;
+}
+
+/** Admin endpoints: constant-time comparison of digests, so timing reveals nothing about the key. */
+export function requireAdmin(adminKey: string | undefined, req: FastifyRequest, reply: FastifyReply): boolean {
+  const key = bearer(req);
+  const digest = (s: string) => createHash('sha256').update(s).digest();
+  if (adminKey && key && timingSafeEqual(digest(key), digest(adminKey))) return true;
+  sendProblem(reply.header('WWW-Authenticate', 'Bearer'), unauthorized(adminKey ? 'send Authorization: Bearer <admin api key>' : 'admin API disabled: ADMIN_API_KEY is not set'));
+  return false;
+}

@@ -1,0 +1,34 @@
+/**
+ * The HTTP API process. `npm start` runs it with the local stack's addresses; production
+ * runs it with DATABASE_URL and TEMPORAL_ADDRESS.
+ */
+import { createJobsClient } from '../client/jobs-client.js';
+import { loadConfig } from '../lib/config.js';
+import { createPool } from '../lib/db.js';
+import { createLogger } from '../lib/logger.js';
+import { migrate } from '../lib/migrate.js';
+import { onShutdown } from '../lib/shutdown.js';
+import { connectClient, ensureSearchAttributes } from '../lib/temporal.js';
+import { upsertTenant } from '../store/tenants.js';
+import { buildApp } from './app.js';
+
+const config = loadConfig(process.env);
+const log = createLogger('api', config.logLevel);
+if (!config.databaseUrl || !config.temporalAddress) {
+  log.fatal('the API needs DATABASE_URL and TEMPORAL_ADDRESS (npm start sets them)');
+  process.exit(2);
+}
+const pool = createPool(config.databaseUrl, log);
+const applied = await migrate(pool);
+if (applied.length > 0) log.info({ applied }, 'migrations applied');
+for (const t of config.seedTenants) await upsertTenant(pool, t.tenantId, t.apiKey);
+const temporal = await connectClient(config, config.temporalAddress);
+await ensureSearchAttributes(temporal.connection as never, config.temporalNamespace);
+const jobs = createJobsClient({ pool, temporal, taskQueue: config.taskQueue });
+const app = buildApp({ pool, temporal, jobs, log, adminApiKey: config.adminApiKey, version: config.codeVersion });
+await app.listen({ port: config.httpPort, host: config.httpHost });
+onShutdown(async () => {
+  await app.close();
+  await temporal.connection.close();
+  await pool.end();
+}, (m) => log.warn(m));

@@ -1,0 +1,47 @@
+import type { FastifyReply } from 'fastify';
+import {
+  DurableJobsError, IdempotencyConflictError, NotFoundError, StateConflictError, UnavailableError, ValidationError,
+  type FieldIssue,
+} from '../lib/errors.js';
+
+/** RFC 9457 problem details. `type` is stable: clients branch on it, never on `title` or `detail`. */
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail?: string;
+  errors?: FieldIssue[];
+  retryAfterSeconds?: number;
+  [k: string]: unknown;
+}
+
+export const problemType = (slug: string) => `urn:durable-jobs:problem:${slug}`;
+
+export function sendProblem(reply: FastifyReply, p: Problem): FastifyReply {
+  if (p.retryAfterSeconds !== undefined) reply.header('Retry-After', String(p.retryAfterSeconds));
+  return reply.code(p.status).type('application/problem+json').send(p);
+}
+
+export function problem(status: number, slug: string, title: string, detail?: string, extra: Partial<Problem> = {}): Problem {
+  return { type: problemType(slug), title, status, ...(detail ? { detail } : {}), ...extra };
+}
+
+/** Maps the coded error hierarchy onto problems; anything unknown is a 500 without internals. */
+export function problemFromError(err: unknown): Problem {
+  if (err instanceof ValidationError) return problem(400, 'validation-error', 'Invalid request', err.message, { errors: err.fields });
+  if (err instanceof IdempotencyConflictError) return problem(422, 'idempotency-key-reused', 'Idempotency-Key reused with a different request', err.message);
+  if (err instanceof NotFoundError) return problem(404, 'not-found', 'Not found', err.message);
+  if (err instanceof StateConflictError) return problem(409, 'state-conflict', 'Conflict with the current state', err.message);
+  if (err instanceof UnavailableError) return problem(503, 'unavailable', 'Temporarily unavailable', `${err.message}; nothing was accepted, retry with the same Idempotency-Key`, { retryAfterSeconds: err.retryAfterSeconds });
+  if (err instanceof DurableJobsError) return problem(500, err.code, 'Internal error');
+  const fe = err as { code?: string; statusCode?: number; message?: string };
+  switch (fe?.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE': return problem(413, 'payload-too-large', 'Request body too large', 'the body must be at most 256 KiB');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE': return problem(415, 'unsupported-media-type', 'Unsupported media type', 'send Content-Type: application/json');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY': return problem(400, 'malformed-json', 'Malformed JSON', 'the body is empty');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH': return problem(400, 'malformed-json', 'Malformed JSON', 'the body is not valid JSON');
+  }
+  if (fe instanceof SyntaxError || fe?.statusCode === 400) return problem(400, 'malformed-json', 'Malformed JSON', 'the body is not valid JSON');
+  return problem(500, 'internal', 'Internal error');
+}

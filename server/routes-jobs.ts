@@ -1,0 +1,46 @@
+import type { FastifyInstance } from 'fastify';
+import type pg from 'pg';
+import type { JobsClient } from '../client/jobs-client.js';
+import { ValidationError } from '../lib/errors.js';
+import { SUBMIT_BODY_SCHEMA } from '../lib/job-inputs.js';
+import { requireTenant } from './auth.js';
+import { problemFromError, sendProblem } from './problems.js';
+
+/** The intake over HTTP: a thin shell over the typed client library. */
+export function registerJobRoutes(app: FastifyInstance, deps: { pool: pg.Pool; jobs: JobsClient }) {
+  app.post('/v1/jobs', async (req, reply) => {
+    const tenantId = await requireTenant(deps.pool, req, reply);
+    if (!tenantId) return reply;
+    const key = req.headers['idempotency-key'];
+    if (typeof key !== 'string' || key.length === 0) {
+      return sendProblem(reply, problemFromError(new ValidationError('the Idempotency-Key header is required', [
+        { path: 'Idempotency-Key', message: 'required; one key per business intent, 8-255 visible ASCII characters' },
+      ])));
+    }
+    const body = SUBMIT_BODY_SCHEMA.safeParse(req.body);
+    if (!body.success) {
+      const fields = body.error.issues.map((i) => ({ path: i.path.map(String).join('.') || '(body)', message: i.message }));
+      return sendProblem(reply, problemFromError(new ValidationError('the body must be {"type": string, "input": object, "priority"?: "high"|"normal"|"low"}', fields)));
+    }
+    const r = await deps.jobs.submitJob({ tenantId, type: body.data.type, idempotencyKey: key, input: body.data.input, priority: body.data.priority });
+    const statusUrl = `/v1/jobs/${r.jobId}`;
+    reply.header('Location', statusUrl).header('Retry-After', String(r.retryAfterSeconds));
+    if (r.replayed) reply.header('Idempotent-Replayed', 'true');
+    req.log.info({ jobId: r.jobId, tenantId, replayed: r.replayed }, r.replayed ? 'intent replayed' : 'job accepted');
+    return reply.code(r.replayed ? 200 : 202).send({ jobId: r.jobId, status: r.status, statusUrl, retryAfterSeconds: r.retryAfterSeconds });
+  });
+
+  app.get<{ Params: { jobId: string } }>('/v1/jobs/:jobId', async (req, reply) => {
+    const tenantId = await requireTenant(deps.pool, req, reply);
+    if (!tenantId) return reply;
+    return deps.jobs.getJob(tenantId, req.params.jobId);
+  });
+
+  app.post<{ Params: { jobId: string } }>('/v1/jobs/:jobId/cancel', async (req, reply) => {
+    const tenantId = await requireTenant(deps.pool, req, reply);
+    if (!tenantId) return reply;
+    const status = await deps.jobs.cancelJob(tenantId, req.params.jobId);
+    req.log.info({ jobId: status.jobId, tenantId }, 'cancellation requested');
+    return reply.code(202).send({ jobId: status.jobId, status: status.status, cancelRequested: true });
+  });
+}

@@ -1,0 +1,41 @@
+import type { IncomingMessage } from 'node:http';
+import { parseFaultRequest } from './faults.ts';
+import { errorReply, parseJsonObject, readBody, type Reply } from './http.ts';
+import type { SimState } from './state.ts';
+
+export interface ControlDeps {
+  state: SimState;
+  /** Cancels background work (transcription timers, webhook deliveries) of the old state. */
+  onReset: () => void;
+}
+
+async function addFault(req: IncomingMessage, state: SimState): Promise<Reply> {
+  const parsed = parseJsonObject(await readBody(req));
+  if (!parsed.ok) return parsed.reply;
+  const request = parseFaultRequest(parsed.value);
+  if (!request.ok) return errorReply(400, 'invalid_fault', { message: request.message });
+  state.faults.add(request.value);
+  return { status: 200, body: { queued: request.value, pending: state.faults.pending() } };
+}
+
+/** The /__sim control API used by tests and drills; never exposed by real providers. */
+export async function handleControl(req: IncomingMessage, method: string, path: string, deps: ControlDeps): Promise<Reply> {
+  const route = `${method} ${path}`;
+  switch (route) {
+    case 'POST /__sim/faults':
+      return addFault(req, deps.state);
+    case 'GET /__sim/faults':
+      return { status: 200, body: deps.state.faults.pending() };
+    case 'GET /__sim/effects':
+      return { status: 200, body: deps.state.effectsSnapshot() };
+    case 'POST /__sim/reset':
+      req.resume();
+      deps.onReset();
+      deps.state.reset();
+      return { status: 204 };
+    case 'GET /__sim/health':
+      return { status: 200, body: { ok: true } };
+    default:
+      return errorReply(404, 'not_found');
+  }
+}

@@ -1,0 +1,122 @@
+import type pg from 'pg';
+import type { JobState, Priority } from '../workflows/job-types.js';
+
+type Db = pg.Pool | pg.PoolClient;
+
+export interface IntentRow {
+  job_id: string;
+  tenant_id: string;
+  job_type: string;
+  input_hash: string;
+  priority: Priority;
+  status: JobState;
+  status_reason: string | null;
+  attempts: number;
+  last_error: { errorClass: string; message: string; statusCode?: number } | null;
+  next_attempt_at: Date | null;
+  result: unknown;
+  notification_state: string | null;
+  replay_of: string | null;
+  workflow_started_at: Date | null;
+  first_started_at: Date | null;
+  finished_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface NewIntent {
+  jobId: string; tenantId: string; jobType: string; keyHash: string | null;
+  inputHash: string; input: unknown; priority: Priority; replayOf?: string;
+}
+
+/**
+ * Inserts the intent unless the tenant already used this key. Concurrent duplicates block
+ * on the unique index until the first transaction ends, then see its row: exactly one wins.
+ * Returns true when this call inserted the row.
+ */
+export async function insertIntent(db: Db, i: NewIntent): Promise<boolean> {
+  const r = await db.query(
+    `INSERT INTO job_intents (job_id, tenant_id, job_type, key_hash, input_hash, input, priority, replay_of)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+     ON CONFLICT DO NOTHING`,
+    [i.jobId, i.tenantId, i.jobType, i.keyHash, i.inputHash, JSON.stringify(i.input), i.priority, i.replayOf ?? null],
+  );
+  return r.rowCount === 1;
+}
+
+export async function findIntentByKey(db: Db, tenantId: string, keyHash: string): Promise<IntentRow | undefined> {
+  const r = await db.query<IntentRow>('SELECT * FROM job_intents WHERE tenant_id = $1 AND key_hash = $2', [tenantId, keyHash]);
+  return r.rows[0];
+}
+
+/** Tenant-scoped: another tenant's job reads as absent. */
+export async function findIntent(db: Db, tenantId: string, jobId: string): Promise<IntentRow | undefined> {
+  const r = await db.query<IntentRow>('SELECT * FROM job_intents WHERE tenant_id = $1 AND job_id = $2', [tenantId, jobId]);
+  return r.rows[0];
+}
+
+export async function getIntent(db: Db, jobId: string): Promise<IntentRow | undefined> {
+  const r = await db.query<IntentRow>('SELECT * FROM job_intents WHERE job_id = $1', [jobId]);
+  return r.rows[0];
+}
+
+export async function loadInput(db: Db, jobId: string): Promise<unknown | undefined> {
+  const r = await db.query<{ input: unknown }>('SELECT input FROM job_intents WHERE job_id = $1', [jobId]);
+  return r.rows[0]?.input;
+}
+
+export async function markWorkflowStarted(db: Db, jobId: string): Promise<void> {
+  await db.query('UPDATE job_intents SET workflow_started_at = coalesce(workflow_started_at, now()) WHERE job_id = $1', [jobId]);
+}
+
+/** Terminal states never move again: a late writer cannot resurrect a finished job. */
+const TERMINAL = `('succeeded', 'dead_lettered', 'cancelled')`;
+
+export async function markRunning(db: Db, jobId: string, attempt: number): Promise<void> {
+  await db.query(
+    `UPDATE job_intents
+        SET status = 'running', status_reason = NULL, attempts = greatest(attempts, $2), next_attempt_at = NULL,
+            first_started_at = coalesce(first_started_at, now()), updated_at = now()
+      WHERE job_id = $1 AND status NOT IN ${TERMINAL}`,
+    [jobId, attempt],
+  );
+}
+
+export async function markRetrying(db: Db, jobId: string, attempt: number, error: { errorClass: string; message: string; statusCode?: number }, nextAttemptAt: Date): Promise<void> {
+  await db.query(
+    `UPDATE job_intents
+        SET status = 'retrying', attempts = greatest(attempts, $2), last_error = $3, next_attempt_at = $4, updated_at = now()
+      WHERE job_id = $1 AND status NOT IN ${TERMINAL}`,
+    [jobId, attempt, JSON.stringify(error), nextAttemptAt],
+  );
+}
+
+export async function setStatus(db: Db, jobId: string, status: JobState, reason: string | null, error?: unknown): Promise<void> {
+  await db.query(
+    `UPDATE job_intents
+        SET status = $2, status_reason = $3, last_error = coalesce($4, last_error), next_attempt_at = NULL,
+            finished_at = CASE WHEN $2 IN ${TERMINAL} THEN now() ELSE finished_at END, updated_at = now()
+      WHERE job_id = $1 AND status NOT IN ${TERMINAL}`,
+    [jobId, status, reason, error === undefined ? null : JSON.stringify(error)],
+  );
+}
+
+/**
+ * The fenced result write: it lands only if `fence` is newer than the stored one, so a
+ * stale attempt that finishes late cannot overwrite the newer attempt's result.
+ * Returns false when the write was refused.
+ */
+export async function writeResultFenced(db: Db, jobId: string, fence: number, result: unknown, notificationState: 'pending' | null): Promise<boolean> {
+  const r = await db.query(
+    `UPDATE job_intents
+        SET result = $3, result_fence = $2, status = 'succeeded', status_reason = NULL, next_attempt_at = NULL,
+            notification_state = $4, finished_at = now(), updated_at = now()
+      WHERE job_id = $1 AND result_fence < $2 AND status NOT IN ('dead_lettered', 'cancelled')`,
+    [jobId, fence, JSON.stringify(result), notificationState],
+  );
+  return r.rowCount === 1;
+}
+
+export async function setNotificationState(db: Db, jobId: string, state: 'sent' | 'failed'): Promise<void> {
+  await db.query('UPDATE job_intents SET notification_state = $2, updated_at = now() WHERE job_id = $1', [jobId, state]);
+}

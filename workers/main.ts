@@ -1,0 +1,34 @@
+/**
+ * `npm run worker`: one worker process for the configured Temporal, Postgres and upstream.
+ * Production runs workers this way, as many processes as the load needs.
+ */
+import { NativeConnection } from '@temporalio/worker';
+import { hostname } from 'node:os';
+import { loadConfig } from '../lib/config.js';
+import { createPool } from '../lib/db.js';
+import { createLogger } from '../lib/logger.js';
+import { onShutdown } from '../lib/shutdown.js';
+import { connectionOptions } from '../lib/temporal.js';
+import { createWorker } from './worker.js';
+
+const config = loadConfig(process.env);
+const log = createLogger('worker', config.logLevel);
+if (!config.databaseUrl || !config.temporalAddress || !config.providerUrl) {
+  log.fatal('a standalone worker needs DATABASE_URL, TEMPORAL_ADDRESS and PROVIDER_URL (npm start sets them for its own workers)');
+  process.exit(2);
+}
+const pool = createPool(config.databaseUrl, log);
+const connection = await NativeConnection.connect(await connectionOptions(config, config.temporalAddress));
+const worker = await createWorker({
+  connection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, pool,
+  providerUrl: config.providerUrl, log, codeVersion: config.codeVersion, identity: `${process.pid}@${hostname()}`,
+});
+onShutdown(async () => {
+  log.info('draining the worker');
+  worker.shutdown();
+}, (m) => log.warn(m));
+log.info({ taskQueue: config.taskQueue, namespace: config.temporalNamespace }, 'worker polling');
+await worker.run();
+await connection.close();
+await pool.end();
+log.info('worker stopped');

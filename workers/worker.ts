@@ -1,0 +1,46 @@
+import { fileURLToPath } from 'node:url';
+import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleOption } from '@temporalio/worker';
+import type pg from 'pg';
+import { createActivities } from '../activities/index.js';
+import { createProvider } from '../activities/provider.js';
+import type { Logger } from '../lib/logger.js';
+
+export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+
+/** Bundle once and share: bundling takes seconds, and every worker in a process can reuse it. */
+export async function bundleWorkflows(): Promise<WorkflowBundleOption> {
+  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietBundlerLogger });
+  return { code };
+}
+
+const noop = () => undefined;
+const quietBundlerLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: noop, log: noop };
+
+export interface WorkerOptions {
+  connection: NativeConnection;
+  namespace: string;
+  taskQueue: string;
+  pool: pg.Pool;
+  providerUrl: string;
+  log: Logger;
+  codeVersion: string;
+  workflowBundle?: WorkflowBundleOption;
+  /** Concurrent activity attempts per worker. Default 50. */
+  maxConcurrentActivityTaskExecutions?: number;
+  identity?: string;
+}
+
+export async function createWorker(o: WorkerOptions): Promise<Worker> {
+  const activities = createActivities({ pool: o.pool, provider: createProvider(o.providerUrl), log: o.log, codeVersion: o.codeVersion });
+  return Worker.create({
+    connection: o.connection,
+    namespace: o.namespace,
+    taskQueue: o.taskQueue,
+    workflowBundle: o.workflowBundle ?? (await bundleWorkflows()),
+    activities,
+    identity: o.identity,
+    maxConcurrentActivityTaskExecutions: o.maxConcurrentActivityTaskExecutions ?? 50,
+    // Let a running attempt finish its current write on shutdown instead of abandoning it.
+    shutdownGraceTime: '10s',
+  });
+}

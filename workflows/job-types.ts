@@ -1,0 +1,75 @@
+/**
+ * Per job type: its workflow type and its budgets. Pure constants, shared by workflow code
+ * (timeouts, retry caps) and by intake (which workflow to start).
+ *
+ * Budgets, and why:
+ * - `heartbeatTimeout` is the lease: a killed worker's activity moves to another worker
+ *   after it, so it is seconds, not minutes.
+ * - `startToCloseTimeout` bounds one attempt; each upstream call has its own, shorter
+ *   timeout (`upstreamTimeoutMs`) so the call fails before the attempt does.
+ * - `maximumAttempts` and `scheduleToCloseTimeout` are the attempt and elapsed caps.
+ */
+export type Priority = 'high' | 'normal' | 'low';
+
+export interface JobBudget {
+  /** Lease. Default 10s. */
+  heartbeatTimeoutMs: number;
+  /** One attempt. Default 30s. */
+  startToCloseTimeoutMs: number;
+  /** Elapsed cap across all attempts. Default 10 min. */
+  scheduleToCloseTimeoutMs: number;
+  /** Attempt cap. Default 8. */
+  maximumAttempts: number;
+  /** Full-jitter base and cap for retries without Retry-After. */
+  backoffBaseMs: number;
+  backoffCapMs: number;
+  /** Timeout of one upstream HTTP call; shorter than startToClose. */
+  upstreamTimeoutMs: number;
+}
+
+export const DEFAULT_BUDGET: JobBudget = {
+  heartbeatTimeoutMs: 10_000,
+  startToCloseTimeoutMs: 30_000,
+  scheduleToCloseTimeoutMs: 10 * 60_000,
+  maximumAttempts: 8,
+  backoffBaseMs: 500,
+  backoffCapMs: 30_000,
+  upstreamTimeoutMs: 15_000,
+};
+
+export interface JobTypeInfo {
+  workflowType: string;
+  /** One line for the Web UI. */
+  description: string;
+  budget: JobBudget;
+}
+
+export const JOB_TYPES = {
+  summarize: {
+    workflowType: 'summarizeJob',
+    description: 'summarize a text with the provider, then notify by e-mail (optional)',
+    budget: DEFAULT_BUDGET,
+  },
+  purchase: {
+    workflowType: 'purchaseJob',
+    description: 'charge a customer, then send the receipt: two effects in sequence',
+    budget: DEFAULT_BUDGET,
+  },
+} as const satisfies Record<string, JobTypeInfo>;
+
+export type JobType = keyof typeof JOB_TYPES;
+
+export function isJobType(t: string): t is JobType {
+  return Object.prototype.hasOwnProperty.call(JOB_TYPES, t);
+}
+
+/** What every job workflow receives: references only, never the input itself. */
+export interface JobArgs {
+  jobId: string;
+  tenantId: string;
+  jobType: JobType;
+  priority: Priority;
+}
+
+export const JOB_STATES = ['queued', 'running', 'retrying', 'succeeded', 'dead_lettered', 'cancelled', 'deferred'] as const;
+export type JobState = (typeof JOB_STATES)[number];

@@ -1,0 +1,79 @@
+import {
+  ActivityFailure, ApplicationFailure, CancellationScope, isCancellation, proxyActivities,
+  setCurrentDetails, setHandler, upsertSearchAttributes, type ActivityOptions,
+} from '@temporalio/workflow';
+import type { Activities } from '../activities/index.js';
+import type { StepArgs } from '../activities/job-steps.js';
+import { JOB_TYPES, type JobBudget, type JobState } from './job-types.js';
+import { JobStateKey, jobProgressQuery } from './messages.js';
+
+/** Activity options from a job type's budget: the lease, the attempt and elapsed caps. */
+export function stepOptions(budget: JobBudget): ActivityOptions {
+  return {
+    startToCloseTimeout: budget.startToCloseTimeoutMs,
+    heartbeatTimeout: budget.heartbeatTimeoutMs,
+    scheduleToCloseTimeout: budget.scheduleToCloseTimeoutMs,
+    retry: {
+      // Delays come from the activity (Retry-After or full jitter via nextRetryDelay);
+      // these values only apply to failures that carry none (for example a lease timeout).
+      initialInterval: 1_000,
+      backoffCoefficient: 2,
+      maximumInterval: budget.backoffCapMs,
+      maximumAttempts: budget.maximumAttempts,
+      nonRetryableErrorTypes: ['NonRetryableError', 'ValidationError', 'RetryBudgetExhausted'],
+    },
+  };
+}
+
+/** Bookkeeping activities: short, and retried until Postgres is back (they are idempotent). */
+const bookkeeping = proxyActivities<Activities>({
+  startToCloseTimeout: '30s',
+  retry: { initialInterval: '1s', maximumInterval: '30s' },
+});
+
+let progress = { phase: 'queued', detail: '' };
+
+export function setPhase(state: JobState, detail: string): void {
+  progress = { phase: state, detail };
+  upsertSearchAttributes([{ key: JobStateKey, value: state }]);
+  setCurrentDetails(`**${state}**${detail ? `: ${detail}` : ''}`);
+}
+
+export interface JobOutcome { state: JobState; result?: unknown }
+
+function failureEvidence(err: ActivityFailure): { errorClass: string; message: string; statusCode?: number } {
+  const cause = err.cause;
+  if (cause instanceof ApplicationFailure) {
+    const d = (cause.details?.[0] ?? {}) as { errorClass?: string; statusCode?: number };
+    return { errorClass: d.errorClass ?? cause.type ?? 'ApplicationFailure', message: cause.message, statusCode: d.statusCode };
+  }
+  return { errorClass: cause?.name ?? 'ActivityFailure', message: cause?.message ?? err.message };
+}
+
+/**
+ * The lifecycle every job workflow shares: visible state (search attribute, current
+ * details, query), cancellation recorded as `cancelled`, and a terminal failure recorded
+ * as `dead_lettered` before the workflow fails, so the Web UI and the API agree.
+ */
+export async function runJob(args: StepArgs, body: () => Promise<unknown>): Promise<JobOutcome> {
+  setHandler(jobProgressQuery, () => progress);
+  setPhase('running', JOB_TYPES[args.jobType].description);
+  try {
+    const result = await body();
+    setPhase('succeeded', '');
+    return { state: 'succeeded', result };
+  } catch (err) {
+    if (isCancellation(err)) {
+      await CancellationScope.nonCancellable(() => bookkeeping.recordJobState({ ...args, state: 'cancelled', reason: 'cancelled on request' }));
+      setPhase('cancelled', 'cancelled on request');
+      throw err;
+    }
+    if (err instanceof ActivityFailure) {
+      const evidence = failureEvidence(err);
+      await bookkeeping.recordJobState({ ...args, state: 'dead_lettered', reason: `${evidence.errorClass} after retries (${err.retryState})`, error: evidence });
+      setPhase('dead_lettered', evidence.errorClass);
+      throw ApplicationFailure.create({ message: `job dead-lettered: ${evidence.message}`, type: 'JobDeadLettered', nonRetryable: true, details: [evidence] });
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,31 @@
+import { ActivityFailure, proxyActivities } from '@temporalio/workflow';
+import type { Activities } from '../activities/index.js';
+import type { StepArgs } from '../activities/job-steps.js';
+import { JOB_TYPES } from './job-types.js';
+import { runJob, stepOptions, type JobOutcome } from './lifecycle.js';
+
+const budget = JOB_TYPES.summarize.budget;
+const steps = proxyActivities<Activities>(stepOptions(budget));
+/** Notifications have their own budget: they may retry long after the job succeeded. */
+const notify = proxyActivities<Activities>({
+  ...stepOptions({ ...budget, maximumAttempts: 10, scheduleToCloseTimeoutMs: 30 * 60_000 }),
+  summary: 'deliver the notification from the outbox',
+});
+const bookkeeping = proxyActivities<Activities>({ startToCloseTimeout: '30s' });
+
+/** `summarize`: one provider call, result + outbox in one transaction, then the notification. */
+export async function summarizeJob(args: StepArgs): Promise<JobOutcome> {
+  return runJob(args, async () => {
+    const outcome = await steps.summarizeText(args);
+    if (outcome.notify) {
+      try {
+        await notify.deliverOutbox(args);
+      } catch (err) {
+        // The job stays succeeded; the failed notification is visible on its own.
+        if (!(err instanceof ActivityFailure)) throw err;
+        await bookkeeping.markNotificationFailed(args);
+      }
+    }
+    return outcome;
+  });
+}
