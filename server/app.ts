@@ -26,8 +26,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   const app = Fastify({
     loggerInstance: deps.log as unknown as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT,
-    // Request logs carry method, URL and status only; never headers or bodies.
-    disableRequestLogging: false,
+    // Request logs carry method, URL and status only (pino's default serializers): never
+    // headers or bodies.
   });
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });

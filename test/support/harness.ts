@@ -1,0 +1,151 @@
+import { randomBytes } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime, type Worker, type WorkflowBundleOption } from '@temporalio/worker';
+import pg from 'pg';
+import { inject } from 'vitest';
+import { createJobsClient, type JobsClient } from '../../client/jobs-client.js';
+import { createPool } from '../../lib/db.js';
+import { createLogger, type Logger } from '../../lib/logger.js';
+import { migrate } from '../../lib/migrate.js';
+import { buildApp } from '../../server/app.js';
+import { startSimulator, type Simulator } from '../../simulator/server.js';
+import { upsertTenant } from '../../store/tenants.js';
+import { bundleWorkflows, createWorker } from '../../workers/worker.js';
+
+export const TENANTS = { a: { id: 'tenant-a', key: 'key-tenant-a' }, b: { id: 'tenant-b', key: 'key-tenant-b' } } as const;
+export const ADMIN_KEY = 'admin-key-for-tests';
+export const uid = () => randomBytes(6).toString('hex');
+
+// The SDK's own lines (worker state changes, every retried attempt) drown the test report;
+// TEST_SDK_LOG_LEVEL=WARN brings them back when debugging.
+Runtime.install({ logger: new DefaultLogger((process.env.TEST_SDK_LOG_LEVEL as 'WARN' | 'ERROR' | undefined) ?? 'ERROR') });
+
+let bundle: Promise<WorkflowBundleOption> | undefined;
+/** One workflow bundle per test file (bundling takes seconds; workers share it). */
+export const workflowBundle = () => (bundle ??= bundleWorkflows());
+
+/** A database of its own per test file, so files never see each other's rows. */
+export async function createTestDatabase(name: string): Promise<string> {
+  const base = inject('databaseUrl');
+  const db = `dj_${name.replace(/[^a-z0-9]/gi, '_').toLowerCase()}_${uid()}`;
+  const admin = new pg.Client({ connectionString: base });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${db}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(base);
+  url.pathname = `/${db}`;
+  return url.toString();
+}
+
+export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 60_000, everyMs = 200): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v !== undefined && v !== false) return v as T;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+export interface Harness {
+  name: string;
+  databaseUrl: string;
+  pool: pg.Pool;
+  temporal: Client;
+  taskQueue: string;
+  sim: Simulator;
+  jobs: JobsClient;
+  baseUrl: string;
+  log: Logger;
+  workers: Worker[];
+  startWorker(identity?: string): Promise<Worker>;
+  api(path: string, init?: { method?: string; body?: unknown; rawBody?: string; headers?: Record<string, string>; tenant?: keyof typeof TENANTS | null }): Promise<{ status: number; headers: Headers; body: any }>;
+  submit(type: string, input: unknown, opts?: { key?: string; tenant?: keyof typeof TENANTS; priority?: string }): Promise<{ status: number; headers: Headers; body: any }>;
+  waitForStatus(jobId: string, status: string | string[], tenant?: keyof typeof TENANTS, timeoutMs?: number): Promise<any>;
+  close(): Promise<void>;
+}
+
+/**
+ * Everything one test file needs, on the shared real Temporal and Postgres: its own
+ * database, task queue, simulator, in-process workers and HTTP API on a free port.
+ */
+export async function startHarness(name: string, opts: { workers?: number; webhookSecret?: string; temporalAddress?: string } = {}): Promise<Harness> {
+  const log = createLogger(`test-${name}`, process.env.TEST_LOG_LEVEL ?? 'silent');
+  const databaseUrl = await createTestDatabase(name);
+  const pool = createPool(databaseUrl, log);
+  await migrate(pool);
+  for (const t of Object.values(TENANTS)) await upsertTenant(pool, t.id, t.key);
+  const sim = await startSimulator({ port: 0 });
+  const namespace = inject('temporalNamespace');
+  const connection = await Connection.connect({ address: opts.temporalAddress ?? inject('temporalAddress') });
+  const temporal = new Client({ connection, namespace });
+  const taskQueue = `tq-${name}-${uid()}`;
+  const jobs = createJobsClient({ pool, temporal, taskQueue });
+  const app = buildApp({ pool, temporal, jobs, log, adminApiKey: ADMIN_KEY, version: 'test' });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const addr = app.server.address();
+  const baseUrl = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+
+  const workers: Worker[] = [];
+  const runs: Promise<void>[] = [];
+  const nativeConnection = await NativeConnection.connect({ address: inject('temporalAddress') });
+  async function startWorker(identity?: string): Promise<Worker> {
+    const w = await createWorker({
+      connection: nativeConnection, namespace, taskQueue, pool, providerUrl: sim.url, log, codeVersion: 'test',
+      workflowBundle: await workflowBundle(), identity,
+    });
+    workers.push(w);
+    runs.push(w.run());
+    return w;
+  }
+  for (let i = 0; i < (opts.workers ?? 1); i++) await startWorker(`${name}-worker-${i + 1}`);
+
+  const h: Harness = {
+    name, databaseUrl, pool, temporal, taskQueue, sim, jobs, baseUrl, log, workers, startWorker,
+    async api(path, init = {}) {
+      const headers: Record<string, string> = { ...init.headers };
+      const tenant = init.tenant === undefined ? 'a' : init.tenant;
+      if (tenant) headers.authorization ??= `Bearer ${TENANTS[tenant].key}`;
+      let body: string | undefined = init.rawBody;
+      if (init.body !== undefined) {
+        body = JSON.stringify(init.body);
+        headers['content-type'] ??= 'application/json';
+      }
+      const res = await fetch(baseUrl + path, { method: init.method ?? (body !== undefined ? 'POST' : 'GET'), headers, body });
+      const text = await res.text();
+      let parsed: unknown = text;
+      try { parsed = text ? JSON.parse(text) : undefined; } catch { /* not JSON */ }
+      return { status: res.status, headers: res.headers, body: parsed };
+    },
+    submit(type, input, o = {}) {
+      return h.api('/v1/jobs', { body: { type, input, ...(o.priority ? { priority: o.priority } : {}) }, headers: { 'idempotency-key': o.key ?? `key-${uid()}` }, tenant: o.tenant ?? 'a' });
+    },
+    async waitForStatus(jobId, status, tenant = 'a', timeoutMs = 90_000) {
+      const want = Array.isArray(status) ? status : [status];
+      let last: unknown;
+      return waitFor(`job ${jobId} to reach ${want.join('|')} (last: ${JSON.stringify(last)})`, async () => {
+        const r = await h.api(`/v1/jobs/${jobId}`, { tenant });
+        last = r.body?.status;
+        return want.includes(r.body?.status) ? r.body : undefined;
+      }, timeoutMs);
+    },
+    async close() {
+      await app.close();
+      for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+      await Promise.allSettled(runs);
+      await nativeConnection.close();
+      await connection.close();
+      await sim.close();
+      await pool.end();
+    },
+  };
+  return h;
+}
