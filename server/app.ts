@@ -14,6 +14,8 @@ export interface AppDeps {
   jobs: JobsClient;
   log: Logger;
   adminApiKey: string | undefined;
+  /** source → `whsec_` secrets (first signs, all verify: rotation). */
+  webhookSecrets: Record<string, string[]>;
   version: string;
   /** Extra route groups (webhooks, admin, dead letters) register here. */
   plugins?: Array<(app: FastifyInstance, registry: Registry) => void>;

@@ -25,7 +25,7 @@ for (const t of config.seedTenants) await upsertTenant(pool, t.tenantId, t.apiKe
 const temporal = await connectClient(config, config.temporalAddress);
 await ensureSearchAttributes(temporal.connection as never, config.temporalNamespace);
 const jobs = createJobsClient({ pool, temporal, taskQueue: config.taskQueue });
-const app = buildApp({ pool, temporal, jobs, log, adminApiKey: config.adminApiKey, version: config.codeVersion });
+const app = buildApp({ pool, temporal, jobs, log, adminApiKey: config.adminApiKey, webhookSecrets: config.webhookSecrets, version: config.codeVersion });
 await app.listen({ port: config.httpPort, host: config.httpHost });
 onShutdown(async () => {
   await app.close();

@@ -42,7 +42,7 @@ describe('POST /v1/jobs: the same intent again', () => {
     const afterDone = await h.submit('summarize', text, { key });
     expect(afterDone.status).toBe(200);
     expect(afterDone.body.status).toBe('succeeded');
-    const effects = await (await fetch(`${h.sim.url}/__sim/effects`)).json();
+    const effects = await h.simEffects();
     expect(effects.byKey[`${first.body.jobId}:summarize`].applied).toBe(1);
   });
 
@@ -57,7 +57,7 @@ describe('POST /v1/jobs: the same intent again', () => {
     await h.waitForStatus(jobId, 'succeeded');
     const rows = await h.pool.query('SELECT count(*)::int AS n FROM job_intents WHERE job_id = $1', [jobId]);
     expect(rows.rows[0].n).toBe(1);
-    const effects = await (await fetch(`${h.sim.url}/__sim/effects`)).json();
+    const effects = await h.simEffects();
     expect(effects.byKey[`${jobId}:summarize`].applied).toBe(1);
   });
 

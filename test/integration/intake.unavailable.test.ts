@@ -18,7 +18,7 @@ async function degradedApi(which: 'temporal' | 'postgres') {
   const connection = which === 'temporal' ? Connection.lazy({ address: `127.0.0.1:${deadPort}`, connectTimeout: 1_000 }) : h.temporal.connection as Connection;
   const temporal = new Client({ connection, namespace: h.temporal.options.namespace });
   const jobs = createJobsClient({ pool, temporal, taskQueue: h.taskQueue, startTimeoutMs: 2_000 });
-  const app = buildApp({ pool, temporal, jobs, log: h.log, adminApiKey: undefined, version: 'test' });
+  const app = buildApp({ pool, temporal, jobs, log: h.log, adminApiKey: undefined, webhookSecrets: {}, version: 'test' });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const port = (app.server.address() as { port: number }).port;
   return {
@@ -40,7 +40,7 @@ describe('intake when a dependency is down', () => {
       const r = await api.submit(key);
       expect(r.status).toBe(503);
       expect(Number(r.headers.get('retry-after'))).toBeGreaterThan(0);
-      const body = await r.json();
+      const body = await r.json() as { type: string };
       expect(body.type).toBe('urn:durable-jobs:problem:unavailable');
       expect((await api.ready()).status).toBe(503);
     } finally {

@@ -5,15 +5,11 @@ let h: Harness;
 beforeAll(async () => { h = await startHarness('cancel'); });
 afterAll(async () => { await h?.close(); });
 
-async function fault(body: unknown) {
-  const r = await fetch(`${h.sim.url}/__sim/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  expect(r.status).toBeLessThan(300);
-}
 
 describe('POST /v1/jobs/{id}/cancel', () => {
   it('cancels a retrying job: 202, status cancelled, and it is never claimed again', async () => {
     // Every call fails with 503 and asks for a long pause: the job sits in `retrying`.
-    await fault({ path: '/v1/charges', times: 100, status: 503, retryAfter: '30' });
+    await h.simFault({ path: '/v1/charges', times: 100, status: 503, retryAfter: '30' });
     const r = await h.submit('purchase', { amountCents: 500, currency: 'EUR', customer: 'cus_1', receiptEmail: 'r@example.com' });
     expect(r.status).toBe(202);
     const retrying = await h.waitForStatus(r.body.jobId, 'retrying');
@@ -25,7 +21,7 @@ describe('POST /v1/jobs/{id}/cancel', () => {
     expect(done.statusReason).toContain('cancel');
     const desc = await h.temporal.workflow.getHandle(r.body.jobId).describe();
     expect(desc.status.name).toBe('CANCELLED');
-    const requests = async () => (await (await fetch(`${h.sim.url}/__sim/effects`)).json()).byKey[`${r.body.jobId}:charge`]?.requests ?? 0;
+    const requests = async () => (await h.simEffects()).byKey[`${r.body.jobId}:charge`]?.requests ?? 0;
     const seen = await requests();
     // No attempt is left scheduled: the activity was cancelled with the workflow.
     const pending = await h.temporal.workflow.getHandle(r.body.jobId).describe();

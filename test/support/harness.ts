@@ -14,6 +14,8 @@ import { bundleWorkflows, createWorker } from '../../workers/worker.js';
 
 export const TENANTS = { a: { id: 'tenant-a', key: 'key-tenant-a' }, b: { id: 'tenant-b', key: 'key-tenant-b' } } as const;
 export const ADMIN_KEY = 'admin-key-for-tests';
+/** Test-only secret (not a real one): 32 random-looking bytes, base64. */
+export const WEBHOOK_SECRET = `whsec_${Buffer.from('durable-jobs-test-webhook-secret').toString('base64')}`;
 export const uid = () => randomBytes(6).toString('hex');
 
 // The SDK's own lines (worker state changes, every retried attempt) drown the test report;
@@ -69,6 +71,10 @@ export interface Harness {
   startWorker(identity?: string): Promise<Worker>;
   api(path: string, init?: { method?: string; body?: unknown; rawBody?: string; headers?: Record<string, string>; tenant?: keyof typeof TENANTS | null }): Promise<{ status: number; headers: Headers; body: any }>;
   submit(type: string, input: unknown, opts?: { key?: string; tenant?: keyof typeof TENANTS; priority?: string }): Promise<{ status: number; headers: Headers; body: any }>;
+  /** The simulator's effect ledger (`GET /__sim/effects`). */
+  simEffects(): Promise<any>;
+  /** Queues a simulator fault (`POST /__sim/faults`). */
+  simFault(body: Record<string, unknown>): Promise<void>;
   waitForStatus(jobId: string, status: string | string[], tenant?: keyof typeof TENANTS, timeoutMs?: number): Promise<any>;
   close(): Promise<void>;
 }
@@ -83,16 +89,18 @@ export async function startHarness(name: string, opts: { workers?: number; webho
   const pool = createPool(databaseUrl, log);
   await migrate(pool);
   for (const t of Object.values(TENANTS)) await upsertTenant(pool, t.id, t.key);
-  const sim = await startSimulator({ port: 0 });
   const namespace = inject('temporalNamespace');
   const connection = await Connection.connect({ address: opts.temporalAddress ?? inject('temporalAddress') });
   const temporal = new Client({ connection, namespace });
   const taskQueue = `tq-${name}-${uid()}`;
   const jobs = createJobsClient({ pool, temporal, taskQueue });
-  const app = buildApp({ pool, temporal, jobs, log, adminApiKey: ADMIN_KEY, version: 'test' });
+  const webhookSecrets = { sim: [opts.webhookSecret ?? WEBHOOK_SECRET] };
+  const app = buildApp({ pool, temporal, jobs, log, adminApiKey: ADMIN_KEY, version: 'test', webhookSecrets });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const addr = app.server.address();
   const baseUrl = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+  // The simulator delivers its signed webhooks to this file's own API.
+  const sim = await startSimulator({ port: 0, webhookUrl: `${baseUrl}/v1/webhooks/sim`, webhookSecret: webhookSecrets.sim[0] });
 
   const workers: Worker[] = [];
   const runs: Promise<void>[] = [];
@@ -127,6 +135,13 @@ export async function startHarness(name: string, opts: { workers?: number; webho
     },
     submit(type, input, o = {}) {
       return h.api('/v1/jobs', { body: { type, input, ...(o.priority ? { priority: o.priority } : {}) }, headers: { 'idempotency-key': o.key ?? `key-${uid()}` }, tenant: o.tenant ?? 'a' });
+    },
+    async simEffects() {
+      return (await fetch(`${sim.url}/__sim/effects`)).json();
+    },
+    async simFault(body) {
+      const r = await fetch(`${sim.url}/__sim/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      if (r.status >= 300) throw new Error(`simulator refused fault ${JSON.stringify(body)}: ${r.status} ${await r.text()}`);
     },
     async waitForStatus(jobId, status, tenant = 'a', timeoutMs = 90_000) {
       const want = Array.isArray(status) ? status : [status];
