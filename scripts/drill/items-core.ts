@@ -1,0 +1,174 @@
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { createActivities } from '../../activities/index.js';
+import { createProvider } from '../../activities/provider.js';
+import { attemptsForJob } from '../../store/attempts.js';
+import { JOB_TYPES, type ConcurrencyLimits, type JobType } from '../../workflows/job-types.js';
+import type { DrillStack } from './stack.js';
+import { DRILL_TENANT } from './stack.js';
+import { check, simEffects, simFault, simReset, submit, uid, waitForStatus, waitUntil, type DrillItem } from './support.js';
+
+const text = (n: number | string) => ({ text: `Drill job ${n}. It must run once.` });
+
+/** The Temporal identity (`pid@host`) of the worker holding a job's running activity. */
+async function holderPid(s: DrillStack, jobId: string): Promise<number> {
+  return waitUntil(`an activity of ${jobId} to be held by a worker`, async () => {
+    const d = await s.temporal.workflow.getHandle(jobId).describe();
+    const identity = d.raw.pendingActivities?.[0]?.lastWorkerIdentity;
+    const pid = identity ? Number(identity.split('@')[0]) : NaN;
+    return Number.isInteger(pid) && s.workers.some((w) => w.pid === pid && w.alive()) ? pid : undefined;
+  });
+}
+
+export const intake: DrillItem = {
+  item: '1 one intent, one job',
+  async run(s) {
+    const key = `drill-intent-${uid()}`;
+    const rs = await Promise.all(Array.from({ length: 20 }, () => submit(s, 'summarize', text('intent'), key)));
+    const again = await submit(s, 'summarize', text('intent'), key);
+    const changed = await submit(s, 'summarize', { text: 'another input' }, key);
+    const ids = new Set([...rs, again].map((r) => r.body?.jobId));
+    check(ids.size === 1, `${ids.size} different job IDs for one key`);
+    const jobId = [...ids][0] as string;
+    const accepted = rs.filter((r) => r.status === 202).length;
+    check(accepted === 1 && again.status === 200, `${accepted} × 202 among 20 concurrent submits, then ${again.status}`);
+    check(changed.status === 422, `a changed input with the same key answered ${changed.status}`);
+    await waitForStatus(s, jobId, 'succeeded');
+    const rows = (await s.pool.query('SELECT count(*)::int AS n FROM job_intents WHERE job_id = $1', [jobId])).rows[0].n;
+    const applied = (await simEffects(s)).byKey[`${jobId}:summarize`]?.applied;
+    check(rows === 1 && applied === 1, `${rows} intent rows, effect applied ${applied} times`);
+    return {
+      done: '20 concurrent + 1 later submit of one key, then the same key with another input',
+      observed: `one job (1 × 202, 20 × 200 replayed), 1 intent row, effect applied once; changed input → 422`,
+    };
+  },
+};
+
+export const competingWorkers: DrillItem = {
+  item: '2 claim, lease, fencing',
+  async run(s) {
+    await simReset(s);
+    // Both workers take jobs; each job is held by exactly one attempt.
+    await simFault(s, { path: '/v1/summaries', times: 20, status: 200, delayMs: 200 });
+    const batch = await Promise.all(Array.from({ length: 20 }, (_, i) => submit(s, 'summarize', text(`compete-${i}`))));
+    for (const r of batch) await waitForStatus(s, r.body.jobId, 'succeeded');
+    let single = 0;
+    for (const r of batch) {
+      const attempts = await attemptsForJob(s.pool, r.body.jobId);
+      if (attempts.length === 1 && attempts[0]!.attempt === 1) single++;
+    }
+    const effects = await simEffects(s);
+    const once = batch.filter((r) => effects.byKey[`${r.body.jobId}:summarize`]?.applied === 1).length;
+    check(single === 20 && once === 20, `${single}/20 jobs ran as one attempt, ${once}/20 effects applied once`);
+
+    // SIGKILL the worker holding a slow call (the upstream has not applied it yet).
+    await simFault(s, { path: '/v1/summaries', times: 1, status: 503, delayMs: 120_000 });
+    const victim = await submit(s, 'summarize', text('kill-mid-activity'));
+    const pid = await holderPid(s, victim.body.jobId);
+    const killedAt = Date.now();
+    await s.workers.find((w) => w.pid === pid)!.kill('SIGKILL');
+    const done = await waitForStatus(s, victim.body.jobId, 'succeeded');
+    const takeover = Math.round((Date.now() - killedAt) / 100) / 10;
+    check(done.attempts === 2, `the killed job took ${done.attempts} attempts`);
+    await s.spawnWorker();
+
+    // The killed attempt "comes back" late: its fenced write must be refused.
+    const limits = Object.fromEntries(Object.entries(JOB_TYPES).map(([t, i]) => [t, i.concurrency])) as Record<JobType, ConcurrencyLimits>;
+    const acts = createActivities({ pool: s.pool, provider: createProvider(s.providerUrl), log: s.log, codeVersion: 'drill', limits });
+    const before = (await s.pool.query('SELECT result, result_fence FROM job_intents WHERE job_id = $1', [victim.body.jobId])).rows[0];
+    const stale = await new MockActivityEnvironment({ attempt: 1, heartbeatTimeoutMs: 10_000 })
+      .run(acts.summarizeText, { jobId: victim.body.jobId as string, tenantId: DRILL_TENANT.id, jobType: 'summarize', priority: 'normal' }) as { resultStored: boolean };
+    const after = (await s.pool.query('SELECT result, result_fence FROM job_intents WHERE job_id = $1', [victim.body.jobId])).rows[0];
+    check(!stale.resultStored && JSON.stringify(before) === JSON.stringify(after), 'the stale attempt overwrote the newer result');
+    return {
+      done: '20 jobs on 2 worker processes; SIGKILL of the worker holding a slow call; the killed attempt replayed late',
+      observed: `20/20 jobs ran as one attempt, effects once; taken over after ${takeover} s (attempt 2); stale write refused (fence ${after.result_fence})`,
+    };
+  },
+};
+
+export const crashAfterEffect: DrillItem = {
+  item: '3 crash between effect and record',
+  async run(s) {
+    await simReset(s);
+    // The upstream applies the effect at once and holds the answer: the worker dies in the
+    // window between "the upstream did it" and "we recorded it".
+    await simFault(s, { path: '/v1/summaries', times: 1, status: 200, delayMs: 120_000 });
+    const r = await submit(s, 'summarize', text('crash-after-effect'));
+    const key = `${r.body.jobId}:summarize`;
+    await waitUntil('the upstream to apply the effect', async () => (await simEffects(s)).byKey[key]?.applied === 1);
+    const pid = await holderPid(s, r.body.jobId);
+    await s.workers.find((w) => w.pid === pid)!.kill('SIGKILL');
+    const done = await waitForStatus(s, r.body.jobId, 'succeeded');
+    await s.spawnWorker();
+    const entry = (await simEffects(s)).byKey[key];
+    const effect = (await s.pool.query('SELECT reconciliations, provider_id FROM effects WHERE effect_key = $1', [key])).rows[0];
+    check(entry.applied === 1 && effect.reconciliations === 1, `effect applied ${entry.applied} times, ${effect.reconciliations} reconciliations`);
+    check(done.result.providerId === effect.provider_id, 'the result does not carry the provider ID found on recovery');
+    return {
+      done: 'SIGKILL of the worker after the upstream applied the effect, before the result was stored',
+      observed: `recovery reconciled by effect key (1 reconciliation, provider ID ${effect.provider_id}); upstream applied it once (${entry.requests} requests)`,
+    };
+  },
+};
+
+export const retries: DrillItem = {
+  item: '4 classified retries',
+  async run(s) {
+    await simReset(s);
+    await simFault(s, { path: '/v1/summaries', times: 2, status: 429, retryAfter: '2' });
+    const limited = await submit(s, 'summarize', text('429'));
+    await waitForStatus(s, limited.body.jobId, 'succeeded');
+    const times = (await simEffects(s)).byKey[`${limited.body.jobId}:summarize`].requestTimes.map((t: string) => Date.parse(t));
+    const gaps = times.slice(1).map((t: number, i: number) => t - times[i]);
+    check(gaps.length === 2 && gaps.every((g: number) => g >= 1_900), `gaps after 429 + Retry-After: 2 were ${gaps.join(', ')} ms`);
+
+    await simFault(s, { path: '/v1/summaries', times: 3, status: 503 });
+    const transient = await submit(s, 'summarize', text('503'));
+    await waitForStatus(s, transient.body.jobId, 'succeeded');
+    const budget = JOB_TYPES.summarize.budget;
+    const delays = (await attemptsForJob(s.pool, transient.body.jobId)).filter((a) => a.outcome === 'retryable').map((a) => ({ n: a.attempt, d: a.delayMs ?? -1 }));
+    const bounded = delays.every(({ n, d }) => d >= 250 && d <= Math.min(budget.backoffCapMs, budget.backoffBaseMs * 2 ** n));
+    check(delays.length === 3 && bounded, `503 backoff delays ${JSON.stringify(delays)}`);
+
+    const permanent: string[] = [];
+    for (const status of [400, 401, 403]) {
+      await simFault(s, { path: '/v1/summaries', times: 1, status });
+      const r = await submit(s, 'summarize', text(status));
+      await waitForStatus(s, r.body.jobId, 'dead_lettered');
+      const requests = (await simEffects(s)).byKey[`${r.body.jobId}:summarize`].requests;
+      check(requests === 1, `${status} was sent ${requests} times`);
+      permanent.push(`${status}→1 request`);
+    }
+    return {
+      done: '429 + Retry-After: 2 twice; 503 three times; 400, 401 and 403 once each',
+      observed: `429 gaps ${gaps.map((g: number) => `${(g / 1000).toFixed(1)} s`).join(', ')}; 503 jitter ${delays.map((x) => `${x.d} ms`).join(', ')} within bounds; ${permanent.join(', ')}, dead-lettered`,
+    };
+  },
+};
+
+export const restarts: DrillItem = {
+  item: '10 Temporal and Postgres restart',
+  needs: 'own-temporal-and-postgres',
+  async run(s) {
+    await simReset(s);
+    await simFault(s, { path: '/v1/summaries', times: 30, status: 200, delayMs: 500 });
+    const load = await Promise.all(Array.from({ length: 30 }, (_, i) => submit(s, 'summarize', text(`restart-${i}`))));
+    check(load.every((r) => r.status === 202), 'not every job of the load was accepted');
+    await s.restartTemporal();
+    await s.restartPostgres();
+    // Intake keeps working after both restarts (the pool and the client reconnect).
+    const after = await waitUntil('intake to accept again', async () => {
+      const r = await submit(s, 'summarize', text('after-restarts'));
+      return r.status === 202 ? r : undefined;
+    });
+    const ids = [...load, after].map((r) => r.body.jobId as string);
+    for (const id of ids) await waitForStatus(s, id, 'succeeded', 240_000);
+    const effects = await simEffects(s);
+    const twice = ids.filter((id) => effects.byKey[`${id}:summarize`]?.applied !== 1);
+    check(twice.length === 0, `${twice.length} jobs applied their effect other than once`);
+    return {
+      done: '30 jobs in flight; Temporal dev server (persistent) restarted, then Postgres restarted',
+      observed: `all ${ids.length} jobs succeeded, each effect applied exactly once; intake accepted again after the restarts`,
+    };
+  },
+};

@@ -1,0 +1,5 @@
+import { competingWorkers, crashAfterEffect, intake, restarts, retries } from './items-core.js';
+import type { DrillItem } from './support.js';
+
+/** The checklist, in the guide's order. */
+export const coreItems: DrillItem[] = [intake, competingWorkers, crashAfterEffect, retries, restarts];

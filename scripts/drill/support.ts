@@ -1,0 +1,70 @@
+import { randomBytes } from 'node:crypto';
+import type { DrillStack } from './stack.js';
+import { DRILL_TENANT } from './stack.js';
+
+export const uid = () => randomBytes(5).toString('hex');
+
+export class DrillCheckFailed extends Error {}
+
+/** A failed expectation ends the item with FAIL and this message as what was observed. */
+export function check(cond: unknown, observed: string): asserts cond {
+  if (!cond) throw new DrillCheckFailed(observed);
+}
+
+export async function waitUntil<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 120_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn().catch(() => undefined);
+    if (v !== undefined && v !== false) return v as T;
+    if (Date.now() > deadline) throw new DrillCheckFailed(`timed out after ${Math.round(timeoutMs / 1000)} s waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+export interface HttpResult { status: number; headers: Headers; body: any }
+
+export async function http(s: DrillStack, path: string, init: { method?: string; body?: unknown; headers?: Record<string, string>; admin?: boolean } = {}): Promise<HttpResult> {
+  const headers: Record<string, string> = { authorization: `Bearer ${init.admin ? 'drill-admin-key' : DRILL_TENANT.key}`, ...init.headers };
+  if (init.body !== undefined) headers['content-type'] ??= 'application/json';
+  const res = await fetch(s.api + path, {
+    method: init.method ?? (init.body !== undefined ? 'POST' : 'GET'),
+    headers,
+    body: init.body === undefined ? undefined : typeof init.body === 'string' ? init.body : JSON.stringify(init.body),
+  });
+  const text = await res.text();
+  let body: unknown = text;
+  try { body = text ? JSON.parse(text) : undefined; } catch { /* not JSON */ }
+  return { status: res.status, headers: res.headers, body };
+}
+
+export function submit(s: DrillStack, type: string, input: unknown, key = `drill-${uid()}`, extra: Record<string, unknown> = {}): Promise<HttpResult> {
+  return http(s, '/v1/jobs', { body: { type, input, ...extra }, headers: { 'idempotency-key': key } });
+}
+
+export async function jobStatus(s: DrillStack, jobId: string): Promise<any> {
+  return (await http(s, `/v1/jobs/${jobId}`)).body;
+}
+
+export async function waitForStatus(s: DrillStack, jobId: string, status: string | string[], timeoutMs = 120_000): Promise<any> {
+  const want = Array.isArray(status) ? status : [status];
+  return waitUntil(`job ${jobId} to be ${want.join(' or ')}`, async () => {
+    const st = await jobStatus(s, jobId);
+    return want.includes(st?.status) ? st : undefined;
+  }, timeoutMs);
+}
+
+export async function simEffects(s: DrillStack): Promise<any> {
+  return (await fetch(`${s.providerUrl}/__sim/effects`)).json();
+}
+
+export async function simFault(s: DrillStack, body: Record<string, unknown>): Promise<void> {
+  const r = await fetch(`${s.providerUrl}/__sim/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  check(r.status < 300, `the simulator refused a fault: ${r.status}`);
+}
+
+export async function simReset(s: DrillStack): Promise<void> {
+  await fetch(`${s.providerUrl}/__sim/reset`, { method: 'POST' });
+}
+
+export interface ItemResult { done: string; observed: string }
+export interface DrillItem { item: string; needs?: 'simulator' | 'own-temporal-and-postgres'; run(s: DrillStack): Promise<ItemResult> }
