@@ -76,7 +76,7 @@ export const competingWorkers: DrillItem = {
     const acts = createActivities({ pool: s.pool, provider: createProvider(s.providerUrl), log: s.log, codeVersion: 'drill', limits });
     const before = (await s.pool.query('SELECT result, result_fence FROM job_intents WHERE job_id = $1', [victim.body.jobId])).rows[0];
     const stale = await new MockActivityEnvironment({ attempt: 1, heartbeatTimeoutMs: 10_000 })
-      .run(acts.summarizeText, { jobId: victim.body.jobId as string, tenantId: DRILL_TENANT.id, jobType: 'summarize', priority: 'normal' }) as { resultStored: boolean };
+      .run(acts.summarizeText, { jobId: victim.body.jobId as string, tenantId: DRILL_TENANT.id, jobType: 'summarize' as const, priority: 'normal' as const });
     const after = (await s.pool.query('SELECT result, result_fence FROM job_intents WHERE job_id = $1', [victim.body.jobId])).rows[0];
     check(!stale.resultStored && JSON.stringify(before) === JSON.stringify(after), 'the stale attempt overwrote the newer result');
     return {
