@@ -1,6 +1,8 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createActivities } from '../../activities/index.js';
 import { createProvider } from '../../activities/provider.js';
+import type { StepArgs } from '../../activities/job-steps.js';
+import type { StepOutcome } from '../../activities/jobs.js';
 import { attemptsForJob } from '../../store/attempts.js';
 import { JOB_TYPES, type ConcurrencyLimits, type JobType } from '../../workflows/job-types.js';
 import type { DrillStack } from './stack.js';
@@ -75,8 +77,8 @@ export const competingWorkers: DrillItem = {
     const limits = Object.fromEntries(Object.entries(JOB_TYPES).map(([t, i]) => [t, i.concurrency])) as Record<JobType, ConcurrencyLimits>;
     const acts = createActivities({ pool: s.pool, provider: createProvider(s.providerUrl), log: s.log, codeVersion: 'drill', limits });
     const before = (await s.pool.query('SELECT result, result_fence FROM job_intents WHERE job_id = $1', [victim.body.jobId])).rows[0];
-    const stale = await new MockActivityEnvironment({ attempt: 1, heartbeatTimeoutMs: 10_000 })
-      .run(acts.summarizeText, { jobId: victim.body.jobId as string, tenantId: DRILL_TENANT.id, jobType: 'summarize' as const, priority: 'normal' as const });
+    const staleArgs: StepArgs = { jobId: victim.body.jobId, tenantId: DRILL_TENANT.id, jobType: 'summarize', priority: 'normal' };
+    const stale: StepOutcome = await new MockActivityEnvironment({ attempt: 1, heartbeatTimeoutMs: 10_000 }).run(acts.summarizeText, staleArgs);
     const after = (await s.pool.query('SELECT result, result_fence FROM job_intents WHERE job_id = $1', [victim.body.jobId])).rows[0];
     check(!stale.resultStored && JSON.stringify(before) === JSON.stringify(after), 'the stale attempt overwrote the newer result');
     return {
