@@ -2,6 +2,8 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../../activities/index.js';
 import { createProvider } from '../../activities/provider.js';
+import type { StepArgs } from '../../activities/job-steps.js';
+import type { StepOutcome } from '../../activities/jobs.js';
 import { attemptsForJob } from '../../store/attempts.js';
 import { JOB_TYPES, type ConcurrencyLimits, type JobType } from '../../workflows/job-types.js';
 import { startHarness, type Harness } from '../support/harness.js';
@@ -57,7 +59,8 @@ describe('fencing', () => {
     const limits = Object.fromEntries(Object.entries(JOB_TYPES).map(([t, i]) => [t, i.concurrency])) as Record<JobType, ConcurrencyLimits>;
     const acts = createActivities({ pool: h.pool, provider: createProvider(h.sim.url), log: h.log, codeVersion: 'test', limits });
     const env = new MockActivityEnvironment({ attempt: 1, heartbeatTimeoutMs: 10_000 });
-    const stale = await env.run(acts.summarizeText, { jobId: r.body.jobId as string, tenantId: 'tenant-a', jobType: 'summarize' as const, priority: 'normal' as const });
+    const staleArgs: StepArgs = { jobId: r.body.jobId, tenantId: 'tenant-a', jobType: 'summarize', priority: 'normal' };
+    const stale: StepOutcome = await env.run(acts.summarizeText, staleArgs);
     expect(stale.resultStored).toBe(false);
 
     const after = await h.pool.query('SELECT result, result_fence, updated_at FROM job_intents WHERE job_id = $1', [r.body.jobId]);
