@@ -4,8 +4,8 @@
  * provider simulator (unless PROVIDER_URL), migrations, the HTTP API and WORKERS worker
  * processes. Ctrl-C or SIGTERM stops every part, children first.
  */
-import { randomBytes } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../lib/config.js';
@@ -25,6 +25,24 @@ const DATA = path.join(ROOT, '.data');
 const say = (msg: string) => console.log(`[start] ${msg}`);
 
 const config = loadConfig(process.env, { mode: 'dev' });
+
+/**
+ * `.data/pg` by default. As root, embedded Postgres runs as the `postgres` user, which must
+ * be able to reach the folder: a checkout under a private home (`/root` is 0700) cannot be,
+ * so the data goes to a per-checkout folder under /var/lib instead (and says so).
+ */
+function embeddedPgDataDir(): string {
+  const preferred = path.join(DATA, 'pg');
+  if (process.getuid?.() !== 0) return preferred;
+  for (let dir = DATA; dir !== path.dirname(dir); dir = path.dirname(dir)) {
+    if ((statSync(dir).mode & 0o001) === 0 && dir !== DATA) {
+      const alt = path.join('/var/lib/durable-jobs', createHash('sha256').update(ROOT).digest('hex').slice(0, 12), 'pg');
+      say(`${dir} is private to root, so the postgres user cannot reach ${preferred}; using ${alt}`);
+      return alt;
+    }
+  }
+  return preferred;
+}
 const stops: Array<() => Promise<void>> = [];
 let children: Supervised[] = [];
 
@@ -43,72 +61,85 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
-mkdirSync(DATA, { recursive: true });
-let databaseUrl = config.databaseUrl;
-if (!databaseUrl) {
-  const pgDb = await startEmbeddedPostgres({ dataDir: path.join(DATA, 'pg'), log: say, persistent: true });
-  stops.push(() => pgDb.stop());
-  databaseUrl = pgDb.url;
-  say(`embedded Postgres on 127.0.0.1:${pgDb.port} (data in .data/pg)`);
+/** Brings every part up in order; a failure stops what was already started and exits 1. */
+async function bringUp(): Promise<void> {
+  mkdirSync(DATA, { recursive: true });
+  let databaseUrl = config.databaseUrl;
+  if (!databaseUrl) {
+    const dataDir = embeddedPgDataDir();
+    const pgDb = await startEmbeddedPostgres({ dataDir, log: say, persistent: true });
+    stops.push(() => pgDb.stop());
+    databaseUrl = pgDb.url;
+    say(`embedded Postgres on 127.0.0.1:${pgDb.port} (data in ${path.relative(ROOT, dataDir).startsWith('..') ? dataDir : path.relative(ROOT, dataDir)})`);
+  }
+
+  let temporalAddress = config.temporalAddress;
+  let uiUrl: string | null = null;
+  if (!temporalAddress) {
+    const cliPath = await resolveTemporalCli({ cliPath: config.temporalCliPath, log: say });
+    const dev = await startDevServer({
+      cliPath, port: 7233, uiPort: config.temporalUiPort, dbFilename: path.join(DATA, 'temporal.sqlite'),
+      namespace: config.temporalNamespace, log: say,
+    });
+    stops.push(() => dev.stop());
+    temporalAddress = dev.address;
+    uiUrl = dev.uiUrl;
+  }
+
+  const log = createLogger('start', 'warn');
+  const pool = createPool(databaseUrl, log);
+  const applied = await migrate(pool);
+  say(applied.length > 0 ? `migrations applied: ${applied.join(', ')}` : 'schema up to date');
+  for (const t of config.seedTenants) await upsertTenant(pool, t.tenantId, t.apiKey);
+  await pool.end();
+  const temporal = await connectClient(config, temporalAddress);
+  const added = await ensureSearchAttributes(temporal.connection as never, config.temporalNamespace);
+  if (added.length > 0) say(`registered search attributes: ${added.join(', ')}`);
+  await temporal.connection.close();
+
+  const secrets = { ...config.webhookSecrets };
+  if (!secrets.sim) {
+    secrets.sim = [`whsec_${randomBytes(24).toString('base64')}`];
+    say(`generated webhook secret for source "sim": ${secrets.sim[0]} (set WEBHOOK_SECRETS=sim=... to keep one)`);
+  }
+  let providerUrl = config.providerUrl;
+  if (!providerUrl) {
+    const sim = await startSimulator({ port: config.simPort, webhookUrl: config.simWebhookUrl, webhookSecret: secrets.sim[0] });
+    stops.push(() => sim.close());
+    providerUrl = sim.url;
+  }
+
+  const childEnv: NodeJS.ProcessEnv = {
+    ...process.env,
+    DURABLE_JOBS_MODE: 'dev',
+    DATABASE_URL: databaseUrl,
+    TEMPORAL_ADDRESS: temporalAddress,
+    PROVIDER_URL: providerUrl,
+    WEBHOOK_SECRETS: Object.entries(secrets).map(([s, list]) => `${s}=${list.join('|')}`).join(','),
+    SEED_TENANTS: config.seedTenants.map((t) => `${t.tenantId}=${t.apiKey}`).join(','),
+    ADMIN_API_KEY: config.adminApiKey,
+  };
+  children = [
+    superviseChild({ name: 'api', entry: path.join(ROOT, 'server/main.ts'), env: childEnv, log: say }),
+    ...Array.from({ length: config.workers }, (_, i) =>
+      superviseChild({ name: `worker-${i + 1}`, entry: path.join(ROOT, 'workers/main.ts'), env: childEnv, log: say })),
+  ];
+
+  const api = `http://127.0.0.1:${config.httpPort}`;
+  say('the stack is up:');
+  say(`  HTTP API         ${api}  (OpenAPI: ${api}/openapi.json)`);
+  say(`  Temporal         ${temporalAddress}, namespace ${config.temporalNamespace}`);
+  if (uiUrl) say(`  Temporal Web UI  ${uiUrl}`);
+  say(`  provider         ${providerUrl}${config.providerUrl ? '' : ' (simulator)'}`);
+  say(`  workers          ${config.workers}`);
+  say(`try: curl -s -X POST ${api}/v1/jobs -H 'Authorization: Bearer ${config.seedTenants[0]?.apiKey ?? '<api key>'}' -H 'Idempotency-Key: order-0001-summary' -H 'Content-Type: application/json' -d '{"type":"summarize","input":{"text":"Temporal keeps the job; Postgres keeps the evidence."}}'`);
 }
 
-let temporalAddress = config.temporalAddress;
-let uiUrl: string | null = null;
-if (!temporalAddress) {
-  const cliPath = await resolveTemporalCli({ cliPath: config.temporalCliPath, log: say });
-  const dev = await startDevServer({
-    cliPath, port: 7233, uiPort: config.temporalUiPort, dbFilename: path.join(DATA, 'temporal.sqlite'),
-    namespace: config.temporalNamespace, log: say,
-  });
-  stops.push(() => dev.stop());
-  temporalAddress = dev.address;
-  uiUrl = dev.uiUrl;
-}
-
-const log = createLogger('start', 'warn');
-const pool = createPool(databaseUrl, log);
-const applied = await migrate(pool);
-say(applied.length > 0 ? `migrations applied: ${applied.join(', ')}` : 'schema up to date');
-for (const t of config.seedTenants) await upsertTenant(pool, t.tenantId, t.apiKey);
-await pool.end();
-const temporal = await connectClient(config, temporalAddress);
-const added = await ensureSearchAttributes(temporal.connection as never, config.temporalNamespace);
-if (added.length > 0) say(`registered search attributes: ${added.join(', ')}`);
-await temporal.connection.close();
-
-const secrets = { ...config.webhookSecrets };
-if (!secrets.sim) {
-  secrets.sim = [`whsec_${randomBytes(24).toString('base64')}`];
-  say(`generated webhook secret for source "sim": ${secrets.sim[0]} (set WEBHOOK_SECRETS=sim=... to keep one)`);
-}
-let providerUrl = config.providerUrl;
-if (!providerUrl) {
-  const sim = await startSimulator({ port: config.simPort, webhookUrl: config.simWebhookUrl, webhookSecret: secrets.sim[0] });
-  stops.push(() => sim.close());
-  providerUrl = sim.url;
-}
-
-const childEnv: NodeJS.ProcessEnv = {
-  ...process.env,
-  DURABLE_JOBS_MODE: 'dev',
-  DATABASE_URL: databaseUrl,
-  TEMPORAL_ADDRESS: temporalAddress,
-  PROVIDER_URL: providerUrl,
-  WEBHOOK_SECRETS: Object.entries(secrets).map(([s, list]) => `${s}=${list.join('|')}`).join(','),
-  SEED_TENANTS: config.seedTenants.map((t) => `${t.tenantId}=${t.apiKey}`).join(','),
-  ADMIN_API_KEY: config.adminApiKey,
-};
-children = [
-  superviseChild({ name: 'api', entry: path.join(ROOT, 'server/main.ts'), env: childEnv, log: say }),
-  ...Array.from({ length: config.workers }, (_, i) =>
-    superviseChild({ name: `worker-${i + 1}`, entry: path.join(ROOT, 'workers/main.ts'), env: childEnv, log: say })),
-];
-
-const api = `http://127.0.0.1:${config.httpPort}`;
-say('the stack is up:');
-say(`  HTTP API         ${api}  (OpenAPI: ${api}/openapi.json)`);
-say(`  Temporal         ${temporalAddress}, namespace ${config.temporalNamespace}`);
-if (uiUrl) say(`  Temporal Web UI  ${uiUrl}`);
-say(`  provider         ${providerUrl}${config.providerUrl ? '' : ' (simulator)'}`);
-say(`  workers          ${config.workers}`);
-say(`try: curl -s -X POST ${api}/v1/jobs -H 'Authorization: Bearer ${config.seedTenants[0]?.apiKey ?? '<api key>'}' -H 'Idempotency-Key: order-0001-summary' -H 'Content-Type: application/json' -d '{"type":"summarize","input":{"text":"Temporal keeps the job; Postgres keeps the evidence."}}'`);
+bringUp().catch(async (err: Error) => {
+  say(`could not start the stack: ${err.message}`);
+  if (!stopping) {
+    stopping = true;
+    await stopAll('startup failure').catch(() => undefined);
+  }
+  process.exit(1);
+});
