@@ -3,6 +3,7 @@ import type pg from 'pg';
 import { effectKeyFor, inputHash } from '../lib/ids.js';
 import type { Logger } from '../lib/logger.js';
 import { recordAttempt } from '../store/attempts.js';
+import { reopenFailedEffect } from '../store/dead-letters.js';
 import { beginEffect, clearDoubt, countReconciliation, recordEffectFailure, recordEffectSuccess } from '../store/effects.js';
 import { NonRetryableError, RetryableError } from '../lib/errors.js';
 import type { Provider } from './provider.js';
@@ -20,6 +21,8 @@ export interface EffectSpec {
   body: Record<string, unknown>;
   timeoutMs: number;
   startedAt: Date;
+  /** Wraps the upstream call only (not reuse): the concurrency slot. Default: none. */
+  guard?: <T>(call: () => Promise<T>) => Promise<T>;
 }
 
 export interface EffectResult {
@@ -51,13 +54,17 @@ export async function runEffect(deps: EffectDeps, s: EffectSpec): Promise<Effect
     return { effectKey, providerId: row.provider_id, providerRequestId: row.provider_request_id, response: row.result as Record<string, unknown>, via: 'reused' };
   }
   if (row.state === 'failed') {
-    throw new NonRetryableError(`effect ${s.step} failed permanently before; not calling again`, { errorClass: 'effect_failed' });
+    // Only a replay (an operator's decision, after fixing the cause) calls a refused effect again.
+    if (s.effectScope === s.jobId) throw new NonRetryableError(`effect ${s.step} failed permanently before; not calling again`, { errorClass: 'effect_failed' });
+    await reopenFailedEffect(deps.pool, effectKey);
+    deps.log.info({ jobId: s.jobId, effectKey, step: s.step }, 'replay: calling a previously refused effect again');
   }
   const reconciling = !row.inserted && row.was_in_doubt;
   if (reconciling) await countReconciliation(deps.pool, effectKey);
   let res;
   try {
-    res = await deps.provider({ path: s.path, body: s.body, effectKey, tenantId: s.tenantId, timeoutMs: s.timeoutMs, signal: Context.current().cancellationSignal });
+    const call = () => deps.provider({ path: s.path, body: s.body, effectKey, tenantId: s.tenantId, timeoutMs: s.timeoutMs, signal: Context.current().cancellationSignal });
+    res = s.guard ? await s.guard(call) : await call();
   } catch (err) {
     if (err instanceof NonRetryableError) await recordEffectFailure(deps.pool, effectKey, null);
     // 429 and 4xx mean "not applied"; 5xx, timeouts and resets leave the effect in doubt.

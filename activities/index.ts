@@ -1,13 +1,27 @@
 import type pg from 'pg';
 import type { Logger } from '../lib/logger.js';
+import { createAdmissionActivities, withLeaseTracking } from './admission.js';
+import { createDeadLetterActivities } from './dead-letters.js';
 import { createJobActivities } from './jobs.js';
+import { createScanActivities } from './scan.js';
+import { createScheduleActivities } from './schedules.js';
+import { createTranscribeActivities } from './transcribe.js';
 import type { Provider } from './provider.js';
+import type { ConcurrencyLimits, JobType } from '../workflows/job-types.js';
 
-export interface ActivityDeps { pool: pg.Pool; provider: Provider; log: Logger; codeVersion: string }
+export interface ActivityDeps {
+  pool: pg.Pool;
+  provider: Provider;
+  log: Logger;
+  codeVersion: string;
+  limits: Record<JobType, ConcurrencyLimits>;
+}
 
 /** All activities, wired with explicit dependencies. */
 export function createActivities(deps: ActivityDeps) {
-  return { ...createJobActivities(deps) };
+  // Lease tracking wraps every activity; it only records the leased (heartbeating) ones.
+  return withLeaseTracking(deps, { ...createJobActivities(deps), ...createTranscribeActivities(deps), ...createDeadLetterActivities(deps),
+    ...createScheduleActivities(deps), ...createScanActivities(deps), ...createAdmissionActivities(deps) });
 }
 
 export type Activities = ReturnType<typeof createActivities>;

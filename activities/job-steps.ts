@@ -4,14 +4,22 @@ import { withTransaction } from '../lib/db.js';
 import { RetryableError } from '../lib/errors.js';
 import { effectKeyFor } from '../lib/ids.js';
 import type { Logger } from '../lib/logger.js';
+import { recordAttempt } from '../store/attempts.js';
 import { insertOutbox } from '../store/outbox.js';
 import { loadInput, markRunning, writeResultFenced } from '../store/intents.js';
-import { JOB_TYPES, type JobArgs, type JobType } from '../workflows/job-types.js';
+import { budgetFor, type ConcurrencyLimits, type JobArgs, type JobType } from '../workflows/job-types.js';
+import { withSlot } from './concurrency.js';
 import { failAttempt, withHeartbeat } from './attempt.js';
 import { runEffect, type EffectResult } from './effects.js';
 import type { Provider } from './provider.js';
 
-export interface StepDeps { pool: pg.Pool; provider: Provider; log: Logger }
+export interface StepDeps {
+  pool: pg.Pool;
+  provider: Provider;
+  log: Logger;
+  /** Caps on concurrent upstream calls per job type (config `CONCURRENCY_LIMITS`). */
+  limits: Record<JobType, ConcurrencyLimits>;
+}
 
 /** Which job's effects a step uses: replays of a job reuse the original job's effects. */
 export type StepArgs = JobArgs & { effectScope?: string };
@@ -31,7 +39,7 @@ export interface StepContext {
 export async function runStep<T>(deps: StepDeps, args: StepArgs, step: string, body: (ctx: StepContext) => Promise<T>): Promise<T> {
   const startedAt = new Date();
   const attempt = Context.current().info.attempt;
-  const budget = JOB_TYPES[args.jobType as JobType].budget;
+  const budget = budgetFor(args);
   const ctx: StepContext = {
     args,
     attempt,
@@ -39,6 +47,10 @@ export async function runStep<T>(deps: StepDeps, args: StepArgs, step: string, b
     effect: (name, path, reqBody) => runEffect(deps, {
       effectScope: args.effectScope ?? args.jobId, jobId: args.jobId, tenantId: args.tenantId,
       step: name, path, body: reqBody, timeoutMs: budget.upstreamTimeoutMs, startedAt,
+      guard: (call) => withSlot(deps, {
+        jobId: args.jobId, jobType: args.jobType, tenantId: args.tenantId, attempt,
+        holder: `${args.jobId}:${name}#${attempt}`, limits: deps.limits[args.jobType],
+      }, call),
     }),
     input: async <I>() => {
       const input = await loadInput(deps.pool, args.jobId);
@@ -71,6 +83,9 @@ export async function completeWithOutbox(deps: StepDeps, ctx: StepContext, resul
     }
     return ok;
   });
-  if (!landed) deps.log.warn({ jobId: ctx.args.jobId, attempt: ctx.attempt }, 'fenced result write refused: a newer attempt already stored its result');
+  if (!landed) {
+    await recordAttempt(deps.pool, { jobId: ctx.args.jobId, step: 'result', attempt: ctx.attempt, outcome: 'fenced', errorClass: 'stale_attempt', startedAt: ctx.startedAt });
+    deps.log.warn({ jobId: ctx.args.jobId, attempt: ctx.attempt }, 'fenced result write refused: a newer attempt already stored its result');
+  }
   return landed;
 }

@@ -16,15 +16,24 @@ export interface JobStatus {
   nextAttemptAt?: string;
   notification?: string;
   replayOf?: string;
-  /** Time spent waiting in the queue before the first attempt started executing. */
+  /** Time spent waiting in the queue before the first attempt started executing (created → first started; includes any deferral). */
   queuedMs?: number;
+  /** When the first attempt started executing (UTC): queue time ends, execution time begins. */
+  firstStartedAt?: string;
+  /** Time spent executing (first started → finished): worker and upstream time, never queue time. */
+  executionMs?: number;
+  finishedAt?: string;
+  /** While `deferred`: since when it has been held back (the reason is `statusReason`). */
+  deferredSince?: string;
+  /** After a deferral: how long the degradation gate held it back (part of `queuedMs`). */
+  deferredMs?: number;
   deadLetterId?: string;
   nextPollSeconds?: number;
 }
 
 const FINAL: JobState[] = ['succeeded', 'dead_lettered', 'cancelled'];
 
-export function toJobStatus(row: IntentRow & { dead_letter_id?: string | null }): JobStatus {
+export function toJobStatus(row: IntentRow & { dead_letter_id?: string | null; deferred_at?: Date | null; admitted_at?: Date | null }): JobStatus {
   const s: JobStatus = {
     jobId: row.job_id,
     type: row.job_type,
@@ -41,6 +50,11 @@ export function toJobStatus(row: IntentRow & { dead_letter_id?: string | null })
   if (row.notification_state) s.notification = row.notification_state;
   if (row.replay_of) s.replayOf = row.replay_of;
   if (row.first_started_at) s.queuedMs = Math.max(0, row.first_started_at.getTime() - row.created_at.getTime());
+  if (row.first_started_at) s.firstStartedAt = row.first_started_at.toISOString();
+  if (row.finished_at) s.finishedAt = row.finished_at.toISOString();
+  if (row.first_started_at && row.finished_at) s.executionMs = Math.max(0, row.finished_at.getTime() - row.first_started_at.getTime());
+  if (row.status === 'deferred' && row.deferred_at) s.deferredSince = row.deferred_at.toISOString();
+  if (row.deferred_at && row.admitted_at) s.deferredMs = Math.max(0, row.admitted_at.getTime() - row.deferred_at.getTime());
   if (row.dead_letter_id) s.deadLetterId = row.dead_letter_id;
   if (!FINAL.includes(row.status)) s.nextPollSeconds = row.status === 'deferred' ? 30 : row.status === 'retrying' ? 5 : 1;
   return s;

@@ -6,7 +6,7 @@ import { IDEMPOTENCY_KEY_PATTERN, inputHash, jobIdFor, keyHash } from '../lib/id
 import { JOB_INPUT_SCHEMAS, PRIORITY_SCHEMA } from '../lib/job-inputs.js';
 import { JobStateKey, JobTypeKey, TenantIdKey } from '../lib/temporal.js';
 import { findIntent, findIntentByKey, insertIntent, markWorkflowStarted, type IntentRow } from '../store/intents.js';
-import { isJobType, JOB_TYPES, type JobArgs, type JobState, type JobType, type Priority } from '../workflows/job-types.js';
+import { isJobType, JOB_TYPES, type JobArgs, type JobBudget, type JobState, type JobType, type Priority } from '../workflows/job-types.js';
 import { toJobStatus, type JobStatus } from './job-status.js';
 
 export interface JobsClientDeps {
@@ -15,6 +15,8 @@ export interface JobsClientDeps {
   taskQueue: string;
   /** Deadline for one Temporal start call. Default 5000 ms. */
   startTimeoutMs?: number;
+  /** Per job type overrides of the retry budget (config `JOB_BUDGETS`); default none. */
+  budgets?: Partial<Record<JobType, Partial<JobBudget>>>;
   /** Retry-After advertised when Temporal or Postgres cannot take the job. Default 5 s. */
   unavailableRetryAfterSeconds?: number;
 }
@@ -72,8 +74,10 @@ export function createJobsClient(deps: JobsClientDeps) {
   const startTimeoutMs = deps.startTimeoutMs ?? 5_000;
   const retryAfter = deps.unavailableRetryAfterSeconds ?? 5;
 
-  async function startWorkflow(args: JobArgs): Promise<void> {
-    const info = JOB_TYPES[args.jobType];
+  async function startWorkflow(base: JobArgs): Promise<void> {
+    const info = JOB_TYPES[base.jobType];
+    const budget = deps.budgets?.[base.jobType];
+    const args: JobArgs = budget ? { ...base, budget } : base;
     try {
       await deps.temporal.connection.withDeadline(Date.now() + startTimeoutMs, () =>
         deps.temporal.workflow.start(info.workflowType, {
@@ -173,7 +177,8 @@ export function createJobsClient(deps: JobsClientDeps) {
     return toJobStatus(row);
   }
 
-  return { submitJob, getJob, cancelJob };
+  // taskQueue: the queue-health report reads Temporal's statistics for it.
+  return { submitJob, getJob, cancelJob, taskQueue: deps.taskQueue };
 }
 
 export type JobsClient = ReturnType<typeof createJobsClient>;

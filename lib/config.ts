@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { createRequire } from 'node:module';
 import { ConfigError } from './errors.js';
+import { JOB_TYPES, type ConcurrencyLimits, type JobBudget, type JobType } from '../workflows/job-types.js';
 
 /** The package version: part of every dead letter's evidence (which code ran the attempt). */
 export const PACKAGE_VERSION: string = (createRequire(import.meta.url)('../package.json') as { version: string }).version;
@@ -41,6 +42,8 @@ export interface Config {
   /** Default 8090. */
   simPort: number;
   simWebhookUrl: string;
+  /** Base URL of the HTTP API, for CLIs such as `npm run dlq` (`DJ_API_URL`). Default http://127.0.0.1:$HTTP_PORT. */
+  apiUrl: string;
   /** Worker processes `npm start` runs. Default 1. */
   workers: number;
   seedTenants: TenantSeed[];
@@ -48,6 +51,10 @@ export interface Config {
   /** source → secrets (`whsec_...`), several for rotation; the first one signs. */
   webhookSecrets: Record<string, string[]>;
   logLevel: string;
+  /** Per job type overrides of the retry budget (`JOB_BUDGETS`, JSON). */
+  jobBudgets: Partial<Record<JobType, Partial<JobBudget>>>;
+  /** Per job type caps on concurrent upstream calls (`CONCURRENCY_LIMITS`, JSON). */
+  concurrencyLimits: Record<JobType, ConcurrencyLimits>;
   /** Version of the code that ran an attempt (dead-letter evidence). */
   codeVersion: string;
 }
@@ -84,6 +91,27 @@ function parseWebhookSecrets(raw: string): Record<string, string[]> {
   return out;
 }
 
+const positiveInt = z.number().int().positive();
+const BUDGET_SCHEMA = z.object({
+  heartbeatTimeoutMs: positiveInt.min(1_000), startToCloseTimeoutMs: positiveInt.min(1_000),
+  scheduleToCloseTimeoutMs: positiveInt.min(1_000), maximumAttempts: positiveInt,
+  backoffBaseMs: positiveInt, backoffCapMs: positiveInt, upstreamTimeoutMs: positiveInt.min(100),
+}).partial().strict();
+const LIMITS_SCHEMA = z.object({ perTenant: positiveInt, global: positiveInt }).partial().strict();
+
+/** Parses a JSON object keyed by job type, e.g. `{"summarize": {"maximumAttempts": 5}}`. */
+function perJobType<T extends z.ZodType>(name: string, raw: string | undefined, schema: T): Partial<Record<JobType, z.infer<T>>> {
+  if (raw === undefined) return {};
+  let json: unknown;
+  try { json = JSON.parse(raw); } catch { throw new ConfigError(`${name} must be a JSON object keyed by job type`); }
+  const parsed = z.partialRecord(z.enum(Object.keys(JOB_TYPES) as [JobType, ...JobType[]]), schema).safeParse(json);
+  if (!parsed.success) {
+    const i = parsed.error.issues[0]!;
+    throw new ConfigError(`${name}: ${i.path.join('.') || '(root)'}: ${i.message} (job types: ${Object.keys(JOB_TYPES).join(', ')})`);
+  }
+  return parsed.data as Partial<Record<JobType, z.infer<T>>>;
+}
+
 const boolFlag = z.enum(['true', 'false', '1', '0', '']).optional().transform((v) => v === 'true' || v === '1');
 
 export function loadConfig(env: NodeJS.ProcessEnv, opts: { mode?: Mode; codeVersion?: string } = {}): Config {
@@ -107,10 +135,13 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { mode?: Mode; codeVers
     PROVIDER_URL: z.url({ error: 'PROVIDER_URL must be an http(s) URL' }).optional(),
     SIM_PORT: port('SIM_PORT', 8090),
     SIM_WEBHOOK_URL: z.url({ error: 'SIM_WEBHOOK_URL must be an http(s) URL' }).optional(),
+    DJ_API_URL: z.url({ error: 'DJ_API_URL must be an http(s) URL' }).optional(),
     WORKERS: z.coerce.number().int('WORKERS must be a whole number').min(0, 'WORKERS must be 0-16').max(16, 'WORKERS must be 0-16').default(1),
     SEED_TENANTS: z.string().optional(),
     ADMIN_API_KEY: z.string().min(8, 'ADMIN_API_KEY must be at least 8 characters').optional(),
     WEBHOOK_SECRETS: z.string().default(''),
+    JOB_BUDGETS: z.string().optional(),
+    CONCURRENCY_LIMITS: z.string().optional(),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   });
   // Empty strings mean "unset": `FOO= npm start` must not turn into an invalid value.
@@ -139,11 +170,19 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { mode?: Mode; codeVers
     providerUrl: e.PROVIDER_URL?.replace(/\/+$/, ''),
     simPort: e.SIM_PORT,
     simWebhookUrl: e.SIM_WEBHOOK_URL ?? `http://127.0.0.1:${httpPort}/v1/webhooks/sim`,
+    apiUrl: (e.DJ_API_URL ?? `http://127.0.0.1:${httpPort}`).replace(/\/+$/, ''),
     workers: e.WORKERS,
     seedTenants: parseTenants(e.SEED_TENANTS ?? (mode === 'dev' ? 'demo=demo-key' : '')),
     adminApiKey: e.ADMIN_API_KEY ?? (mode === 'dev' ? 'admin-key' : undefined),
     webhookSecrets: parseWebhookSecrets(e.WEBHOOK_SECRETS),
     logLevel: e.LOG_LEVEL,
+    jobBudgets: perJobType('JOB_BUDGETS', e.JOB_BUDGETS, BUDGET_SCHEMA),
+    concurrencyLimits: concurrencyLimits(perJobType('CONCURRENCY_LIMITS', e.CONCURRENCY_LIMITS, LIMITS_SCHEMA)),
     codeVersion,
   };
+}
+
+function concurrencyLimits(overrides: Partial<Record<JobType, Partial<ConcurrencyLimits>>>): Record<JobType, ConcurrencyLimits> {
+  return Object.fromEntries(Object.entries(JOB_TYPES).map(([type, info]) =>
+    [type, { ...info.concurrency, ...overrides[type as JobType] }])) as Record<JobType, ConcurrencyLimits>;
 }

@@ -13,6 +13,13 @@ export const JOB_INPUT_SCHEMAS = {
     customer: z.string().min(1).max(200),
     receiptEmail: z.email('receiptEmail must be an e-mail address'),
   }).strict(),
+  transcribe: z.object({
+    audioUrl: z.url({ protocol: /^https?$/, error: 'audioUrl must be an http(s) URL' }).max(2048, 'audioUrl must be at most 2048 characters'),
+  }).strict(),
+  // Scheduled only: one job per tenant and window, started by its Schedule (or the scan).
+  // Submitting one over HTTP would make a second job for a window, so intake refuses it.
+  digest: z.never({ error: 'digest jobs are started by their schedule (one per tenant and window); they cannot be submitted' })
+    .describe('scheduled only: started by its Temporal Schedule, one job per tenant and window; POST /v1/jobs refuses it'),
 } as const satisfies Record<JobType, z.ZodType>;
 
 export const PRIORITY_SCHEMA = z.enum(['high', 'normal', 'low']);

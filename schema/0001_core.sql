@@ -71,7 +71,7 @@ CREATE TABLE job_attempts (
   job_id      text NOT NULL,
   step        text NOT NULL,
   attempt     integer NOT NULL,
-  outcome     text NOT NULL CHECK (outcome IN ('succeeded', 'retryable', 'non_retryable', 'reused', 'reconciled')),
+  outcome     text NOT NULL CHECK (outcome IN ('succeeded', 'retryable', 'non_retryable', 'reused', 'reconciled', 'fenced')),
   error_class text,
   status_code integer,
   delay_ms    integer,

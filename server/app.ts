@@ -6,7 +6,10 @@ import type { JobsClient } from '../client/jobs-client.js';
 import type { Logger } from '../lib/logger.js';
 import { openApiDocument } from './openapi.js';
 import { problem, problemFromError, sendProblem } from './problems.js';
+import { registerDeadLetterRoutes } from './routes-dead-letters.js';
+import { registerAdminRoutes } from './routes-admin.js';
 import { registerJobRoutes } from './routes-jobs.js';
+import { registerWebhookRoutes } from './webhooks.js';
 
 export interface AppDeps {
   pool: pg.Pool;
@@ -17,6 +20,8 @@ export interface AppDeps {
   /** source → `whsec_` secrets (first signs, all verify: rotation). */
   webhookSecrets: Record<string, string[]>;
   version: string;
+  /** Jobs task queue for replay workflows (dead letters). Default: the jobs client's queue. */
+  taskQueue?: string;
   /** Extra route groups (webhooks, admin, dead letters) register here. */
   plugins?: Array<(app: FastifyInstance, registry: Registry) => void>;
 }
@@ -65,7 +70,11 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   app.get('/openapi.json', async () => openApiDocument(deps.version));
   app.get('/metrics', async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()));
 
+  // Before the job routes: its onSend hook counts the intake's 503s.
+  registerAdminRoutes(app, registry, { pool: deps.pool, temporal: deps.temporal, taskQueues: [deps.jobs.taskQueue], adminApiKey: deps.adminApiKey, log: deps.log });
   registerJobRoutes(app, { pool: deps.pool, jobs: deps.jobs });
+  registerDeadLetterRoutes(app, { pool: deps.pool, temporal: deps.temporal, adminApiKey: deps.adminApiKey, taskQueue: deps.taskQueue ?? deps.jobs.taskQueue, codeVersion: deps.version });
+  registerWebhookRoutes(app, deps, registry);
   for (const plugin of deps.plugins ?? []) plugin(app, registry);
   return app;
 }

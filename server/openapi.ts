@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { JOB_INPUT_SCHEMAS, SUBMIT_BODY_SCHEMA } from '../lib/job-inputs.js';
 import { JOB_STATES } from '../workflows/job-types.js';
+import { DISCARD_SCHEMA, REPLAY_SCHEMA } from './routes-dead-letters.js';
 
 /**
  * The OpenAPI document, generated from the same zod schemas that validate requests, so the
@@ -64,6 +65,47 @@ export function openApiDocument(version: string): Record<string, unknown> {
         post: {
           summary: 'Cancel a job that has not finished', parameters: [{ name: 'jobId', in: 'path', required: true, schema: { type: 'string' } }],
           responses: { 202: { description: 'cancellation requested' }, 404: problemResponse('no such job'), 409: problemResponse('already finished') },
+        },
+      },
+      '/v1/webhooks/{source}': {
+        post: {
+          summary: 'Receive a provider webhook (Standard Webhooks: webhook-id, webhook-timestamp, webhook-signature over the raw body)',
+          security: [],
+          parameters: ['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((name) => ({ name, in: 'header', required: true, schema: { type: 'string' } }))
+            .concat([{ name: 'source', in: 'path', required: true, schema: { type: 'string' } }]),
+          responses: {
+            202: { description: 'new delivery, recorded once and enqueued to its job' },
+            200: { description: 'the same webhook-id again: nothing changes' },
+            400: problemResponse('valid signature, malformed JSON or event'),
+            401: problemResponse('bad or missing signature, or timestamp outside 5 minutes'),
+            404: problemResponse('unknown source'),
+          },
+        },
+      },
+      '/v1/admin/webhook-deliveries/{source}/{webhookId}': {
+        get: { summary: 'A delivery: first seen, times received, outcome (admin key)', responses: { 200: { description: 'delivery' }, 404: problemResponse('unknown delivery') } },
+      },
+      '/v1/dead-letters': {
+        get: {
+          summary: 'Dead letters (admin key)',
+          parameters: [{ name: 'state', in: 'query', schema: { type: 'string', enum: ['open', 'replaying', 'replayed', 'discarded'] } }],
+          responses: { 200: { description: 'list' }, 401: problemResponse('admin key required') },
+        },
+      },
+      '/v1/dead-letters/{id}': { get: { summary: 'Evidence and action history of one dead letter (admin key)', responses: { 200: { description: 'dead letter' }, 404: problemResponse('unknown') } } },
+      '/v1/dead-letters/replay': {
+        post: {
+          summary: 'Replay dead letters (dry run first), in batches with bounded concurrency and rate (admin key)',
+          requestBody: { required: true, content: { 'application/json': { schema: json(REPLAY_SCHEMA) } } },
+          responses: { 200: { description: 'dry run: per dead letter, each effect reuse or execute' }, 202: { description: '{"replayId"}' }, 400: problemResponse('invalid request'), 409: problemResponse('a discarded dead letter') },
+        },
+      },
+      '/v1/dead-letters/replays/{replayId}': { get: { summary: 'Progress of a replay (admin key)', responses: { 200: { description: 'progress' }, 404: problemResponse('unknown replay') } } },
+      '/v1/dead-letters/{id}/discard': {
+        post: {
+          summary: 'Discard with a reason; never replayed afterwards (admin key)',
+          requestBody: { required: true, content: { 'application/json': { schema: json(DISCARD_SCHEMA) } } },
+          responses: { 200: { description: 'discarded' }, 400: problemResponse('reason missing'), 404: problemResponse('unknown') },
         },
       },
       '/healthz': { get: { summary: 'process up', security: [], responses: { 200: { description: 'up' } } } },

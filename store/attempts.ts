@@ -4,7 +4,8 @@ export interface AttemptRecord {
   jobId: string;
   step: string;
   attempt: number;
-  outcome: 'succeeded' | 'retryable' | 'non_retryable' | 'reused' | 'reconciled';
+  /** `fenced`: the attempt finished but its result write was refused (a newer attempt won). */
+  outcome: 'succeeded' | 'retryable' | 'non_retryable' | 'reused' | 'reconciled' | 'fenced';
   errorClass?: string;
   statusCode?: number;
   delayMs?: number;

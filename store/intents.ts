@@ -82,6 +82,15 @@ export async function markRunning(db: Db, jobId: string, attempt: number): Promi
   );
 }
 
+/** Waiting for a concurrency slot: visible as queued with the reason, never as failing. */
+export async function markWaiting(db: Db, jobId: string, reason: string): Promise<void> {
+  await db.query(
+    `UPDATE job_intents SET status = 'queued', status_reason = $2, updated_at = now()
+      WHERE job_id = $1 AND status NOT IN ${TERMINAL}`,
+    [jobId, reason],
+  );
+}
+
 export async function markRetrying(db: Db, jobId: string, attempt: number, error: { errorClass: string; message: string; statusCode?: number }, nextAttemptAt: Date): Promise<void> {
   await db.query(
     `UPDATE job_intents
@@ -119,4 +128,38 @@ export async function writeResultFenced(db: Db, jobId: string, fence: number, re
 
 export async function setNotificationState(db: Db, jobId: string, state: 'sent' | 'failed'): Promise<void> {
   await db.query('UPDATE job_intents SET notification_state = $2, updated_at = now() WHERE job_id = $1', [jobId, state]);
+}
+
+/**
+ * Held back by the degradation gate: status `deferred`, why, and since when (kept across
+ * re-checks). A re-check with the same reason writes nothing, so `updatedAt` moves only
+ * when something a user can see changed. Only a job that has not started can be deferred.
+ */
+export async function markDeferred(db: Db, jobId: string, reason: string): Promise<void> {
+  await db.query(
+    `UPDATE job_intents
+        SET status = 'deferred', status_reason = $2, updated_at = now(),
+            deferred_at = CASE WHEN status = 'deferred' THEN deferred_at ELSE now() END
+      WHERE job_id = $1 AND status IN ('queued', 'deferred')
+        AND NOT (status = 'deferred' AND status_reason IS NOT DISTINCT FROM $2)`,
+    [jobId, reason],
+  );
+}
+
+/** The gate let a deferred job through: it waits for a worker again (`queued`), and the time it was admitted is kept. */
+export async function markAdmitted(db: Db, jobId: string): Promise<void> {
+  await db.query(
+    `UPDATE job_intents SET status = 'queued', status_reason = NULL, admitted_at = now(), updated_at = now()
+      WHERE job_id = $1 AND status = 'deferred'`,
+    [jobId],
+  );
+}
+
+/** Whether other jobs of this priority are still held back: a new one then queues behind them instead of overtaking. */
+export async function othersDeferred(db: Db, priority: Priority, jobId: string): Promise<boolean> {
+  const r = await db.query<{ any: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM job_intents WHERE status = 'deferred' AND priority = $1 AND job_id <> $2) AS any`,
+    [priority, jobId],
+  );
+  return r.rows[0]!.any;
 }

@@ -4,6 +4,7 @@ import type pg from 'pg';
 import { createActivities } from '../activities/index.js';
 import { createProvider } from '../activities/provider.js';
 import type { Logger } from '../lib/logger.js';
+import { JOB_TYPES, type ConcurrencyLimits, type JobType } from '../workflows/job-types.js';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
@@ -24,6 +25,8 @@ export interface WorkerOptions {
   providerUrl: string;
   log: Logger;
   codeVersion: string;
+  /** Default: each job type's shipped limits. */
+  concurrencyLimits?: Record<JobType, ConcurrencyLimits>;
   workflowBundle?: WorkflowBundleOption;
   /** Concurrent activity attempts per worker. Default 50. */
   maxConcurrentActivityTaskExecutions?: number;
@@ -31,7 +34,8 @@ export interface WorkerOptions {
 }
 
 export async function createWorker(o: WorkerOptions): Promise<Worker> {
-  const activities = createActivities({ pool: o.pool, provider: createProvider(o.providerUrl), log: o.log, codeVersion: o.codeVersion });
+  const limits = o.concurrencyLimits ?? (Object.fromEntries(Object.entries(JOB_TYPES).map(([t, i]) => [t, i.concurrency])) as Record<JobType, ConcurrencyLimits>);
+  const activities = createActivities({ pool: o.pool, provider: createProvider(o.providerUrl), log: o.log, codeVersion: o.codeVersion, limits });
   return Worker.create({
     connection: o.connection,
     namespace: o.namespace,

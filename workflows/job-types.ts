@@ -14,7 +14,7 @@ export type Priority = 'high' | 'normal' | 'low';
 export interface JobBudget {
   /** Lease. Default 10s. */
   heartbeatTimeoutMs: number;
-  /** One attempt. Default 30s. */
+  /** One attempt, including any wait for a concurrency slot. Default 5 min. */
   startToCloseTimeoutMs: number;
   /** Elapsed cap across all attempts. Default 10 min. */
   scheduleToCloseTimeoutMs: number;
@@ -27,9 +27,14 @@ export interface JobBudget {
   upstreamTimeoutMs: number;
 }
 
+/** Caps on concurrent upstream calls of one job type, per tenant and in total, across all workers. */
+export interface ConcurrencyLimits { perTenant: number; global: number }
+
 export const DEFAULT_BUDGET: JobBudget = {
   heartbeatTimeoutMs: 10_000,
-  startToCloseTimeoutMs: 30_000,
+  // Longer than one call needs: an attempt may first wait for a concurrency slot. A crashed
+  // worker is still detected within heartbeatTimeout; this only bounds a live, stuck one.
+  startToCloseTimeoutMs: 5 * 60_000,
   scheduleToCloseTimeoutMs: 10 * 60_000,
   maximumAttempts: 8,
   backoffBaseMs: 500,
@@ -42,18 +47,35 @@ export interface JobTypeInfo {
   /** One line for the Web UI. */
   description: string;
   budget: JobBudget;
+  concurrency: ConcurrencyLimits;
 }
+
+export const DEFAULT_CONCURRENCY: ConcurrencyLimits = { perTenant: 8, global: 32 };
 
 export const JOB_TYPES = {
   summarize: {
     workflowType: 'summarizeJob',
     description: 'summarize a text with the provider, then notify by e-mail (optional)',
     budget: DEFAULT_BUDGET,
+    concurrency: DEFAULT_CONCURRENCY,
   },
   purchase: {
     workflowType: 'purchaseJob',
     description: 'charge a customer, then send the receipt: two effects in sequence',
     budget: DEFAULT_BUDGET,
+    concurrency: DEFAULT_CONCURRENCY,
+  },
+  transcribe: {
+    workflowType: 'transcribeJob',
+    description: "start a transcription, then complete on the provider's webhook (or by polling)",
+    budget: DEFAULT_BUDGET,
+    concurrency: DEFAULT_CONCURRENCY,
+  },
+  digest: {
+    workflowType: 'digestJob',
+    description: 'scheduled: one per tenant and window, a digest of the previous window sent as one notification',
+    budget: DEFAULT_BUDGET,
+    concurrency: DEFAULT_CONCURRENCY,
   },
 } as const satisfies Record<string, JobTypeInfo>;
 
@@ -69,6 +91,15 @@ export interface JobArgs {
   tenantId: string;
   jobType: JobType;
   priority: Priority;
+  /**
+   * Overrides of the type's budget, resolved at intake from configuration (`JOB_BUDGETS`).
+   * Carried in the workflow's arguments so a running job keeps the budget it started with.
+   */
+  budget?: Partial<JobBudget>;
+}
+
+export function budgetFor(args: Pick<JobArgs, 'jobType' | 'budget'>): JobBudget {
+  return { ...JOB_TYPES[args.jobType].budget, ...args.budget };
 }
 
 export const JOB_STATES = ['queued', 'running', 'retrying', 'succeeded', 'dead_lettered', 'cancelled', 'deferred'] as const;

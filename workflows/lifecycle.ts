@@ -1,9 +1,10 @@
 import {
   ActivityFailure, ApplicationFailure, CancellationScope, isCancellation, proxyActivities,
-  setCurrentDetails, setHandler, upsertSearchAttributes, type ActivityOptions,
+  setCurrentDetails, setHandler, upsertSearchAttributes, workflowInfo, type ActivityOptions,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import type { StepArgs } from '../activities/job-steps.js';
+import { admissionGate } from './admission.js';
 import { JOB_TYPES, type JobBudget, type JobState } from './job-types.js';
 import { JobStateKey, jobProgressQuery } from './messages.js';
 
@@ -59,6 +60,8 @@ export async function runJob(args: StepArgs, body: () => Promise<unknown>): Prom
   setHandler(jobProgressQuery, () => progress);
   setPhase('running', JOB_TYPES[args.jobType].description);
   try {
+    // Degradation gate: a paused priority waits here, visibly `deferred`, before any step runs.
+    await admissionGate(args, setPhase);
     const result = await body();
     setPhase('succeeded', '');
     return { state: 'succeeded', result };
@@ -70,7 +73,11 @@ export async function runJob(args: StepArgs, body: () => Promise<unknown>): Prom
     }
     if (err instanceof ActivityFailure) {
       const evidence = failureEvidence(err);
-      await bookkeeping.recordJobState({ ...args, state: 'dead_lettered', reason: `${evidence.errorClass} after retries (${err.retryState})`, error: evidence });
+      const info = workflowInfo();
+      await bookkeeping.recordDeadLetter({
+        ...args, runId: info.runId, buildId: info.currentBuildId ?? null, reason: `${evidence.errorClass} after retries (${err.retryState})`, error: evidence,
+        errorType: err.cause instanceof ApplicationFailure ? err.cause.type ?? undefined : err.cause?.name, retryState: String(err.retryState), failedStep: err.activityType,
+      });
       setPhase('dead_lettered', evidence.errorClass);
       throw ApplicationFailure.create({ message: `job dead-lettered: ${evidence.message}`, type: 'JobDeadLettered', nonRetryable: true, details: [evidence] });
     }

@@ -1,20 +1,20 @@
 import { ActivityFailure, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import type { StepArgs } from '../activities/job-steps.js';
-import { JOB_TYPES } from './job-types.js';
+import { budgetFor } from './job-types.js';
 import { runJob, stepOptions, type JobOutcome } from './lifecycle.js';
 
-const budget = JOB_TYPES.summarize.budget;
-const steps = proxyActivities<Activities>(stepOptions(budget));
-/** Notifications have their own budget: they may retry long after the job succeeded. */
-const notify = proxyActivities<Activities>({
-  ...stepOptions({ ...budget, maximumAttempts: 10, scheduleToCloseTimeoutMs: 30 * 60_000 }),
-  summary: 'deliver the notification from the outbox',
-});
 const bookkeeping = proxyActivities<Activities>({ startToCloseTimeout: '30s' });
 
 /** `summarize`: one provider call, result + outbox in one transaction, then the notification. */
 export async function summarizeJob(args: StepArgs): Promise<JobOutcome> {
+  const budget = budgetFor(args);
+  const steps = proxyActivities<Activities>(stepOptions(budget));
+  /** Notifications have their own budget: they may retry long after the job succeeded. */
+  const notify = proxyActivities<Activities>({
+    ...stepOptions({ ...budget, maximumAttempts: 10, scheduleToCloseTimeoutMs: 30 * 60_000 }),
+    summary: 'deliver the notification from the outbox',
+  });
   return runJob(args, async () => {
     const outcome = await steps.summarizeText(args);
     if (outcome.notify) {

@@ -1,5 +1,6 @@
 import { competingWorkers, crashAfterEffect, intake, restarts, retries } from './items-core.js';
+import { deadLetters, schedules, webhooks } from './items-ops.js';
 import type { DrillItem } from './support.js';
 
 /** The checklist, in the guide's order. */
-export const coreItems: DrillItem[] = [intake, competingWorkers, crashAfterEffect, retries, restarts];
+export const coreItems: DrillItem[] = [intake, competingWorkers, crashAfterEffect, retries, deadLetters, schedules, webhooks, restarts];

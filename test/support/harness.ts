@@ -27,8 +27,7 @@ let bundle: Promise<WorkflowBundleOption> | undefined;
 export const workflowBundle = () => (bundle ??= bundleWorkflows());
 
 /** A database of its own per test file, so files never see each other's rows. */
-export async function createTestDatabase(name: string): Promise<string> {
-  const base = inject('databaseUrl');
+export async function createTestDatabase(name: string, base = inject('databaseUrl')): Promise<string> {
   const db = `dj_${name.replace(/[^a-z0-9]/gi, '_').toLowerCase()}_${uid()}`;
   const admin = new pg.Client({ connectionString: base });
   await admin.connect();
@@ -83,9 +82,9 @@ export interface Harness {
  * Everything one test file needs, on the shared real Temporal and Postgres: its own
  * database, task queue, simulator, in-process workers and HTTP API on a free port.
  */
-export async function startHarness(name: string, opts: { workers?: number; webhookSecret?: string; temporalAddress?: string } = {}): Promise<Harness> {
+export async function startHarness(name: string, opts: { workers?: number; webhookSecret?: string; temporalAddress?: string; postgresUrl?: string } = {}): Promise<Harness> {
   const log = createLogger(`test-${name}`, process.env.TEST_LOG_LEVEL ?? 'silent');
-  const databaseUrl = await createTestDatabase(name);
+  const databaseUrl = await createTestDatabase(name, opts.postgresUrl);
   const pool = createPool(databaseUrl, log);
   await migrate(pool);
   for (const t of Object.values(TENANTS)) await upsertTenant(pool, t.id, t.key);

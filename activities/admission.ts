@@ -1,0 +1,151 @@
+import { CancelledFailure, Context } from '@temporalio/activity';
+import type pg from 'pg';
+import { withTransaction } from '../lib/db.js';
+import { admissionWaitMs } from '../lib/health.js';
+import type { Logger } from '../lib/logger.js';
+import {
+  admittedLastMinute, findReservation, getSetting, lockAdmissions, markSlotAdmitted, reserveSlot, type Reservation,
+} from '../store/degradation.js';
+import { flagLeaseExpired, leaseEnded, leaseStarted, type LeaseKey } from '../store/health.js';
+import { getIntent, markAdmitted, markDeferred, othersDeferred } from '../store/intents.js';
+import type { JobArgs, Priority } from '../workflows/job-types.js';
+
+export interface AdmissionDeps { pool: pg.Pool; log: Logger }
+
+export type AdmissionDecision =
+  | { decision: 'admit' }
+  /** The job's priority is paused: poll again later (or on the `degradationChanged` signal). */
+  | { decision: 'defer'; reason: string }
+  /** Resuming: come back after `waitMs` (the job's ramp slot, or the per-minute cap). */
+  | { decision: 'wait'; waitMs: number; reason: string };
+
+/** The gate's round: a new round after every paused re-check, so a reservation from before a new pause is not reused. */
+export type AdmissionArgs = JobArgs & { round: number };
+
+const FINAL = ['succeeded', 'dead_lettered', 'cancelled'];
+
+function pausedReason(priority: Priority, by: string, since: string | undefined, rate: number): string {
+  return `${priority}-priority work is paused by ${by}${since ? ` since ${since}` : ''}; it resumes at ${rate}/min once the pause is lifted`;
+}
+
+/**
+ * The degradation gate's activity. A job is admitted at once unless its priority is paused
+ * (then `deferred`, with the reason and since when) or it is resuming from a deferral (or
+ * other jobs of its priority still are): then it takes an evenly spaced slot in the
+ * admission ledger and, at that slot, passes a hard per-minute cap. Both steps run under one
+ * advisory lock, so the rate holds across every worker process.
+ */
+export function createAdmissionActivities(deps: AdmissionDeps) {
+  async function reserve(args: AdmissionArgs, rate: number): Promise<Reservation> {
+    return withTransaction(deps.pool, async (tx) => {
+      await lockAdmissions(tx);
+      return (await reserveSlot(tx, args.jobId, args.round, args.priority, rate)) ?? (await findReservation(tx, args.jobId, args.round))!;
+    });
+  }
+
+  /** At the slot: admit if fewer than `rate` were admitted in the last minute, else say how long to wait. */
+  async function confirm(args: AdmissionArgs, rate: number): Promise<number> {
+    return withTransaction(deps.pool, async (tx) => {
+      await lockAdmissions(tx);
+      const { times, now } = await admittedLastMinute(tx);
+      const waitMs = admissionWaitMs(now.getTime(), times.map((t) => t.getTime()), rate);
+      if (waitMs === 0) {
+        await markSlotAdmitted(tx, args.jobId, args.round);
+        await markAdmitted(tx, args.jobId);
+      }
+      return waitMs;
+    });
+  }
+
+  return {
+    async checkAdmission(args: AdmissionArgs): Promise<AdmissionDecision> {
+      const intent = await getIntent(deps.pool, args.jobId);
+      // The intake commits the intent right after the workflow start; a worker can be faster.
+      if (!intent) throw new Error('job intent not visible yet; retrying');
+      if (FINAL.includes(intent.status)) return { decision: 'admit' };
+      const setting = await getSetting(deps.pool);
+      const rate = setting.recoveryRatePerMinute;
+      if (setting.pausedPriorities.includes(args.priority)) {
+        const reason = pausedReason(args.priority, setting.updatedBy, setting.pausedSince[args.priority], rate);
+        await markDeferred(deps.pool, args.jobId, reason);
+        return { decision: 'defer', reason };
+      }
+      let res = await findReservation(deps.pool, args.jobId, args.round);
+      if (!res) {
+        const resuming = args.round > 0 || intent.status === 'deferred' || (await othersDeferred(deps.pool, args.priority, args.jobId));
+        if (!resuming) return { decision: 'admit' };
+        res = await reserve(args, rate);
+      }
+      if (res.admitted_at) {
+        await markAdmitted(deps.pool, args.jobId);
+        return { decision: 'admit' };
+      }
+      const untilSlot = res.slot_at.getTime() - res.now.getTime();
+      if (untilSlot > 0) {
+        const reason = `resuming after a pause at ${rate}/min; admission slot at ${res.slot_at.toISOString()}`;
+        await markDeferred(deps.pool, args.jobId, reason);
+        return { decision: 'wait', waitMs: untilSlot, reason };
+      }
+      const waitMs = await confirm(args, rate);
+      if (waitMs === 0) {
+        deps.log.info({ jobId: args.jobId, priority: args.priority }, 'deferred job admitted');
+        return { decision: 'admit' };
+      }
+      const reason = `resuming after a pause at ${rate}/min; this minute's admissions are used up, next try in ${Math.ceil(waitMs / 1000)} s`;
+      await markDeferred(deps.pool, args.jobId, reason);
+      return { decision: 'wait', waitMs, reason };
+    },
+  };
+}
+
+export type AdmissionActivities = ReturnType<typeof createAdmissionActivities>;
+
+/**
+ * Lease tracking for every leased (heartbeating) activity: a row when an attempt starts and
+ * its end when it ends. When attempt N starts and attempt N-1 has no end, N-1 lost its
+ * lease (its worker died, or a heartbeat or start-to-close timeout fired): N flags it,
+ * keeping N-1's last heartbeat details as evidence. Recording is best-effort: evidence,
+ * never control flow, so a failed write does not fail the attempt.
+ */
+export function withLeaseTracking<T extends object>(deps: AdmissionDeps, activities: T): T {
+  const wrapped: Record<string, unknown> = {};
+  for (const [name, fn] of Object.entries(activities)) {
+    if (typeof fn !== 'function') {
+      wrapped[name] = fn;
+      continue;
+    }
+    wrapped[name] = async (...args: unknown[]) => {
+      let info: ReturnType<typeof Context.current>['info'];
+      try {
+        info = Context.current().info;
+      } catch {
+        return fn(...args); // called outside an activity (a unit test): nothing to track
+      }
+      if (!info.heartbeatTimeoutMs || !info.workflowExecution) return fn(...args);
+      const key: LeaseKey = { jobId: info.workflowExecution.workflowId, runId: info.workflowExecution.runId, activityId: info.activityId, attempt: info.attempt };
+      await bestEffort(deps, key, () => leaseStarted(deps.pool, { ...key, activityType: info.activityType, startToCloseMs: info.startToCloseTimeoutMs }));
+      if (info.attempt > 1) {
+        const flagged = await bestEffort(deps, key, () => flagLeaseExpired(deps.pool, { ...key, attempt: info.attempt - 1 }, info.heartbeatDetails));
+        if (flagged) deps.log.warn({ jobId: key.jobId, activityType: info.activityType, attempt: info.attempt - 1 }, 'previous attempt lost its lease (no outcome recorded)');
+      }
+      try {
+        const result = await fn(...args);
+        await bestEffort(deps, key, () => leaseEnded(deps.pool, key, 'completed'));
+        return result;
+      } catch (err) {
+        await bestEffort(deps, key, () => leaseEnded(deps.pool, key, err instanceof CancelledFailure ? 'cancelled' : 'failed'));
+        throw err;
+      }
+    };
+  }
+  return wrapped as T;
+}
+
+async function bestEffort<R>(deps: AdmissionDeps, key: LeaseKey, write: () => Promise<R>): Promise<R | undefined> {
+  try {
+    return await write();
+  } catch (err) {
+    deps.log.warn({ jobId: key.jobId, err: (err as Error).message }, 'could not record lease evidence');
+    return undefined;
+  }
+}

@@ -1,0 +1,228 @@
+import { createHash } from 'node:crypto';
+import { Context } from '@temporalio/activity';
+import type pg from 'pg';
+import { withTransaction } from '../lib/db.js';
+import { effectKeyFor, inputHash } from '../lib/ids.js';
+import type { Logger } from '../lib/logger.js';
+import {
+  deadLetterForJob, effectRequestIds, endReplay, failureWindow, getDeadLetter, insertAction, insertDeadLetter,
+  lockDeadLetter, markJobDeadLettered, markReplaying, replayStartedBy, type ProviderRequestRef,
+} from '../store/dead-letters.js';
+import { effectsForJob } from '../store/effects.js';
+import { getIntent, insertIntent, loadInput, markWorkflowStarted } from '../store/intents.js';
+import { isJobType, JOB_TYPES, type JobArgs } from '../workflows/job-types.js';
+import type { StepArgs } from './job-steps.js';
+
+export interface DeadLetterDeps { pool: pg.Pool; log: Logger; codeVersion: string }
+
+/** Stable per failed run: the same failure recorded twice gets the same ID (and one row). */
+export function deadLetterIdFor(jobId: string, runId: string): string {
+  return `dl-${createHash('sha256').update(`${jobId}\u0000${runId}`).digest('hex').slice(0, 24)}`;
+}
+
+const MAX_MESSAGE = 500;
+
+function stringLeaves(v: unknown, out: string[] = []): string[] {
+  if (typeof v === 'string') out.push(v);
+  else if (Array.isArray(v)) v.forEach((x) => stringLeaves(x, out));
+  else if (v && typeof v === 'object') Object.values(v).forEach((x) => stringLeaves(x, out));
+  return out;
+}
+
+/**
+ * A dead letter's message must not carry input or secrets: error messages can quote what
+ * they choked on. Removes every input string value (4+ characters) that appears, then
+ * e-mail addresses, long digit runs (card or account numbers), bearer tokens and webhook
+ * secrets, and caps the length.
+ */
+export function redactMessage(message: string, input?: unknown): string {
+  let m = message;
+  const leaves = stringLeaves(input).filter((s) => s.length >= 4).sort((a, b) => b.length - a.length);
+  for (const s of leaves) m = m.split(s).join('[input]');
+  m = m
+    .replace(/[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}/g, '[email]')
+    .replace(/\b\d[\d -]{10,}\d\b/g, '[number]')
+    .replace(/Bearer\s+\S+/gi, 'Bearer [redacted]')
+    .replace(/whsec_[A-Za-z0-9+/=]+/g, 'whsec_[redacted]');
+  return m.length > MAX_MESSAGE ? `${m.slice(0, MAX_MESSAGE)}…` : m;
+}
+
+/** The provider adapter names the failing call's request ID in its message: "(request req_...)". */
+function requestIdInMessage(message: string): string | undefined {
+  return /\(request ([A-Za-z0-9_-]+)\)/.exec(message)?.[1];
+}
+
+export interface RecordDeadLetterArgs extends StepArgs {
+  runId: string;
+  /** `workflowInfo().currentBuildId` of the workflow task that saw the failure. */
+  buildId: string | null;
+  reason: string;
+  error: { errorClass: string; message: string; statusCode?: number };
+  errorType?: string;
+  retryState?: string;
+  failedStep?: string;
+}
+
+export interface PreparedReplay {
+  kind: 'start';
+  replayJobId: string;
+  workflowType: string;
+  args: StepArgs;
+}
+
+export type ReplayPreparation = PreparedReplay | { kind: 'skip'; reason: string };
+
+/** Dead-letter activities. Function names are Temporal activity types. */
+export function createDeadLetterActivities(deps: DeadLetterDeps) {
+  /**
+   * Terminal failure → evidence, in one transaction with the job's status, so the API never
+   * shows `dead_lettered` without a dead letter (or the reverse). A replay job's failure is
+   * not a new dead letter: it is recorded on the original's, which goes back to `open`.
+   */
+  async function recordDeadLetter(a: RecordDeadLetterArgs): Promise<{ deadLetterId: string }> {
+    Context.current().heartbeat();
+    return withTransaction(deps.pool, async (tx) => {
+      const intent = await getIntent(tx, a.jobId);
+      if (!intent) throw new Error(`job ${a.jobId} has no intent row`);
+      const input = await loadInput(tx, a.jobId);
+      const message = redactMessage(a.error.message, input);
+      const error = { ...a.error, message };
+      const original = intent.replay_of ? await deadLetterForJob(tx, intent.replay_of) : undefined;
+      if (original) {
+        await markJobDeadLettered(tx, a.jobId, original.id, a.reason, error);
+        if (await endReplay(tx, original.id, a.jobId, 'failed')) {
+          const actor = (await replayStartedBy(tx, original.id)) ?? 'system';
+          await insertAction(tx, { deadLetterId: original.id, action: 'replay_failed', actor, details: {
+            replayJobId: a.jobId, runId: a.runId, errorClass: a.error.errorClass, statusCode: a.error.statusCode ?? null,
+            errorType: a.errorType ?? null, retryState: a.retryState ?? null, message, codeVersion: deps.codeVersion, buildId: a.buildId,
+          } });
+        }
+        deps.log.warn({ jobId: a.jobId, deadLetterId: original.id, errorClass: a.error.errorClass }, 'replay failed again; dead letter reopened');
+        return { deadLetterId: original.id };
+      }
+      const id = deadLetterIdFor(a.jobId, a.runId);
+      const window = await failureWindow(tx, a.jobId);
+      const scope = a.effectScope ?? a.jobId;
+      const requestIds: ProviderRequestRef[] = await effectRequestIds(tx, scope);
+      const failedRequest = requestIdInMessage(a.error.message);
+      if (failedRequest && !requestIds.some((r) => r.requestId === failedRequest)) {
+        // Name it by its effect step (like the others): the last effect that did not succeed.
+        const unfinished = (await effectsForJob(tx, scope)).filter((e) => e.state !== 'succeeded').at(-1);
+        requestIds.push({ step: unfinished?.step ?? a.failedStep ?? 'unknown', requestId: failedRequest, outcome: 'failed' });
+      }
+      const now = new Date();
+      const inserted = await insertDeadLetter(tx, {
+        id, job_id: a.jobId, run_id: a.runId, tenant_id: intent.tenant_id, job_type: intent.job_type,
+        error_class: a.error.errorClass, error_type: a.errorType ?? null, status_code: a.error.statusCode ?? null,
+        retry_state: a.retryState ?? null, failed_step: a.failedStep ?? null, message,
+        attempts: Math.max(window.attempts, intent.attempts), code_version: deps.codeVersion, build_id: a.buildId,
+        input_hash: intent.input_hash, input_ref: `job_intents:${a.jobId}`, provider_request_ids: requestIds,
+        first_failure_at: window.first_failure_at ?? now, last_failure_at: window.last_failure_at ?? now,
+      });
+      if (inserted) await insertAction(tx, { deadLetterId: id, action: 'recorded', actor: 'system', details: { runId: a.runId, reason: a.reason } });
+      await markJobDeadLettered(tx, a.jobId, id, a.reason, error);
+      if (inserted) deps.log.warn({ jobId: a.jobId, deadLetterId: id, errorClass: a.error.errorClass }, 'job dead-lettered');
+      return { deadLetterId: id };
+    });
+  }
+
+  /**
+   * Claims one dead letter for a replay and creates the new job execution
+   * `<jobId>-replay-<n>` (its own intent row: no key, input copied, linked by replay_of).
+   * Idempotent per replay request: a retried call returns the job it already created.
+   */
+  async function prepareReplay(a: { deadLetterId: string; replayId: string; actor: string }): Promise<ReplayPreparation> {
+    return withTransaction(deps.pool, async (tx) => {
+      const dl = await lockDeadLetter(tx, a.deadLetterId);
+      if (!dl) return { kind: 'skip', reason: 'not found' };
+      if (!isJobType(dl.job_type)) return { kind: 'skip', reason: `job type ${dl.job_type} is unknown to this code version` };
+      const intent = await getIntent(tx, dl.job_id);
+      if (!intent) return { kind: 'skip', reason: 'original job row is missing' };
+      const args: JobArgs = { jobId: '', tenantId: dl.tenant_id, jobType: dl.job_type, priority: intent.priority };
+      const workflowType = JOB_TYPES[dl.job_type].workflowType;
+      if (dl.state === 'replaying' && dl.replay_id === a.replayId && dl.replay_job_id) {
+        return { kind: 'start', replayJobId: dl.replay_job_id, workflowType, args: { ...args, jobId: dl.replay_job_id, effectScope: dl.job_id } };
+      }
+      if (dl.state !== 'open') {
+        // Discarded (or replayed, or held by another replay) since the request: never by accident.
+        await insertAction(tx, { deadLetterId: dl.id, action: 'replay_skipped', actor: a.actor, details: { replayId: a.replayId, state: dl.state } });
+        return { kind: 'skip', reason: `dead letter is ${dl.state}` };
+      }
+      const n = dl.replay_count + 1;
+      const replayJobId = `${dl.job_id}-replay-${n}`;
+      await insertIntent(tx, {
+        jobId: replayJobId, tenantId: dl.tenant_id, jobType: dl.job_type, keyHash: null,
+        inputHash: intent.input_hash, input: await loadInput(tx, dl.job_id), priority: intent.priority, replayOf: dl.job_id,
+      });
+      // The replay workflow starts this job right after this activity; its history makes
+      // that start certain, so no repair scan should ever start it a second way.
+      await markWorkflowStarted(tx, replayJobId);
+      await markReplaying(tx, dl.id, a.replayId, replayJobId, n);
+      await insertAction(tx, { deadLetterId: dl.id, action: 'replay_started', actor: a.actor, details: { replayId: a.replayId, replayJobId } });
+      return { kind: 'start', replayJobId, workflowType, args: { ...args, jobId: replayJobId, effectScope: dl.job_id } };
+    });
+  }
+
+  /** Ends one replay (no-op when the failed replay job already reported itself). */
+  async function finishReplay(a: { deadLetterId: string; replayId: string; replayJobId: string; actor: string; outcome: 'succeeded' | 'failed'; error?: string }): Promise<void> {
+    await withTransaction(deps.pool, async (tx) => {
+      if (!(await endReplay(tx, a.deadLetterId, a.replayJobId, a.outcome))) return;
+      await insertAction(tx, {
+        deadLetterId: a.deadLetterId, action: a.outcome === 'succeeded' ? 'replay_succeeded' : 'replay_failed', actor: a.actor,
+        details: { replayId: a.replayId, replayJobId: a.replayJobId, ...(a.error ? { message: redactMessage(a.error) } : {}) },
+      });
+    });
+  }
+
+  return { recordDeadLetter, prepareReplay, finishReplay };
+}
+
+export type DeadLetterActivities = ReturnType<typeof createDeadLetterActivities>;
+
+export interface EffectPreview { step: string; effectKey: string; action: 'reuse' | 'execute'; state: 'succeeded' | 'failed' | 'pending' | 'absent'; inDoubt?: boolean }
+
+export interface ReplayPreview {
+  deadLetterId: string;
+  jobId: string;
+  jobType: string;
+  state: string;
+  replayJobId: string;
+  effects: EffectPreview[];
+  changed: { codeVersion: boolean; inputHash: boolean };
+  recorded: { codeVersion: string; buildId: string | null; inputHash: string };
+  current: { codeVersion: string; inputHash: string };
+}
+
+/** The external effects a job type's steps make, in order (keys: `<jobId>:<step>`). */
+const EFFECT_STEPS: Record<string, (input: Record<string, unknown>) => string[]> = {
+  summarize: (input) => ['summarize', ...(input.notifyEmail ? ['notify-email'] : [])],
+  purchase: () => ['charge', 'receipt'],
+};
+
+/**
+ * The dry run for one dead letter: per effect, `reuse` (a stored success: no upstream call)
+ * or `execute` (never ran, failed, or in doubt: called again with the same key), and what
+ * changed since the failure. Unknown job types fall back to the effects already stored.
+ */
+export async function previewReplay(pool: pg.Pool, deadLetterId: string, currentCodeVersion: string): Promise<ReplayPreview | undefined> {
+  const dl = await getDeadLetter(pool, deadLetterId);
+  if (!dl) return undefined;
+  const input = ((await loadInput(pool, dl.job_id)) ?? {}) as Record<string, unknown>;
+  const rows = await effectsForJob(pool, dl.job_id);
+  const steps = EFFECT_STEPS[dl.job_type]?.(input) ?? [];
+  for (const r of rows) if (!steps.includes(r.step)) steps.push(r.step);
+  const effects = steps.map((step): EffectPreview => {
+    const key = effectKeyFor(dl.job_id, step);
+    const row = rows.find((r) => r.effect_key === key);
+    if (!row) return { step, effectKey: key, action: 'execute', state: 'absent' };
+    return { step, effectKey: key, action: row.state === 'succeeded' ? 'reuse' : 'execute', state: row.state, ...(row.state === 'pending' ? { inDoubt: row.was_in_doubt } : {}) };
+  });
+  const inputHashNow = inputHash(dl.job_type, input);
+  return {
+    deadLetterId: dl.id, jobId: dl.job_id, jobType: dl.job_type, state: dl.state,
+    replayJobId: `${dl.job_id}-replay-${dl.replay_count + 1}`, effects,
+    changed: { codeVersion: dl.code_version !== currentCodeVersion, inputHash: dl.input_hash !== inputHashNow },
+    recorded: { codeVersion: dl.code_version, buildId: dl.build_id, inputHash: dl.input_hash },
+    current: { codeVersion: currentCodeVersion, inputHash: inputHashNow },
+  };
+}

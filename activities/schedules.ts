@@ -1,0 +1,130 @@
+import { Context } from '@temporalio/activity';
+import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { NonRetryableError } from '../lib/errors.js';
+import { inputHash, jobIdFor, keyHash } from '../lib/ids.js';
+import { JobStateKey, JobTypeKey, TenantIdKey } from '../lib/temporal.js';
+import { getIntent, insertIntent, markWorkflowStarted } from '../store/intents.js';
+import { countFinishedJobs, listTenantIds, markWindowFilled, recordWindowSeen } from '../store/schedules.js';
+import { JOB_TYPES, type JobArgs } from '../workflows/job-types.js';
+import { windowKey, type ScheduleWindow } from '../workflows/schedule-window.js';
+import { completeWithOutbox, runStep, type StepArgs, type StepDeps } from './job-steps.js';
+
+export interface EnsureWindowArgs {
+  scheduleId: string;
+  jobType: 'digest';
+  window: ScheduleWindow;
+  source: 'schedule' | 'manual' | 'scan';
+  /** The trigger's (or scan's) workflow ID, kept as evidence of who saw the window first. */
+  triggerId: string;
+}
+
+export interface EnsureWindowResult {
+  /** This call recorded the window first. */
+  firstTrigger: boolean;
+  /** This call completed the window (every tenant's job started); a repeat finds it done. */
+  filledNow: boolean;
+  jobIds: string[];
+}
+
+/** The input a scheduled job stores in its intent: the window, and the period it reports on. */
+export interface DigestInput { windowStart: string; windowEnd: string; periodStart: string; periodEnd: string }
+
+function scheduledInput(window: ScheduleWindow): DigestInput {
+  // The digest that runs for a window reports on the window before it, which has ended.
+  const len = Date.parse(window.end) - Date.parse(window.start);
+  return { windowStart: window.start, windowEnd: window.end, periodStart: new Date(Date.parse(window.start) - len).toISOString(), periodEnd: window.start };
+}
+
+function alreadyStarted(err: unknown): boolean {
+  // Over the worker's NativeConnection the client's error mapping is "experimental": also
+  // accept the raw gRPC ALREADY_EXISTS (code 6).
+  return err instanceof WorkflowExecutionAlreadyStartedError
+    || (err as { name?: string })?.name === 'WorkflowExecutionAlreadyStartedError'
+    || (err as { code?: number })?.code === 6;
+}
+
+/**
+ * Starts a job's workflow, or finds it: a running run with this ID is the same job
+ * (USE_EXISTING) and a finished one is never run again (REJECT_DUPLICATE), exactly as the
+ * intake does. Returns false when a closed run already had the ID.
+ */
+export async function startJobWorkflow(client: Client, taskQueue: string, args: JobArgs): Promise<boolean> {
+  const info = JOB_TYPES[args.jobType];
+  try {
+    await client.workflow.start(info.workflowType, {
+      taskQueue,
+      workflowId: args.jobId,
+      args: [args],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      typedSearchAttributes: [
+        { key: TenantIdKey, value: args.tenantId },
+        { key: JobTypeKey, value: args.jobType },
+        { key: JobStateKey, value: 'queued' },
+      ],
+      staticSummary: `${args.jobType} for tenant ${args.tenantId} (${args.priority} priority)`,
+      staticDetails: `${info.description}. Input is stored in Postgres (job_intents), not in this history.`,
+    });
+    return true;
+  } catch (err) {
+    if (alreadyStarted(err)) return false;
+    throw err;
+  }
+}
+
+/** The schedule activities and the `digest` job's step. Function names are Temporal activity types. */
+export function createScheduleActivities(deps: StepDeps) {
+  return {
+    /**
+     * The trigger logic, for the Schedule's trigger, a manual start and the scan alike:
+     * record the window (unique), then per tenant insert the window's intent (its key
+     * derives from the window, so the unique index allows one) and start or find its
+     * workflow. Every step is idempotent, so a retry or a concurrent trigger is harmless.
+     */
+    async ensureWindowJobs(a: EnsureWindowArgs): Promise<EnsureWindowResult> {
+      const ctx = Context.current();
+      const firstTrigger = await recordWindowSeen(deps.pool, {
+        jobType: a.jobType, windowStart: a.window.start, windowEnd: a.window.end, scheduleId: a.scheduleId, source: a.source, triggerId: a.triggerId,
+      });
+      const input = scheduledInput(a.window);
+      const jobIds: string[] = [];
+      for (const tenantId of await listTenantIds(deps.pool)) {
+        const key = windowKey(a.jobType, a.window);
+        const jobId = jobIdFor(tenantId, a.jobType, key);
+        await insertIntent(deps.pool, {
+          jobId, tenantId, jobType: a.jobType, keyHash: keyHash(tenantId, key), inputHash: inputHash(a.jobType, input), input, priority: 'normal',
+        });
+        if (!(await getIntent(deps.pool, jobId))) {
+          throw new NonRetryableError(`window intent ${jobId} could not be stored`, { errorClass: 'window_intent_conflict' });
+        }
+        await startJobWorkflow(ctx.client, ctx.info.taskQueue, { jobId, tenantId, jobType: a.jobType, priority: 'normal' });
+        await markWorkflowStarted(deps.pool, jobId);
+        jobIds.push(jobId);
+        ctx.heartbeat();
+      }
+      const filledNow = await markWindowFilled(deps.pool, a.jobType, a.window.start, jobIds.length);
+      deps.log.info({ scheduleId: a.scheduleId, jobType: a.jobType, windowStart: a.window.start, source: a.source, firstTrigger, jobs: jobIds.length },
+        firstTrigger ? 'scheduled window: jobs started' : 'scheduled window seen again: existing jobs kept');
+      return { firstTrigger, filledNow, jobIds };
+    },
+
+    /** `digest`: one notification per tenant and window, sent as an effect (its key is the job's). */
+    async sendDigest(args: StepArgs): Promise<{ resultStored: boolean }> {
+      return runStep(deps, args, 'digest', async (ctx) => {
+        const input = await ctx.input<DigestInput>();
+        const intent = await getIntent(deps.pool, args.jobId);
+        // Count only what finished before this intent existed: every attempt sends the same body.
+        const cutoff = new Date(Math.min(Date.parse(input.periodEnd), intent!.created_at.getTime()));
+        const counts = await countFinishedJobs(deps.pool, args.tenantId, input.periodStart, cutoff);
+        const lines = Object.entries(counts).map(([status, n]) => `${status}: ${n}`);
+        const e = await ctx.effect('digest', '/v1/notifications', {
+          to: `tenant:${args.tenantId}`,
+          subject: `Jobs digest ${input.periodStart} to ${input.periodEnd}`,
+          body: lines.length > 0 ? lines.join('\n') : 'no jobs finished in this period',
+        });
+        const result = { periodStart: input.periodStart, periodEnd: input.periodEnd, counts, notificationId: e.providerId };
+        return { resultStored: await completeWithOutbox(deps, ctx, result) };
+      });
+    },
+  };
+}

@@ -1,0 +1,91 @@
+import { withTransaction } from '../lib/db.js';
+import { NonRetryableError } from '../lib/errors.js';
+import { claimEarlyDeliveries, lockSubject } from '../store/webhook-deliveries.js';
+import { budgetFor } from '../workflows/job-types.js';
+import type { TranscriptionEvent } from '../workflows/messages.js';
+import { completeWithOutbox, runStep, type StepArgs, type StepDeps } from './job-steps.js';
+
+interface TranscribeInput { audioUrl: string }
+
+/** The event type the provider sends when a transcription is done, and the step that creates one. */
+export const TRANSCRIPTION_COMPLETED = 'transcription.completed';
+export const TRANSCRIBE_STEP = 'transcribe';
+
+export interface TranscriptionStarted {
+  transcriptionId: string;
+  /** A replay reused the original job's transcription: its webhook came long ago, none will come now. */
+  noWebhookExpected: boolean;
+  /** Webhooks that arrived before this job had stored the provider ID. */
+  early: TranscriptionEvent[];
+}
+
+export interface TranscriptionPoll { status: string; text: string | null }
+
+export type TranscriptionArgs = StepArgs & { transcriptionId: string };
+
+/** Events carry their data as the provider sent it; the job only needs these fields. */
+function toEvent(webhookId: string, payload: Record<string, unknown>): TranscriptionEvent {
+  return {
+    webhookId,
+    transcriptionId: String(payload.id),
+    status: String(payload.status ?? 'completed'),
+    text: typeof payload.text === 'string' ? payload.text : '',
+  };
+}
+
+/** Activities of the `transcribe` job. Each function name is its Temporal activity type. */
+export function createTranscribeActivities(deps: StepDeps) {
+  return {
+    /**
+     * The effect `POST /v1/transcriptions` (effect key per job, so a retry never starts a
+     * second transcription); its provider ID is stored by `runEffect` before this returns,
+     * which is what lets the webhook route find this job. Then it claims any webhook that
+     * was faster than that write.
+     */
+    async startTranscription(args: StepArgs): Promise<TranscriptionStarted> {
+      return runStep(deps, args, TRANSCRIBE_STEP, async (ctx) => {
+        const input = await ctx.input<TranscribeInput>();
+        const e = await ctx.effect(TRANSCRIBE_STEP, '/v1/transcriptions', { audioUrl: input.audioUrl });
+        if (!e.providerId) throw new NonRetryableError('provider answered without a transcription ID', { errorClass: 'provider_contract' });
+        const transcriptionId = e.providerId;
+        const early = await withTransaction(deps.pool, async (tx) => {
+          await lockSubject(tx, TRANSCRIPTION_COMPLETED, transcriptionId);
+          return claimEarlyDeliveries(tx, TRANSCRIPTION_COMPLETED, transcriptionId, args.jobId);
+        });
+        if (early.length > 0) deps.log.info({ jobId: args.jobId, webhookIds: early.map((d) => d.webhook_id) }, 'claimed webhooks that arrived before the job stored its provider ID');
+        const replay = (args.effectScope ?? args.jobId) !== args.jobId;
+        return { transcriptionId, noWebhookExpected: replay && e.via === 'reused', early: early.map((d) => toEvent(d.webhook_id, d.payload)) };
+      });
+    },
+
+    /**
+     * The reconciliation path: one `GET /v1/transcriptions/{id}` (a read, so no effect key).
+     * `giveUp` marks the last poll the workflow allows: still unfinished then is a terminal
+     * failure, which the lifecycle turns into a dead letter.
+     */
+    async pollTranscription(args: TranscriptionArgs & { giveUp: boolean }): Promise<TranscriptionPoll> {
+      return runStep(deps, args, 'transcribe-poll', async () => {
+        const path = `/v1/transcriptions/${encodeURIComponent(args.transcriptionId)}`;
+        const res = await deps.provider({ method: 'GET', path, tenantId: args.tenantId, timeoutMs: budgetFor(args).upstreamTimeoutMs });
+        const status = String(res.body.status ?? 'unknown');
+        if (status === 'failed') throw new NonRetryableError(`transcription ${args.transcriptionId} failed at the provider`, { errorClass: 'transcription_failed' });
+        if (status !== 'completed' && args.giveUp) {
+          throw new NonRetryableError(`transcription ${args.transcriptionId} still ${status} after the polling budget`, { errorClass: 'transcription_timeout' });
+        }
+        return { status, text: typeof res.body.text === 'string' ? res.body.text : null };
+      });
+    },
+
+    /** The result, fenced, with its outbox (none for this type) in one transaction. */
+    async completeTranscription(args: TranscriptionArgs & { text: string; via: 'webhook' | 'polling'; webhookId: string | null }): Promise<{ resultStored: boolean }> {
+      return runStep(deps, args, 'transcribe-result', async (ctx) => {
+        const result = { transcriptionId: args.transcriptionId, text: args.text, completedVia: args.via, webhookId: args.webhookId };
+        const resultStored = await completeWithOutbox(deps, ctx, result);
+        deps.log.info({ jobId: args.jobId, transcriptionId: args.transcriptionId, via: args.via, webhookId: args.webhookId }, 'transcription stored');
+        return { resultStored };
+      });
+    },
+  };
+}
+
+export type TranscribeActivities = ReturnType<typeof createTranscribeActivities>;

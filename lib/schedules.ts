@@ -1,0 +1,182 @@
+import { ScheduleAlreadyRunning, ScheduleNotFoundError, type Client, type ScheduleDescription, type ScheduleOptions, type ScheduleOverlapPolicy, type ScheduleSpec } from '@temporalio/client';
+import { createHash } from 'node:crypto';
+import { canonicalJson } from './canonical-json.js';
+import type { ScanInput, ScannedSchedule } from '../workflows/scan.js';
+import type { TriggerArgs } from '../workflows/schedule-trigger.js';
+
+/**
+ * Temporal Schedules replace cron. Each scheduled job type and the compensation scan is
+ * declared here once; `ensureSchedules` creates or updates the Schedules at start.
+ */
+export type ScheduledJobType = 'digest';
+
+/** When a schedule fires: an interval (aligned at the Unix epoch plus offset) or cron. */
+export type ScheduleTiming =
+  | { every: number; offset?: number }
+  | { cron: string[]; timezone?: string };
+
+interface DeclarationBase {
+  /** Stable name; the Schedule ID is `<prefix>.<name>`. Renaming creates a second Schedule. */
+  name: string;
+  timing: ScheduleTiming;
+  /** What to do when a trigger fires while the previous one still runs. */
+  overlap: ScheduleOverlapPolicy;
+  /** How late a missed action may still be taken after a Temporal outage (min 10 s). */
+  catchupWindowMs: number;
+  /** Created (or, on a changed declaration, updated) paused. An operator's pause is kept otherwise. */
+  paused: boolean;
+  description: string;
+}
+
+export interface JobScheduleDeclaration extends DeclarationBase {
+  kind: 'job';
+  jobType: ScheduledJobType;
+  /** Window length and alignment (UTC). Default for intervals: `every` and `offset`. */
+  windowMs?: number;
+  windowOffsetMs?: number;
+  /** How far back the compensation scan fills missed windows. Default 7 days. */
+  fillLookbackMs?: number;
+}
+
+export interface ScanScheduleDeclaration extends DeclarationBase {
+  kind: 'scan';
+  /** Scan options (grace periods, limits); see `ScanInput`. */
+  options?: Omit<ScanInput, 'schedules' | 'now'>;
+}
+
+export type ScheduleDeclaration = JobScheduleDeclaration | ScanScheduleDeclaration;
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+
+/** What the product ships: a nightly per-tenant digest and the compensation scan. */
+export const SCHEDULE_DECLARATIONS: ScheduleDeclaration[] = [
+  {
+    kind: 'job',
+    name: 'digest',
+    jobType: 'digest',
+    description: 'nightly per-tenant digest of the previous day\'s jobs',
+    // 02:00 UTC every day; the window is the UTC day starting at 02:00.
+    timing: { cron: ['0 2 * * *'], timezone: 'UTC' },
+    windowMs: DAY,
+    windowOffsetMs: 2 * HOUR,
+    // The trigger is idempotent and short: buffered triggers are distinct windows, keep them all.
+    overlap: 'BUFFER_ALL',
+    catchupWindowMs: DAY,
+    paused: false,
+  },
+  {
+    kind: 'scan',
+    name: 'compensation-scan',
+    description: 'finds and repairs missed windows, unstarted intents, stuck outbox rows and in-doubt effects',
+    timing: { every: 10 * MINUTE },
+    // A scan covers everything up to its own time: a skipped or missed scan needs no catch-up.
+    overlap: 'SKIP',
+    catchupWindowMs: 10 * MINUTE,
+    paused: false,
+  },
+];
+
+/** Stable and prefixed (by default with the task queue), so deployments and test files sharing one Temporal never collide. */
+export function scheduleIdFor(prefix: string, name: string): string {
+  return `${prefix}.${name}`;
+}
+
+/** Temporal's schedule times have whole seconds: a finer grid would put nominal times off its boundaries. */
+function wholeSeconds(name: string, field: string, ms: number): number {
+  if (!Number.isInteger(ms) || ms < 0 || ms % 1_000 !== 0) throw new Error(`schedule ${name}: ${field} must be a whole number of seconds (in ms), got ${ms}`);
+  return ms;
+}
+
+export function windowGridOf(d: JobScheduleDeclaration): { windowMs: number; windowOffsetMs: number } {
+  const windowMs = d.windowMs ?? ('every' in d.timing ? d.timing.every : undefined);
+  if (!windowMs) throw new Error(`schedule ${d.name}: a cron schedule needs windowMs`);
+  const offset = d.windowOffsetMs ?? ('every' in d.timing ? d.timing.offset ?? 0 : 0);
+  return { windowMs: wholeSeconds(d.name, 'windowMs', windowMs), windowOffsetMs: wholeSeconds(d.name, 'windowOffsetMs', offset) };
+}
+
+function toSpec(name: string, t: ScheduleTiming): ScheduleSpec {
+  if ('every' in t) return { intervals: [{ every: wholeSeconds(name, 'every', t.every), offset: wholeSeconds(name, 'offset', t.offset ?? 0) }] };
+  return { cronExpressions: t.cron, timezone: t.timezone ?? 'UTC' };
+}
+
+export function triggerArgsFor(d: JobScheduleDeclaration, scheduleId: string): TriggerArgs {
+  return { schedule: d.name, scheduleId, jobType: d.jobType, ...windowGridOf(d) };
+}
+
+/** The scan's input for a set of declarations: every scheduled job type's window grid. Also for running a scan by hand. */
+export function scanInputFor(all: ScheduleDeclaration[], prefix: string, options: Omit<ScanInput, 'schedules'> = {}): ScanInput {
+  const schedules: ScannedSchedule[] = all.filter((x): x is JobScheduleDeclaration => x.kind === 'job').map((x) => ({
+    ...triggerArgsFor(x, scheduleIdFor(prefix, x.name)),
+    fillLookbackMs: x.fillLookbackMs ?? 7 * DAY,
+  }));
+  return { ...options, schedules };
+}
+
+/** The full Schedule for a declaration; its hash (kept in the action's memo) tells whether an update is due. */
+export function scheduleOptionsFor(d: ScheduleDeclaration, taskQueue: string, prefix: string, all: ScheduleDeclaration[]): ScheduleOptions & { declarationHash: string } {
+  const scheduleId = scheduleIdFor(prefix, d.name);
+  const spec = toSpec(d.name, d.timing);
+  const workflowType = d.kind === 'job' ? 'scheduleTrigger' : 'compensationScan';
+  const args = d.kind === 'job' ? [triggerArgsFor(d, scheduleId)] : [scanInputFor(all, prefix, d.options)];
+  const policies = { overlap: d.overlap, catchupWindow: d.catchupWindowMs };
+  const declarationHash = createHash('sha256')
+    .update(canonicalJson({ spec, workflowType, args, policies, paused: d.paused, taskQueue })).digest('hex').slice(0, 32);
+  return {
+    scheduleId,
+    spec,
+    action: {
+      type: 'startWorkflow', workflowType, taskQueue, args,
+      // Temporal appends `-<nominal time>` to this ID; the trigger derives the job's ID itself.
+      workflowId: `${scheduleId}.run`,
+      memo: { declarationHash },
+      staticSummary: d.description,
+    },
+    policies,
+    state: { paused: d.paused, note: d.paused ? 'declared paused' : undefined },
+    declarationHash,
+  };
+}
+
+export type EnsureOutcome = 'created' | 'updated' | 'unchanged';
+
+/**
+ * Creates missing Schedules and updates changed ones (the declaration's hash differs).
+ * Idempotent and safe when two processes start at once: a create that loses the race
+ * (`ScheduleAlreadyRunning`) falls through to the update check. An unchanged declaration
+ * leaves the Schedule alone, so an operator's pause survives a restart.
+ */
+export async function ensureSchedules(
+  client: Client, taskQueue: string, declarations: ScheduleDeclaration[] = SCHEDULE_DECLARATIONS, prefix: string = taskQueue,
+): Promise<Array<{ scheduleId: string; outcome: EnsureOutcome }>> {
+  const out: Array<{ scheduleId: string; outcome: EnsureOutcome }> = [];
+  for (const d of declarations) {
+    const { declarationHash, ...options } = scheduleOptionsFor(d, taskQueue, prefix, declarations);
+    out.push({ scheduleId: options.scheduleId, outcome: await ensureOne(client, options, declarationHash) });
+  }
+  return out;
+}
+
+async function ensureOne(client: Client, options: ScheduleOptions, hash: string): Promise<EnsureOutcome> {
+  const handle = client.schedule.getHandle(options.scheduleId);
+  let current: ScheduleDescription | undefined;
+  try {
+    current = await handle.describe();
+  } catch (err) {
+    if (!(err instanceof ScheduleNotFoundError)) throw err;
+  }
+  if (!current) {
+    try {
+      await client.schedule.create(options);
+      return 'created';
+    } catch (err) {
+      if (!(err instanceof ScheduleAlreadyRunning)) throw err;
+      current = await handle.describe(); // another process created it meanwhile
+    }
+  }
+  if (current.action.memo?.declarationHash === hash) return 'unchanged';
+  const { scheduleId: _id, state, ...rest } = options;
+  await handle.update(() => ({ ...rest, state: { paused: state?.paused ?? false, note: state?.note } }));
+  return 'updated';
+}

@@ -1,0 +1,135 @@
+import type pg from 'pg';
+import type { Priority } from '../workflows/job-types.js';
+
+/** The degradation setting, its audit trail, and the admission ledger. One function per statement. */
+type Db = pg.Pool | pg.PoolClient;
+
+export interface DegradationSetting {
+  pausedPriorities: Priority[];
+  /** Per paused priority: when it was first paused (ISO 8601 UTC). */
+  pausedSince: Partial<Record<Priority, string>>;
+  recoveryRatePerMinute: number;
+  updatedBy: string;
+  updatedAt: string;
+}
+
+interface SettingRow {
+  paused_priorities: Priority[]; paused_since: Partial<Record<Priority, string>>;
+  recovery_rate_per_minute: number; updated_by: string; updated_at: Date;
+}
+
+const toSetting = (r: SettingRow): DegradationSetting => ({
+  pausedPriorities: r.paused_priorities, pausedSince: r.paused_since, recoveryRatePerMinute: r.recovery_rate_per_minute,
+  updatedBy: r.updated_by, updatedAt: r.updated_at.toISOString(),
+});
+
+export async function getSetting(db: Db): Promise<DegradationSetting> {
+  const r = await db.query<SettingRow>('SELECT * FROM degradation_setting WHERE id = 1');
+  return toSetting(r.rows[0]!);
+}
+
+/** Locks the one row for the rest of the transaction: concurrent changes apply one after the other, each audited against the state it replaced. */
+export async function lockSetting(tx: pg.PoolClient): Promise<DegradationSetting & { now: Date }> {
+  const r = await tx.query<SettingRow & { now: Date }>('SELECT *, now() AS now FROM degradation_setting WHERE id = 1 FOR UPDATE');
+  return { ...toSetting(r.rows[0]!), now: r.rows[0]!.now };
+}
+
+export async function writeSetting(tx: pg.PoolClient, s: { pausedPriorities: Priority[]; pausedSince: Partial<Record<Priority, string>>; recoveryRatePerMinute: number; updatedBy: string }): Promise<DegradationSetting> {
+  const r = await tx.query<SettingRow>(
+    `UPDATE degradation_setting SET paused_priorities = $1, paused_since = $2, recovery_rate_per_minute = $3,
+            updated_by = $4, updated_at = now()
+      WHERE id = 1 RETURNING *`,
+    [s.pausedPriorities, JSON.stringify(s.pausedSince), s.recoveryRatePerMinute, s.updatedBy],
+  );
+  return toSetting(r.rows[0]!);
+}
+
+export interface AuditEntry { actor: string; keyId: string; remoteAddr: string | null; reason: string | null; before: unknown; after: unknown; at?: string }
+
+export async function insertAudit(tx: pg.PoolClient, a: AuditEntry): Promise<void> {
+  await tx.query(
+    'INSERT INTO degradation_audit (actor, key_id, remote_addr, reason, before, after) VALUES ($1, $2, $3, $4, $5, $6)',
+    [a.actor, a.keyId, a.remoteAddr, a.reason, JSON.stringify(a.before), JSON.stringify(a.after)],
+  );
+}
+
+export async function recentAudit(db: Db, limit: number): Promise<AuditEntry[]> {
+  const r = await db.query<{ actor: string; key_id: string; remote_addr: string | null; reason: string | null; before: unknown; after: unknown; at: Date }>(
+    'SELECT * FROM degradation_audit ORDER BY id DESC LIMIT $1', [limit]);
+  return r.rows.map((x) => ({ actor: x.actor, keyId: x.key_id, remoteAddr: x.remote_addr, reason: x.reason, before: x.before, after: x.after, at: x.at.toISOString() }));
+}
+
+// ---- admission ledger ----
+
+/**
+ * Any constant works as long as every admitter uses it. The lock serialises slot
+ * reservation and the per-minute cap across worker processes: without it two workers could
+ * read the same last slot (or the same count) and both take it.
+ */
+const ADMISSION_LOCK = 7_210_443_602;
+
+export interface Reservation { job_id: string; round: number; priority: Priority; slot_at: Date; admitted_at: Date | null; now: Date }
+
+export async function findReservation(db: Db, jobId: string, round: number): Promise<Reservation | undefined> {
+  const r = await db.query<Reservation>('SELECT *, clock_timestamp() AS now FROM admissions WHERE job_id = $1 AND round = $2', [jobId, round]);
+  return r.rows[0];
+}
+
+export async function lockAdmissions(tx: pg.PoolClient): Promise<void> {
+  await tx.query('SELECT pg_advisory_xact_lock($1)', [ADMISSION_LOCK]);
+}
+
+/**
+ * Reserves the next evenly spaced slot (60 s / rate after the last one, never in the past).
+ * Call under `lockAdmissions`. The key (job, round) makes a retried reservation a no-op:
+ * RETURNING is then empty and the caller reads the existing row.
+ */
+export async function reserveSlot(tx: pg.PoolClient, jobId: string, round: number, priority: Priority, ratePerMinute: number): Promise<Reservation | undefined> {
+  const r = await tx.query<Reservation>(
+    `INSERT INTO admissions (job_id, round, priority, reserved_at, slot_at)
+     SELECT $1, $2, $3, clock_timestamp(),
+            greatest(clock_timestamp(), coalesce(max(slot_at) + (60000.0 / $4) * interval '1 millisecond', clock_timestamp()))
+       FROM admissions
+     ON CONFLICT (job_id, round) DO NOTHING
+     RETURNING *, clock_timestamp() AS now`,
+    [jobId, round, priority, ratePerMinute],
+  );
+  return r.rows[0];
+}
+
+/** Admission times of the last minute (the hard cap's evidence). Call under `lockAdmissions`. */
+export async function admittedLastMinute(tx: pg.PoolClient): Promise<{ times: Date[]; now: Date }> {
+  const r = await tx.query<{ times: Date[]; now: Date }>(
+    `SELECT coalesce(array_agg(admitted_at), '{}') AS times, clock_timestamp() AS now
+       FROM admissions WHERE admitted_at > clock_timestamp() - interval '60 seconds'`);
+  return r.rows[0]!;
+}
+
+export async function markSlotAdmitted(tx: pg.PoolClient, jobId: string, round: number): Promise<void> {
+  await tx.query('UPDATE admissions SET admitted_at = clock_timestamp() WHERE job_id = $1 AND round = $2 AND admitted_at IS NULL', [jobId, round]);
+}
+
+/** The ledger as evidence (tests, drills): admission times in order. */
+export async function admissionTimes(db: Db, jobIds?: string[]): Promise<Array<{ job_id: string; slot_at: Date; admitted_at: Date }>> {
+  const r = await db.query(
+    `SELECT job_id, slot_at, admitted_at FROM admissions
+      WHERE admitted_at IS NOT NULL AND ($1::text[] IS NULL OR job_id = ANY($1)) ORDER BY admitted_at`,
+    [jobIds ?? null],
+  );
+  return r.rows;
+}
+
+/** Ramped admissions waiting for their slot (reserved, not yet admitted, slot not long past). */
+export async function pendingReservations(db: Db): Promise<{ n: number; last_slot: Date | null }> {
+  const r = await db.query<{ n: number; last_slot: Date | null }>(
+    `SELECT count(*)::int AS n, max(slot_at) AS last_slot FROM admissions
+      WHERE admitted_at IS NULL AND slot_at > now() - interval '10 minutes'`);
+  return r.rows[0]!;
+}
+
+/** Deferred jobs by priority right now. */
+export async function deferredByPriority(db: Db): Promise<Partial<Record<Priority, number>>> {
+  const r = await db.query<{ priority: Priority; n: number }>(
+    `SELECT priority, count(*)::int AS n FROM job_intents WHERE status = 'deferred' GROUP BY priority`);
+  return Object.fromEntries(r.rows.map((x) => [x.priority, x.n]));
+}

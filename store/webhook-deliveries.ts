@@ -1,0 +1,122 @@
+import type pg from 'pg';
+
+type Db = pg.Pool | pg.PoolClient;
+
+export type DeliveryOutcome = 'pending_signal' | 'signalled' | 'unmatched' | 'claimed' | 'job_closed' | 'ignored';
+
+export interface DeliveryRow {
+  source: string;
+  webhook_id: string;
+  event_type: string;
+  subject: string | null;
+  payload: Record<string, unknown>;
+  job_id: string | null;
+  outcome: DeliveryOutcome;
+  times_received: number;
+  first_seen_at: Date;
+  last_received_at: Date;
+  signal_attempted_at: Date | null;
+  processed_at: Date | null;
+}
+
+/**
+ * Serialises "the webhook looks up its job" against "the job stores its provider ID and
+ * claims early webhooks" for one subject. Without it both could miss each other: the
+ * webhook reads no job (the ID is not committed yet) while the job's claim reads no webhook
+ * (the delivery is not committed yet), and the event would wait for no one. Held until the
+ * transaction ends.
+ */
+export async function lockSubject(tx: pg.PoolClient, eventType: string, subject: string): Promise<void> {
+  await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`webhook-subject:${eventType}:${subject}`]);
+}
+
+/**
+ * The job whose effect created the provider object (`effects.provider_id`, stored as soon as
+ * the provider answered). `job_id` there is the effect scope, which is the job's workflow ID.
+ */
+export async function jobForProviderObject(db: Db, step: string, providerId: string): Promise<string | undefined> {
+  const r = await db.query<{ job_id: string }>(
+    'SELECT job_id FROM effects WHERE provider_id = $1 AND step = $2 ORDER BY first_attempt_at LIMIT 1',
+    [providerId, step],
+  );
+  return r.rows[0]?.job_id;
+}
+
+export interface NewDelivery {
+  source: string; webhookId: string; eventType: string; subject: string | null;
+  payload: Record<string, unknown>; jobId: string | null; outcome: DeliveryOutcome;
+}
+
+/**
+ * Inserts the delivery once; a redelivery (same source and webhook-id, also concurrent ones,
+ * which wait on the primary key until the first transaction ends) only counts itself and
+ * changes nothing else. `inserted` tells which one this call was.
+ */
+export async function recordDelivery(db: Db, d: NewDelivery): Promise<DeliveryRow & { inserted: boolean }> {
+  const r = await db.query<DeliveryRow & { inserted: boolean }>(
+    `INSERT INTO webhook_deliveries (source, webhook_id, event_type, subject, payload, job_id, outcome, signal_attempted_at, processed_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7,
+             CASE WHEN $7 = 'pending_signal' THEN now() END,
+             CASE WHEN $7 IN ('ignored') THEN now() END)
+     ON CONFLICT (source, webhook_id) DO UPDATE
+        SET times_received = webhook_deliveries.times_received + 1, last_received_at = now()
+     RETURNING *, (xmax = 0) AS inserted`,
+    [d.source, d.webhookId, d.eventType, d.subject, JSON.stringify(d.payload), d.jobId, d.outcome],
+  );
+  return r.rows[0]!;
+}
+
+/**
+ * Takes over signalling a delivery still `pending_signal` whose last signal attempt is older
+ * than the lease: a redelivery after an outage signals again, while concurrent duplicates
+ * (inside the lease) leave it to the delivery that is signalling right now.
+ */
+export async function claimPendingSignal(db: Db, source: string, webhookId: string, leaseMs: number): Promise<boolean> {
+  const r = await db.query(
+    `UPDATE webhook_deliveries SET signal_attempted_at = now()
+      WHERE source = $1 AND webhook_id = $2 AND outcome = 'pending_signal'
+        AND (signal_attempted_at IS NULL OR signal_attempted_at < now() - make_interval(secs => $3::double precision / 1000))`,
+    [source, webhookId, leaseMs],
+  );
+  return r.rowCount === 1;
+}
+
+/** Only a delivery still waiting for its signal moves on; a finished outcome never changes. */
+export async function setSignalOutcome(db: Db, source: string, webhookId: string, outcome: 'signalled' | 'job_closed'): Promise<void> {
+  await db.query(
+    `UPDATE webhook_deliveries SET outcome = $3, processed_at = now()
+      WHERE source = $1 AND webhook_id = $2 AND outcome = 'pending_signal'`,
+    [source, webhookId, outcome],
+  );
+}
+
+/**
+ * The job learned its provider ID: it takes every event that arrived before (under
+ * `lockSubject`). Idempotent for a retried claim by the same job.
+ */
+export async function claimEarlyDeliveries(db: Db, eventType: string, subject: string, jobId: string): Promise<DeliveryRow[]> {
+  const r = await db.query<DeliveryRow>(
+    `UPDATE webhook_deliveries SET job_id = $3, outcome = 'claimed', processed_at = coalesce(processed_at, now())
+      WHERE event_type = $1 AND subject = $2
+        AND (outcome = 'unmatched' OR (outcome = 'claimed' AND job_id = $3))
+     RETURNING *`,
+    [eventType, subject, jobId],
+  );
+  return r.rows;
+}
+
+export async function getDelivery(db: Db, source: string, webhookId: string): Promise<DeliveryRow | undefined> {
+  const r = await db.query<DeliveryRow>('SELECT * FROM webhook_deliveries WHERE source = $1 AND webhook_id = $2', [source, webhookId]);
+  return r.rows[0];
+}
+
+/** For a repair pass (compensation scan): deliveries whose signal never got through. */
+export async function listPendingSignals(db: Db, olderThanMs: number, limit: number): Promise<DeliveryRow[]> {
+  const r = await db.query<DeliveryRow>(
+    `SELECT * FROM webhook_deliveries
+      WHERE outcome = 'pending_signal' AND signal_attempted_at < now() - make_interval(secs => $1::double precision / 1000)
+      ORDER BY signal_attempted_at LIMIT $2`,
+    [olderThanMs, limit],
+  );
+  return r.rows;
+}

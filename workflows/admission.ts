@@ -1,0 +1,63 @@
+import { condition, defineSignal, proxyActivities, setHandler, sleep } from '@temporalio/workflow';
+import type { Activities } from '../activities/index.js';
+import type { StepArgs } from '../activities/job-steps.js';
+
+/**
+ * Sent (best-effort) by `PUT /v1/admin/degradation` to deferred jobs so they re-check at
+ * once. Only a hint: the gate's own polling is what makes the pause hold and lift, also on
+ * a server where nobody sends it.
+ */
+export const degradationChangedSignal = defineSignal('degradationChanged');
+
+/**
+ * How often a deferred job re-checks the setting: quickly at first (a short pause lifts
+ * quickly), then less often the longer it has been deferred (at most every 5 min), so a
+ * long pause costs few history events: about 11 per re-check, roughly 3,000 a day at the
+ * cap, far below Temporal's history limits for pauses of days.
+ */
+export function deferralPollMs(previousMs: number | null, deferredForMs: number): number {
+  if (previousMs === null) return 1_000;
+  const cap = Math.min(300_000, Math.max(30_000, deferredForMs / 20));
+  return Math.min(cap, previousMs * 2);
+}
+
+/**
+ * The degradation gate, run before a job's body. Temporal 1.29 has no task-queue pause and
+ * honours priorities only with a dynamic config we may not control, so the deferral is the
+ * product's own durable gate: the job asks whether its priority is admitted; if not it is
+ * recorded as `deferred` (reason, since when), shows `deferred` in the Web UI, and waits on
+ * a durable timer. When admitted after a deferral it takes its ramp slot first.
+ */
+export async function admissionGate(args: StepArgs, phase: (state: 'deferred' | 'running', detail: string) => void): Promise<void> {
+  // Bookkeeping-style options: short, retried until Postgres answers (the check is idempotent).
+  const gate = proxyActivities<Activities>({
+    startToCloseTimeout: '30s',
+    retry: { initialInterval: '1s', maximumInterval: '30s' },
+    summary: 'degradation gate: is this priority admitted?',
+  });
+  let nudged = false;
+  setHandler(degradationChangedSignal, () => { nudged = true; });
+  let round = 0;
+  let pollMs: number | null = null;
+  let deferredSince: number | null = null;
+  let shown = '';
+  for (;;) {
+    const d = await gate.checkAdmission({ ...args, round });
+    if (d.decision === 'admit') {
+      if (deferredSince !== null) phase('running', 'admitted after deferral');
+      return;
+    }
+    deferredSince ??= Date.now();
+    // Only a changed reason is worth a search-attribute update (each one is a history event).
+    if (d.reason !== shown) phase('deferred', d.reason);
+    shown = d.reason;
+    if (d.decision === 'wait') {
+      await sleep(d.waitMs);
+      continue;
+    }
+    round += 1;
+    pollMs = deferralPollMs(pollMs, Date.now() - deferredSince);
+    nudged = false;
+    await condition(() => nudged, pollMs);
+  }
+}
