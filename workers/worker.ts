@@ -42,7 +42,7 @@ export async function createWorker(o: WorkerOptions): Promise<Worker> {
     taskQueue: o.taskQueue,
     workflowBundle: o.workflowBundle ?? (await bundleWorkflows()),
     activities,
-    identity: o.identity,
+    ...(o.identity ? { identity: o.identity } : {}),
     maxConcurrentActivityTaskExecutions: o.maxConcurrentActivityTaskExecutions ?? 50,
     // Let a running attempt finish its current write on shutdown instead of abandoning it.
     shutdownGraceTime: '10s',

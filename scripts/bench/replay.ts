@@ -1,0 +1,87 @@
+// Dead-letter replay throughput under a concurrency cap, against the cap's theoretical rate.
+// N summarize jobs are dead-lettered with a 400 from the simulator; then one replay request
+// (`POST /v1/dead-letters/replay`, concurrency C, a rate limit far above it) replays them while
+// the simulator holds each upstream answer D ms. If every replay took exactly D, the cap would
+// allow C x 1000 / D replays per second; the gap is the per-replay overhead (prepare, a child
+// job workflow, finish). The rate limit is set high so that the concurrency cap binds.
+import { upsertTenant } from '../../store/tenants.js';
+import { ADMIN_KEY, uid, type BenchStack } from './stack.js';
+import { pool, row, skippedRow, spread, waitUntil, type BenchRow } from './stats.js';
+
+const RATE_PER_MINUTE = 6_000;
+
+class NotAvailable extends Error {}
+
+export async function measureReplay(stack: BenchStack): Promise<BenchRow[]> {
+  const n = stack.quick ? 4 : 30;
+  const concurrency = stack.quick ? 2 : 5;
+  const holdMs = stack.quick ? 300 : 1_000;
+  const repeats = stack.quick ? 1 : 3;
+  const queue = `bench-replay-${uid()}`;
+  const worker = await stack.startProductWorker(queue);
+  const app = await stack.startApp(queue);
+  const rates: number[] = [];
+  const peaks: number[] = [];
+  try {
+    for (let r = 0; r < repeats; r++) {
+      const out = await replayOnce(stack, app, { n, concurrency, holdMs });
+      rates.push(out.perSec);
+      peaks.push(out.peakRunning);
+      stack.log(`  replay repeat ${r + 1}/${repeats}: ${out.perSec.toFixed(2)} replays/s (peak running ${out.peakRunning})`);
+    }
+  } catch (err) {
+    if (err instanceof NotAvailable) return [skippedRow('replay.throughput', 'replay', 'dead-letter replay throughput', `not available: ${err.message}`)];
+    throw err;
+  } finally {
+    await app.close();
+    await worker.stop();
+  }
+  const theoretical = Math.min(RATE_PER_MINUTE / 60, (concurrency * 1000) / holdMs);
+  return [row({
+    id: 'replay.throughput', section: 'replay', figure: `dead-letter replay, N=${n}, concurrency ${concurrency}, upstream held ${holdMs} ms`, unit: 'replays/s',
+    value: spread(rates), baseline: { label: `cap's theoretical rate min(${RATE_PER_MINUTE}/min, ${concurrency} x 1000 / ${holdMs} ms)`, unit: 'replays/s', value: spread([theoretical]) },
+    sense: 'higher-better', details: { peakRunning: peaks },
+    notes: 'first replay start to last replay finish, from the replay workflow\'s own progress',
+  })];
+}
+
+async function replayOnce(stack: BenchStack, app: { baseUrl: string; jobs: ReturnType<BenchStack['jobsClient']> }, o: { n: number; concurrency: number; holdMs: number }): Promise<{ perSec: number; peakRunning: number }> {
+  const tenant = `bench-replay-${uid()}`;
+  await upsertTenant(stack.pool, tenant, `key-${tenant}`);
+  const admin = async (path: string, body?: unknown): Promise<{ status: number; body: any }> => {
+    const res = await fetch(app.baseUrl + path, {
+      method: body === undefined ? 'GET' : 'POST',
+      headers: { authorization: `Bearer ${ADMIN_KEY}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, body: await res.json().catch(() => undefined) };
+  };
+  const list = await admin(`/v1/dead-letters?state=open&tenantId=${tenant}`);
+  if (list.status === 404) throw new NotAvailable('GET /v1/dead-letters answers 404');
+
+  // Dead letters: a definite 400 is not retried, so each job dead-letters after one call.
+  await stack.simFault({ path: '/v1/summaries', times: o.n, status: 400 });
+  await pool(o.n, 8, (i) => app.jobs.submitJob({ tenantId: tenant, type: 'summarize', idempotencyKey: `bench-dl-${tenant}-${i}`, input: { text: `dead letter ${i}` } }));
+  const ids = await waitUntil(`${o.n} dead letters for ${tenant}`, async () => {
+    const r = await admin(`/v1/dead-letters?state=open&tenantId=${tenant}&limit=1000`);
+    const rows = (r.body?.deadLetters ?? []) as Array<{ id: string }>;
+    return rows.length >= o.n ? rows.map((d) => d.id) : undefined;
+  }, 120_000 + o.n * 2_000);
+
+  await stack.simFault({ path: '/v1/summaries', times: o.n, status: 200, delayMs: o.holdMs });
+  const start = await admin('/v1/dead-letters/replay', { ids, concurrency: o.concurrency, ratePerMinute: RATE_PER_MINUTE, batchSize: Math.min(100, o.n), maxFailures: o.n });
+  if (start.status === 404) throw new NotAvailable('POST /v1/dead-letters/replay answers 404');
+  if (start.status !== 202) throw new Error(`POST /v1/dead-letters/replay answered ${start.status}: ${JSON.stringify(start.body)}`);
+  const replayId = String(start.body.replayId);
+  const progress = await waitUntil(`replay ${replayId} to finish`, async () => {
+    const p = await admin(`/v1/dead-letters/replays/${replayId}`);
+    return p.status === 200 && ['completed', 'halted', 'stopped'].includes(p.body?.state) ? p.body : undefined;
+  }, 120_000 + (o.n * o.holdMs * 4) / o.concurrency, 250);
+  if (progress.state !== 'completed' || progress.counts.succeeded !== o.n) {
+    throw new Error(`replay ${replayId} ended ${progress.state} with ${JSON.stringify(progress.counts)}${progress.stopReason ? ` (${progress.stopReason})` : ''}`);
+  }
+  const items = progress.items as Array<{ startedAt?: string; finishedAt?: string }>;
+  const first = Math.min(...items.map((i) => Date.parse(i.startedAt!)));
+  const last = Math.max(...items.map((i) => Date.parse(i.finishedAt!)));
+  return { perSec: o.n / Math.max((last - first) / 1000, 1e-3), peakRunning: progress.peakRunning };
+}

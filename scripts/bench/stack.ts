@@ -1,0 +1,225 @@
+// The one local stack every measurement runs against: Postgres (embedded, durable settings
+// like `npm start`, unless DATABASE_URL), the Temporal dev server (file-backed, tuned SQLite like
+// `npm start`, unless TEMPORAL_ADDRESS), a fresh migrated database, the provider simulator,
+// and helpers to start the product's and the baseline's workers and the HTTP API.
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client, Connection } from '@temporalio/client';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, type WorkflowBundleOption } from '@temporalio/worker';
+import pg from 'pg';
+import { createJobsClient, type JobsClient } from '../../client/jobs-client.js';
+import { loadConfig } from '../../lib/config.js';
+import { createPool } from '../../lib/db.js';
+import { createLogger, type Logger } from '../../lib/logger.js';
+import { migrate } from '../../lib/migrate.js';
+import { buildApp } from '../../server/app.js';
+import { startSimulator, type Simulator } from '../../simulator/server.js';
+import { upsertTenant } from '../../store/tenants.js';
+import { bundleWorkflows, createWorker } from '../../workers/worker.js';
+import { JOB_TYPES, type ConcurrencyLimits, type JobType } from '../../workflows/job-types.js';
+import { startDevServer } from '../lib/dev-server.js';
+import { startEmbeddedPostgres } from '../lib/embedded-pg.js';
+import { resolveTemporalCli } from '../lib/temporal-cli.js';
+import { createBareActivities, type BareCounter } from './bare-activities.js';
+
+export const TENANT = { id: 'bench-tenant', key: 'bench-tenant-key-0001' } as const;
+export const ADMIN_KEY = 'bench-admin-key';
+/** Same as createWorker's default: the product and the baseline run with equal worker settings. */
+export const ACTIVITY_SLOTS = 50;
+/**
+ * Concurrency caps raised out of the way for throughput and memory: those figures measure the
+ * engine and the bookkeeping, not the cap (the replay measurement covers a cap).
+ */
+export const RAISED_LIMITS = Object.fromEntries(Object.keys(JOB_TYPES).map((t) => [t, { perTenant: 100_000, global: 100_000 }])) as Record<JobType, ConcurrencyLimits>;
+const BARE_WORKFLOWS_PATH = fileURLToPath(new URL('./bare-workflows.ts', import.meta.url));
+
+export const uid = (): string => randomBytes(5).toString('hex');
+
+export interface RunningWorker { worker: Worker; stop(): Promise<void> }
+
+export interface BenchStack {
+  quick: boolean;
+  log: (msg: string) => void;
+  /** Admin connection string of the server (database `postgres` or the one given). */
+  serverUrl: string;
+  databaseUrl: string;
+  pool: pg.Pool;
+  temporal: Client;
+  temporalAddress: string;
+  namespace: string;
+  nativeConnection: NativeConnection;
+  cliPath: string | null;
+  sim: Simulator;
+  embeddedPg: boolean;
+  embeddedTemporal: boolean;
+  productBundle(): Promise<WorkflowBundleOption>;
+  bareBundle(): Promise<WorkflowBundleOption>;
+  /** Writes a bundle to a file (child-process workers load it instead of bundling: webpack would inflate their RSS). */
+  bundleFile(kind: 'product' | 'bare'): Promise<string>;
+  jobsClient(taskQueue: string, pool?: pg.Pool): JobsClient;
+  startApp(taskQueue: string): Promise<{ baseUrl: string; jobs: JobsClient; close(): Promise<void> }>;
+  startProductWorker(taskQueue: string, o?: { limits?: Record<JobType, ConcurrencyLimits>; connection?: NativeConnection; databaseUrl?: string }): Promise<RunningWorker>;
+  startBareWorker(taskQueue: string, o?: { connection?: NativeConnection; namespace?: string }): Promise<RunningWorker & { counter: BareCounter }>;
+  /** A fresh migrated database (with the bench tenant) on the same server. */
+  createDatabase(name: string): Promise<string>;
+  simFault(body: Record<string, unknown>): Promise<void>;
+  simEffects(): Promise<{ totalApplied: number; peakInFlight: number }>;
+  simReset(): Promise<void>;
+  tmpDir: string;
+  silentLogger: Logger;
+  stop(): Promise<void>;
+}
+
+export async function startStack(o: { quick: boolean; log: (msg: string) => void }): Promise<BenchStack> {
+  const { log } = o;
+  // The SDK's own lines (worker state changes) would drown the report.
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  const config = loadConfig(process.env);
+  const closers: Array<() => Promise<unknown>> = [];
+  const tmpDir = await fs.mkdtemp(path.join(os.tmpdir(), 'durable-jobs-bench-'));
+  await fs.chmod(tmpDir, 0o755); // postgres runs as `postgres` when we are root
+  closers.push(() => fs.rm(tmpDir, { recursive: true, force: true }));
+  const stop = async (): Promise<void> => {
+    for (const c of closers.splice(0).reverse()) await c().catch((e: Error) => log(`cleanup: ${e.message}`));
+  };
+  try {
+    const cliPath = await resolveTemporalCli({ cliPath: config.temporalCliPath, log, allowGoInstall: config.temporalAddress === undefined });
+    const startPg = async (): Promise<string> => {
+      if (config.databaseUrl) return config.databaseUrl;
+      // Durable settings (fsync, synchronous_commit on), as `npm start` runs it: the commit rate is real.
+      const epg = await startEmbeddedPostgres({ dataDir: path.join(tmpDir, 'pg'), port: 0, persistent: true, log: () => undefined });
+      closers.push(() => epg.stop());
+      return epg.url;
+    };
+    const startTemporal = async (): Promise<string> => {
+      if (config.temporalAddress) return config.temporalAddress;
+      const dev = await startDevServer({ cliPath, port: 0, headless: true, dbFilename: path.join(tmpDir, 'temporal.sqlite'), namespace: config.temporalNamespace, log: () => undefined });
+      closers.push(() => dev.stop());
+      return dev.address;
+    };
+    const [serverUrl, temporalAddress] = await Promise.all([startPg(), startTemporal()]);
+    log(`stack: ${config.databaseUrl ? 'Postgres from DATABASE_URL' : 'embedded Postgres (durable settings)'}, ` +
+      `${config.temporalAddress ? `Temporal at ${temporalAddress}` : 'Temporal dev server (tuned SQLite file)'}`);
+
+    const silentLogger = createLogger('bench', 'silent');
+    const createDatabase = async (name: string): Promise<string> => {
+      const db = `dj_bench_${name}_${uid()}`;
+      const admin = new pg.Client({ connectionString: serverUrl });
+      await admin.connect();
+      try {
+        await admin.query(`CREATE DATABASE ${db}`);
+      } finally {
+        await admin.end();
+      }
+      closers.push(async () => {
+        const a = new pg.Client({ connectionString: serverUrl });
+        await a.connect();
+        try { await a.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`); } finally { await a.end(); }
+      });
+      const url = new URL(serverUrl);
+      url.pathname = `/${db}`;
+      const p = createPool(url.toString(), silentLogger, 2);
+      try {
+        await migrate(p);
+        await upsertTenant(p, TENANT.id, TENANT.key);
+      } finally {
+        await p.end();
+      }
+      return url.toString();
+    };
+    const databaseUrl = await createDatabase('main');
+    const benchPool = createPool(databaseUrl, silentLogger, 20);
+    closers.push(() => benchPool.end());
+
+    const connection = await Connection.connect({ address: temporalAddress });
+    closers.push(() => connection.close());
+    const temporal = new Client({ connection, namespace: config.temporalNamespace });
+    const nativeConnection = await NativeConnection.connect({ address: temporalAddress });
+    closers.push(() => nativeConnection.close());
+    const sim = await startSimulator({ port: 0 });
+    closers.push(() => sim.close());
+
+    let productBundle: Promise<WorkflowBundleOption> | undefined;
+    let bareBundle: Promise<WorkflowBundleOption> | undefined;
+    const bundles = {
+      product: () => (productBundle ??= bundleWorkflows()),
+      bare: () => (bareBundle ??= bundleWorkflowCode({ workflowsPath: BARE_WORKFLOWS_PATH, logger: quietLogger }).then(({ code }) => ({ code }))),
+    };
+    const jobsClient = (taskQueue: string, p = benchPool): JobsClient => createJobsClient({ pool: p, temporal, taskQueue });
+
+    const stack: BenchStack = {
+      quick: o.quick, log, serverUrl, databaseUrl, pool: benchPool, temporal, temporalAddress, namespace: config.temporalNamespace,
+      nativeConnection, cliPath, sim, embeddedPg: !config.databaseUrl, embeddedTemporal: !config.temporalAddress, tmpDir, silentLogger, stop,
+      productBundle: bundles.product,
+      bareBundle: bundles.bare,
+      async bundleFile(kind) {
+        const file = path.join(tmpDir, `${kind}-bundle.js`);
+        const b = (await bundles[kind]()) as { code: string };
+        await fs.writeFile(file, b.code);
+        return file;
+      },
+      jobsClient,
+      async startApp(taskQueue) {
+        const jobs = jobsClient(taskQueue);
+        const app = buildApp({ pool: benchPool, temporal, jobs, log: silentLogger, adminApiKey: ADMIN_KEY, version: 'bench', webhookSecrets: {}, taskQueue });
+        await app.listen({ port: 0, host: '127.0.0.1' });
+        const addr = app.server.address();
+        return { baseUrl: `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`, jobs, close: () => app.close() };
+      },
+      async startProductWorker(taskQueue, w = {}) {
+        const workerPool = createPool(w.databaseUrl ?? databaseUrl, silentLogger); // production's default pool size
+        const worker = await createWorker({
+          connection: w.connection ?? nativeConnection, namespace: config.temporalNamespace, taskQueue, pool: workerPool,
+          providerUrl: sim.url, log: silentLogger, codeVersion: 'bench', concurrencyLimits: w.limits ?? RAISED_LIMITS,
+          workflowBundle: await bundles.product(), maxConcurrentActivityTaskExecutions: ACTIVITY_SLOTS,
+          identity: `bench-${process.pid}-${taskQueue}`, // createWorker passes it on even when undefined, which the native bridge refuses
+        });
+        return runWorker(worker, () => workerPool.end());
+      },
+      async startBareWorker(taskQueue, w = {}) {
+        const counter: BareCounter = { inFlight: 0, peak: 0, completed: 0 };
+        const worker = await Worker.create({
+          connection: w.connection ?? nativeConnection, namespace: w.namespace ?? config.temporalNamespace, taskQueue,
+          workflowBundle: await bundles.bare(), activities: createBareActivities(counter),
+          maxConcurrentActivityTaskExecutions: ACTIVITY_SLOTS, shutdownGraceTime: '10s',
+        });
+        return { ...runWorker(worker), counter };
+      },
+      createDatabase,
+      async simFault(body) {
+        const r = await fetch(`${sim.url}/__sim/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        if (r.status >= 300) throw new Error(`simulator refused fault ${JSON.stringify(body)}: ${r.status} ${await r.text()}`);
+      },
+      async simEffects() {
+        return (await (await fetch(`${sim.url}/__sim/effects`)).json()) as { totalApplied: number; peakInFlight: number };
+      },
+      async simReset() {
+        const r = await fetch(`${sim.url}/__sim/reset`, { method: 'POST' });
+        if (r.status >= 300) throw new Error(`simulator reset failed: ${r.status}`);
+      },
+    };
+    return stack;
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+function runWorker(worker: Worker, after?: () => Promise<void>): RunningWorker {
+  const run = worker.run();
+  let stopped: Promise<void> | undefined;
+  return {
+    worker,
+    stop: () => (stopped ??= (async () => {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await run.catch(() => undefined);
+      await after?.();
+    })()),
+  };
+}
+
+const noop = (): undefined => undefined;
+const quietLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: noop, log: noop };

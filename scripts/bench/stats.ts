@@ -1,0 +1,110 @@
+// Statistics and result rows shared by every measurement module.
+
+/** One figure measured several times: each repeat contributes one sample. */
+export interface Spread {
+  median: number;
+  min: number;
+  max: number;
+  /** Interquartile range (q3 - q1) of the samples; 0 with fewer than 4 samples. */
+  iqr: number;
+  samples: number[];
+}
+
+/** One row of the report: a figure beside its baseline. */
+export interface BenchRow {
+  /** Stable identifier (used by the smoke test and in results.json). */
+  id: string;
+  section: string;
+  figure: string;
+  unit: string;
+  value: Spread | null;
+  baseline: { label: string; unit: string; value: Spread | null } | null;
+  /** median(value) / median(baseline); null when either is missing. */
+  ratio: number | null;
+  /** How to read the ratio: 'higher-better' (throughput) or 'lower-better' (latency, memory). */
+  sense: 'higher-better' | 'lower-better' | 'info';
+  notes?: string;
+  /** Set when the measurement could not run; value and ratio are then null. */
+  skipped?: string;
+  /** Free-form details (raw per-repeat figures, EXPLAIN plans, settings). */
+  details?: Record<string, unknown>;
+}
+
+export function quantile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const pos = (sorted.length - 1) * q;
+  const lo = Math.floor(pos);
+  const hi = Math.ceil(pos);
+  return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (pos - lo);
+}
+
+export function spread(samples: number[]): Spread {
+  const s = [...samples].sort((a, b) => a - b);
+  return {
+    median: quantile(s, 0.5),
+    min: s[0] ?? Number.NaN,
+    max: s[s.length - 1] ?? Number.NaN,
+    iqr: s.length >= 4 ? quantile(s, 0.75) - quantile(s, 0.25) : 0,
+    samples: samples.map(round),
+  };
+}
+
+/** p50 and p99 of one series of latencies (ms). */
+export function percentiles(latenciesMs: number[]): { p50: number; p99: number; n: number } {
+  const s = [...latenciesMs].sort((a, b) => a - b);
+  return { p50: quantile(s, 0.5), p99: quantile(s, 0.99), n: s.length };
+}
+
+export function round(n: number, digits = 3): number {
+  if (!Number.isFinite(n)) return n;
+  const f = 10 ** digits;
+  return Math.round(n * f) / f;
+}
+
+/** Builds a row; the ratio is computed from the medians. */
+export function row(r: Omit<BenchRow, 'ratio'> & { ratio?: number | null }): BenchRow {
+  const ratio = r.ratio !== undefined ? r.ratio
+    : r.value && r.baseline?.value && r.baseline.value.median !== 0 ? r.value.median / r.baseline.value.median : null;
+  return { ...r, ratio: ratio === null ? null : round(ratio, 3) };
+}
+
+export function skippedRow(id: string, section: string, figure: string, reason: string): BenchRow {
+  return { id, section, figure, unit: '', value: null, baseline: null, ratio: null, sense: 'info', skipped: reason };
+}
+
+/** Elapsed milliseconds of `fn`, with a high-resolution clock. */
+export async function timed<T>(fn: () => Promise<T>): Promise<{ ms: number; value: T }> {
+  const t0 = process.hrtime.bigint();
+  const value = await fn();
+  return { ms: Number(process.hrtime.bigint() - t0) / 1e6, value };
+}
+
+/** Runs `fn(i)` for i in [0, n) with at most `limit` in flight. */
+export async function pool<T>(n: number, limit: number, fn: (i: number) => Promise<T>): Promise<T[]> {
+  const out = new Array<T>(n);
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(limit, n) }, async () => {
+    for (;;) {
+      const i = next++;
+      if (i >= n) return;
+      out[i] = await fn(i);
+    }
+  });
+  await Promise.all(lanes);
+  return out;
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** Polls `fn` until it returns a value; throws with `what` after the deadline (broken code, not slowness). */
+export async function waitUntil<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs: number, everyMs = 250): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined && v !== false) return v as T;
+    if (Date.now() > deadline) throw new Error(`timed out after ${Math.round(timeoutMs / 1000)} s waiting for ${what}`);
+    await sleep(everyMs);
+  }
+}

@@ -1,0 +1,47 @@
+// A worker in a process of its own, so the memory measurement can read its RSS from
+// /proc/<pid>/status. Like workers/main.ts, plus what the measurement needs: the number of
+// activity slots (1,000 jobs run at once only with 1,000 slots), a prebuilt bundle file
+// (bundling here would put webpack's heap into the figure), and for the baseline's worker an
+// in-flight count printed as JSON lines. Settings come as one JSON argument from the bench.
+import { NativeConnection, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { createPool } from '../../lib/db.js';
+import { createLogger } from '../../lib/logger.js';
+import type { ConcurrencyLimits, JobType } from '../../workflows/job-types.js';
+import { createWorker } from '../../workers/worker.js';
+import { createBareActivities, type BareCounter } from './bare-activities.js';
+
+export interface ChildSettings {
+  kind: 'product' | 'bare';
+  temporalAddress: string;
+  namespace: string;
+  taskQueue: string;
+  bundlePath: string;
+  activitySlots: number;
+  databaseUrl?: string;
+  providerUrl?: string;
+  limits?: Record<JobType, ConcurrencyLimits>;
+}
+
+const s = JSON.parse(process.argv[2] ?? '{}') as ChildSettings;
+Runtime.install({ logger: new DefaultLogger('ERROR') });
+const log = createLogger('bench-worker', 'silent');
+const connection = await NativeConnection.connect({ address: s.temporalAddress });
+const counter: BareCounter = { inFlight: 0, peak: 0, completed: 0 };
+const pool = s.kind === 'product' ? createPool(s.databaseUrl!, log) : undefined;
+const worker = s.kind === 'product'
+  ? await createWorker({
+    connection, namespace: s.namespace, taskQueue: s.taskQueue, pool: pool!, providerUrl: s.providerUrl!, log, codeVersion: 'bench',
+    concurrencyLimits: s.limits, workflowBundle: { codePath: s.bundlePath }, maxConcurrentActivityTaskExecutions: s.activitySlots,
+    identity: `${process.pid}@bench-child`,
+  })
+  : await Worker.create({
+    connection, namespace: s.namespace, taskQueue: s.taskQueue, workflowBundle: { codePath: s.bundlePath },
+    activities: createBareActivities(counter), maxConcurrentActivityTaskExecutions: s.activitySlots, shutdownGraceTime: '10s',
+  });
+const report = setInterval(() => process.stdout.write(`${JSON.stringify({ ...counter })}\n`), 250);
+for (const sig of ['SIGTERM', 'SIGINT'] as const) process.once(sig, () => worker.shutdown());
+process.stdout.write('READY\n');
+await worker.run();
+clearInterval(report);
+await connection.close();
+await pool?.end();
