@@ -31,14 +31,23 @@ export function parseMetrics(text: string): Sample[] {
  * an expression outside that shape (the drill then says it could not evaluate it).
  */
 export function evaluate(expr: string, samples: Sample[]): { value: number; firing: boolean } | undefined {
-  const m = /^(max|min)(?: by \(([^)]*)\))? \((\w+)(?:\{([^}]*)\})?\) (>|<|>=|<=|==) (-?[\d.]+)$/.exec(expr.trim());
+  const m = /^(max|min)(?:\s+by\s*\(([^)]*)\))?\s*\((\w+)(?:\{([^}]*)\})?\)\s*(>=|<=|==|>|<)\s*(-?[\d.]+)$/.exec(expr.trim());
   if (!m) return undefined;
-  const [, agg, , metric, selector, op, threshold] = m;
+  const [, agg, by, metric, selector, op, threshold] = m;
   const want = [...(selector ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1]!, x[2]!] as const);
-  const values = samples.filter((s) => s.name === metric && want.every(([k, v]) => s.labels[k] === v)).map((s) => s.value);
-  if (values.length === 0) return { value: NaN, firing: false };
-  const value = agg === 'max' ? Math.max(...values) : Math.min(...values);
+  const byLabels = (by ?? '').split(',').map((l) => l.trim()).filter(Boolean);
+  const groups = new Map<string, number[]>();
+  for (const s of samples) {
+    if (s.name !== metric || !want.every(([k, v]) => s.labels[k] === v)) continue;
+    const key = byLabels.map((l) => s.labels[l] ?? '').join('\u0000');
+    groups.set(key, [...(groups.get(key) ?? []), s.value]);
+  }
+  if (groups.size === 0) return { value: NaN, firing: false };
   const t = Number(threshold);
-  const firing = op === '>' ? value > t : op === '<' ? value < t : op === '>=' ? value >= t : op === '<=' ? value <= t : value === t;
-  return { value, firing };
+  const test = (v: number) => (op === '>' ? v > t : op === '<' ? v < t : op === '>=' ? v >= t : op === '<=' ? v <= t : v === t);
+  // One result per group, as Prometheus computes it; the rule fires if any group passes.
+  const results = [...groups.values()].map((vs) => (agg === 'max' ? Math.max(...vs) : Math.min(...vs)));
+  const firing = results.filter(test);
+  const value = firing.length > 0 ? firing[0]! : (agg === 'max' ? Math.max(...results) : Math.min(...results));
+  return { value, firing: firing.length > 0 };
 }
