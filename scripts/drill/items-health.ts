@@ -85,7 +85,7 @@ export const degradation: DrillItem = {
     check(JSON.stringify(actions).includes('drill'), 'the dead letter actions do not name the operator');
     return {
       done: 'paused low priority (audited), submitted low + normal, resumed at 60/min; replayed 3 failing dead letters with maxFailures 0 at 30/min',
-      observed: `low → 202 deferred ("${String(deferred.statusReason).slice(0, 60)}…"), normal ran; after resume low ran (deferred ${Math.round(ran.deferredMs / 1000)} s); audit names the operator; replay halted by its stop condition (${progress.state})`,
+      observed: `low → 202 deferred ("${String(deferred.statusReason).slice(0, 60)}…"), normal ran; after resume low ran (admitted ${ran.deferredMs} ms after deferral); audit names the operator; replay halted by its stop condition (${progress.state})`,
     };
   },
 };
