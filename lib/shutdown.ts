@@ -1,6 +1,22 @@
+let stopHandler: ((signal: NodeJS.Signals) => void) | undefined;
+
 /**
- * Runs `stop` once on SIGINT/SIGTERM. A second signal exits at once: an operator who
- * presses Ctrl-C twice means it.
+ * Started by `npm start` with an IPC channel: if that parent dies, even by SIGKILL, the
+ * channel closes and this process stops instead of living on as an orphan. Call it first
+ * thing in an entry point: the parent may die while the process is still starting up
+ * (bundling workflows takes seconds), before `onShutdown` is registered.
+ */
+export function exitWithParent(): void {
+  if (!process.send) return;
+  process.on('disconnect', () => {
+    if (stopHandler) stopHandler('SIGTERM');
+    else process.exit(0);
+  });
+}
+
+/**
+ * Runs `stop` once on SIGINT/SIGTERM (or when the parent of `exitWithParent` dies). A second
+ * signal exits at once: an operator who presses Ctrl-C twice means it.
  */
 export function onShutdown(stop: (signal: string) => Promise<void>, log: (msg: string) => void): void {
   let stopping = false;
@@ -17,7 +33,6 @@ export function onShutdown(stop: (signal: string) => Promise<void>, log: (msg: s
   };
   process.on('SIGINT', handler);
   process.on('SIGTERM', handler);
-  // Started by `npm start` with an IPC channel: if that parent dies, even by SIGKILL, the
-  // channel closes and this process stops instead of living on as an orphan.
-  if (process.send) process.on('disconnect', () => handler('SIGTERM'));
+  stopHandler = handler;
+  if (process.send && !process.connected) handler('SIGTERM');
 }

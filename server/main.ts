@@ -9,11 +9,12 @@ import { createLogger } from '../lib/logger.js';
 import { migrate } from '../lib/migrate.js';
 import { registerScanMetrics } from '../lib/scan-metrics.js';
 import { ensureSchedules } from '../lib/schedules.js';
-import { onShutdown } from '../lib/shutdown.js';
+import { exitWithParent, onShutdown } from '../lib/shutdown.js';
 import { connectClient, ensureSearchAttributes } from '../lib/temporal.js';
 import { upsertTenant } from '../store/tenants.js';
 import { buildApp } from './app.js';
 
+exitWithParent();
 const config = loadConfig(process.env);
 const log = createLogger('api', config.logLevel);
 if (!config.databaseUrl || !config.temporalAddress) {

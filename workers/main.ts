@@ -7,10 +7,11 @@ import { hostname } from 'node:os';
 import { loadConfig } from '../lib/config.js';
 import { createPool } from '../lib/db.js';
 import { createLogger } from '../lib/logger.js';
-import { onShutdown } from '../lib/shutdown.js';
+import { exitWithParent, onShutdown } from '../lib/shutdown.js';
 import { connectionOptions } from '../lib/temporal.js';
 import { createWorker } from './worker.js';
 
+exitWithParent();
 const config = loadConfig(process.env);
 const log = createLogger('worker', config.logLevel);
 if (!config.databaseUrl || !config.temporalAddress || !config.providerUrl) {

@@ -7,8 +7,8 @@
 // that nobody else handles SIGTERMs the group and re-raises the signal. On Linux the child also
 // gets a parent-death signal (setpriv --pdeathsig TERM), which covers our own SIGKILL.
 
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { isMainThread } from 'node:worker_threads';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { signalGroup, trackChild, untrackChild, withParentDeathSignal } from './child-cleanup.js';
 import net from 'node:net';
 import { Connection } from '@temporalio/client';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
@@ -142,8 +142,7 @@ async function startCli(
   const started = Date.now();
   const [cmd, cmdArgs] = withParentDeathSignal(cliPath, args, 'TERM');
   const child = spawn(cmd, cmdArgs, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-  tracked.add(child);
-  installHooks();
+  trackChild(child, 'SIGTERM');
 
   const tail: string[] = [];
   let stopping = false;
@@ -167,7 +166,7 @@ async function startCli(
   child.stderr?.on('data', onData);
   const exited = new Promise<void>((resolve) => {
     child.on('exit', (code, signal) => {
-      tracked.delete(child);
+      untrackChild(child);
       exitInfo = `exited (code ${code ?? 'null'}, signal ${signal ?? 'null'})`;
       if (ready && !stopping) opts.log(`Temporal dev server on ${address} ${exitInfo} unexpectedly:\n${tail.slice(-15).join('\n')}`);
       resolve();
@@ -315,67 +314,6 @@ async function ensureSearchAttributes(address: string, namespace: string, log: (
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-
-const tracked = new Set<ChildProcess>();
-let hooksInstalled = false;
-/** Marks our signal listeners (embedded-pg.ts uses the same mark) so they can tell a foreign one. */
-const OURS = Symbol.for('durable-jobs.child-cleanup');
-
-function installHooks(): void {
-  if (hooksInstalled) return;
-  hooksInstalled = true;
-  process.on('exit', () => {
-    for (const c of tracked) signalGroup(c, 'SIGKILL');
-  });
-  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-    const handler = (): void => {
-      // Someone else (the application, vitest) handles this signal: it owns shutdown and calls
-      // stop(); the 'exit' hook covers the rest.
-      if (process.listeners(sig).some((l) => !(OURS in l))) return;
-      for (const c of tracked) signalGroup(c, 'SIGTERM');
-      process.off(sig, handler);
-      // The last of our listeners re-raises the signal with its default action (terminate).
-      if (process.listenerCount(sig) === 0) process.kill(process.pid, sig);
-    };
-    Object.defineProperty(handler, OURS, { value: true });
-    process.on(sig, handler);
-  }
-}
-
-/**
- * Linux: wrap the command in `setpriv --pdeathsig <sig>` so the kernel signals the child when we
- * die, even by SIGKILL (no JS hook runs then). Skipped when setpriv lacks the option (util-linux
- * < 2.33) or off the main thread (the signal fires when the spawning *thread* exits).
- */
-function withParentDeathSignal(cmd: string, args: string[], sig: 'TERM' | 'INT'): [string, string[]] {
-  if (setprivPath === undefined) {
-    setprivPath = null;
-    if (process.platform === 'linux' && isMainThread) {
-      for (const p of ['/usr/bin/setpriv', '/bin/setpriv']) {
-        try {
-          if (execFileSync(p, ['--help'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).includes('--pdeathsig')) {
-            setprivPath = p;
-            break;
-          }
-        } catch {
-          /* not there */
-        }
-      }
-    }
-  }
-  return setprivPath ? [setprivPath, ['--pdeathsig', sig, '--', cmd, ...args]] : [cmd, args];
-}
-let setprivPath: string | null | undefined;
-
-function signalGroup(c: ChildProcess, sig: NodeJS.Signals): void {
-  if (c.pid === undefined) return;
-  try {
-    process.kill(-c.pid, sig);
-  } catch {
-    /* already gone */
-  }
-}
 
 function hostForUrl(ip: string): string {
   return ip.includes(':') ? `[${ip}]` : ip;

@@ -16,8 +16,8 @@
 // process.exitCode) and its signal hooks call process.exit() (pre-empting the application's
 // graceful shutdown), so we remove the listeners it adds and install our own narrower ones.
 
-import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { isMainThread } from 'node:worker_threads';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { signalGroup, trackChild, untrackChild, withParentDeathSignal } from './child-cleanup.js';
 import { existsSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import net from 'node:net';
@@ -171,8 +171,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPgOptions): Promise<Em
       env: { ...process.env, LC_MESSAGES: 'C' },
     });
     child = c;
-    tracked.add(c);
-    installHooks();
+    trackChild(c, 'SIGINT');
     const onData = (chunk: Buffer): void => {
       for (const line of chunk.toString('utf8').split('\n')) {
         if (!line) continue;
@@ -187,7 +186,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPgOptions): Promise<Em
       exited = `spawn failed: ${err.message}`;
     });
     c.on('exit', (code, signal) => {
-      tracked.delete(c);
+      untrackChild(c);
       exited = `exited (code ${code ?? 'null'}, signal ${signal ?? 'null'})`;
       if (ready && !stopping && child === c) {
         log(`embedded Postgres on port ${port} ${exited} unexpectedly:\n${tail.slice(-15).join('\n')}`);
@@ -236,7 +235,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPgOptions): Promise<Em
     const timer = setTimeout(() => signalGroup(c, 'SIGKILL'), STOP_TIMEOUT_MS);
     await exited;
     clearTimeout(timer);
-    tracked.delete(c);
+    untrackChild(c);
     child = undefined;
   };
 
@@ -269,74 +268,6 @@ export async function startEmbeddedPostgres(opts: EmbeddedPgOptions): Promise<Em
   };
 }
 
-// ---------------------------------------------------------------------------------------------
-// Process cleanup: if the parent exits without calling stop(), ask the postmasters to shut down
-// (SIGINT = fast shutdown; postgres finishes it on its own after we are gone). On a termination
-// signal that nobody else handles, do the same and re-raise the signal.
-
-const tracked = new Set<ChildProcess>();
-let hooksInstalled = false;
-/** Marks our signal listeners (dev-server.ts uses the same mark) so they can tell a foreign one. */
-const OURS = Symbol.for('durable-jobs.child-cleanup');
-
-function installHooks(): void {
-  if (hooksInstalled) return;
-  hooksInstalled = true;
-  process.on('exit', () => {
-    for (const c of tracked) signalGroup(c, 'SIGINT');
-  });
-  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-    const handler = (): void => {
-      // Someone else (the application, vitest) handles this signal: it owns shutdown and calls
-      // stop(); the 'exit' hook covers the rest.
-      if (process.listeners(sig).some((l) => !(OURS in l))) return;
-      for (const c of tracked) signalGroup(c, 'SIGINT');
-      process.off(sig, handler);
-      // The last of our listeners re-raises the signal with its default action (terminate).
-      if (process.listenerCount(sig) === 0) process.kill(process.pid, sig);
-    };
-    Object.defineProperty(handler, OURS, { value: true });
-    process.on(sig, handler);
-  }
-}
-
-/**
- * Linux: wrap the command in `setpriv --pdeathsig <sig>` so the kernel signals the child when we
- * die, even by SIGKILL (no JS hook runs then). Skipped when setpriv lacks the option (util-linux
- * < 2.33) or off the main thread (the signal fires when the spawning *thread* exits).
- */
-function withParentDeathSignal(cmd: string, args: string[], sig: 'TERM' | 'INT'): [string, string[]] {
-  if (setprivPath === undefined) {
-    setprivPath = null;
-    if (process.platform === 'linux' && isMainThread) {
-      for (const p of ['/usr/bin/setpriv', '/bin/setpriv']) {
-        try {
-          if (execFileSync(p, ['--help'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).includes('--pdeathsig')) {
-            setprivPath = p;
-            break;
-          }
-        } catch {
-          /* not there */
-        }
-      }
-    }
-  }
-  return setprivPath ? [setprivPath, ['--pdeathsig', sig, '--', cmd, ...args]] : [cmd, args];
-}
-let setprivPath: string | null | undefined;
-
-function signalGroup(c: ChildProcess, sig: NodeJS.Signals): void {
-  if (c.pid === undefined) return;
-  try {
-    process.kill(-c.pid, sig);
-  } catch {
-    try {
-      c.kill(sig);
-    } catch {
-      /* already gone */
-    }
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 
