@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { Logger } from '../lib/logger.js';
-import { createAdmissionActivities, withLeaseTracking } from './admission.js';
+import { createAdmissionActivities } from './admission.js';
+import { withLeaseTracking } from './lease-tracking.js';
 import { createDeadLetterActivities } from './dead-letters.js';
 import { createJobActivities } from './jobs.js';
 import { createScanActivities } from './scan.js';
@@ -12,6 +13,8 @@ import type { ConcurrencyLimits, JobType } from '../workflows/job-types.js';
 export interface ActivityDeps {
   pool: pg.Pool;
   provider: Provider;
+  /** Optional second upstream (`PROVIDER_FALLBACK_URL`): called only by an operator's recorded decision. */
+  fallbackProvider?: Provider | undefined;
   log: Logger;
   codeVersion: string;
   limits: Record<JobType, ConcurrencyLimits>;

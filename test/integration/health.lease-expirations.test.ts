@@ -1,6 +1,6 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { withLeaseTracking } from '../../activities/admission.js';
+import { withLeaseTracking } from '../../activities/lease-tracking.js';
 import { ADMIN_KEY, startHarness, waitFor, type Harness } from '../support/harness.js';
 
 let h: Harness;
