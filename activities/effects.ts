@@ -6,9 +6,10 @@ import { recordAttempt } from '../store/attempts.js';
 import { reopenFailedEffect } from '../store/dead-letters.js';
 import { beginEffect, clearDoubt, countReconciliation, recordEffectFailure, recordEffectSuccess } from '../store/effects.js';
 import { NonRetryableError, RetryableError } from '../lib/errors.js';
+import { upstreamFor, type FallbackPlan } from './fallback.js';
 import type { Provider } from './provider.js';
 
-export interface EffectDeps { pool: pg.Pool; provider: Provider; log: Logger }
+export interface EffectDeps { pool: pg.Pool; provider: Provider; log: Logger; fallbackProvider?: Provider | undefined }
 
 export interface EffectSpec {
   /** Effects belong to the business intent (the original job ID, also for replays). */
@@ -23,6 +24,8 @@ export interface EffectSpec {
   startedAt: Date;
   /** Wraps the upstream call only (not reuse): the concurrency slot. Default: none. */
   guard?: <T>(call: () => Promise<T>) => Promise<T>;
+  /** Set when the job type declares a fallback upstream: the operator's decision for it (activities/fallback.ts). */
+  fallback?: FallbackPlan | undefined;
 }
 
 export interface EffectResult {
@@ -61,9 +64,11 @@ export async function runEffect(deps: EffectDeps, s: EffectSpec): Promise<Effect
   }
   const reconciling = !row.inserted && row.was_in_doubt;
   if (reconciling) await countReconciliation(deps.pool, effectKey);
+  // Decided after the claim: an effect in doubt stays with the upstream it was sent to.
+  const provider = s.fallback ? await upstreamFor(deps, { effectKey, jobId: s.jobId, row, plan: s.fallback }) : deps.provider;
   let res;
   try {
-    const call = () => deps.provider({ path: s.path, body: s.body, effectKey, tenantId: s.tenantId, timeoutMs: s.timeoutMs, signal: Context.current().cancellationSignal });
+    const call = () => provider({ path: s.path, body: s.body, effectKey, tenantId: s.tenantId, timeoutMs: s.timeoutMs, signal: Context.current().cancellationSignal });
     res = s.guard ? await s.guard(call) : await call();
   } catch (err) {
     if (err instanceof NonRetryableError) await recordEffectFailure(deps.pool, effectKey, null);

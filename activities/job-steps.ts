@@ -11,11 +11,14 @@ import { budgetFor, type ConcurrencyLimits, type JobArgs, type JobType } from '.
 import { withSlot } from './concurrency.js';
 import { failAttempt, withHeartbeat } from './attempt.js';
 import { runEffect, type EffectResult } from './effects.js';
+import { fallbackPlan } from './fallback.js';
 import type { Provider } from './provider.js';
 
 export interface StepDeps {
   pool: pg.Pool;
   provider: Provider;
+  /** The fallback upstream (`PROVIDER_FALLBACK_URL`); used only as activities/fallback.ts decides. */
+  fallbackProvider?: Provider | undefined;
   log: Logger;
   /** Caps on concurrent upstream calls per job type (config `CONCURRENCY_LIMITS`). */
   limits: Record<JobType, ConcurrencyLimits>;
@@ -44,9 +47,10 @@ export async function runStep<T>(deps: StepDeps, args: StepArgs, step: string, b
     args,
     attempt,
     startedAt,
-    effect: (name, path, reqBody) => runEffect(deps, {
+    effect: async (name, path, reqBody) => runEffect(deps, {
       effectScope: args.effectScope ?? args.jobId, jobId: args.jobId, tenantId: args.tenantId,
       step: name, path, body: reqBody, timeoutMs: budget.upstreamTimeoutMs, startedAt,
+      fallback: await fallbackPlan(deps.pool, args.jobType),
       guard: (call) => withSlot(deps, {
         jobId: args.jobId, jobType: args.jobType, tenantId: args.tenantId, attempt,
         holder: `${args.jobId}:${name}#${attempt}`, limits: deps.limits[args.jobType],

@@ -28,12 +28,21 @@ export interface JobStatus {
   /** After a deferral: how long the degradation gate held it back (part of `queuedMs`). */
   deferredMs?: number;
   deadLetterId?: string;
+  /** Job types with a fallback: the upstream its effects went to ('fallback' once any did). */
+  upstream?: 'primary' | 'fallback';
+  /** Why: who enabled the fallback and since when, or why the job stayed on the primary. */
+  upstreamReason?: string;
+  /** Only on request (`allowStale`), never in `result`: an earlier job's result, labelled with its time. */
+  staleResult?: StaleResult;
   nextPollSeconds?: number;
 }
 
+/** The last successful result of the same tenant, type and input: not this job's, and not live. */
+export interface StaleResult { stale: true; result: unknown; at: string; fromJobId: string }
+
 const FINAL: JobState[] = ['succeeded', 'dead_lettered', 'cancelled'];
 
-export function toJobStatus(row: IntentRow & { dead_letter_id?: string | null; deferred_at?: Date | null; admitted_at?: Date | null }): JobStatus {
+export function toJobStatus(row: IntentRow & { dead_letter_id?: string | null; deferred_at?: Date | null; admitted_at?: Date | null; upstream?: 'primary' | 'fallback' | null; upstream_reason?: string | null }): JobStatus {
   const s: JobStatus = {
     jobId: row.job_id,
     type: row.job_type,
@@ -56,6 +65,8 @@ export function toJobStatus(row: IntentRow & { dead_letter_id?: string | null; d
   if (row.status === 'deferred' && row.deferred_at) s.deferredSince = row.deferred_at.toISOString();
   if (row.deferred_at && row.admitted_at) s.deferredMs = Math.max(0, row.admitted_at.getTime() - row.deferred_at.getTime());
   if (row.dead_letter_id) s.deadLetterId = row.dead_letter_id;
+  if (row.upstream) s.upstream = row.upstream;
+  if (row.upstream_reason) s.upstreamReason = row.upstream_reason;
   if (!FINAL.includes(row.status)) s.nextPollSeconds = row.status === 'deferred' ? 30 : row.status === 'retrying' ? 5 : 1;
   return s;
 }

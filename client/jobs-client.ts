@@ -6,7 +6,8 @@ import { IDEMPOTENCY_KEY_PATTERN, inputHash, jobIdFor, keyHash } from '../lib/id
 import { JOB_INPUT_SCHEMAS, PRIORITY_SCHEMA } from '../lib/job-inputs.js';
 import { JobStateKey, JobTypeKey, TenantIdKey } from '../lib/temporal.js';
 import { findIntent, findIntentByKey, insertIntent, markWorkflowStarted, type IntentRow } from '../store/intents.js';
-import { isJobType, JOB_TYPES, type JobArgs, type JobBudget, type JobState, type JobType, type Priority } from '../workflows/job-types.js';
+import { lastSucceeded } from '../store/fallback.js';
+import { allowsStaleResult, isJobType, JOB_TYPES, type JobArgs, type JobBudget, type JobState, type JobType, type Priority } from '../workflows/job-types.js';
 import { toJobStatus, type JobStatus } from './job-status.js';
 
 export interface JobsClientDeps {
@@ -38,6 +39,9 @@ export interface SubmitJobResult {
   replayed: boolean;
   retryAfterSeconds: number;
 }
+
+/** States in which a stale result may be offered: the job has no result of its own yet. */
+const STALE_OK: JobState[] = ['queued', 'running', 'retrying', 'deferred'];
 
 /** How long a client should wait before polling a job's status. */
 export const POLL_AFTER_SECONDS = 1;
@@ -153,8 +157,20 @@ export function createJobsClient(deps: JobsClientDeps) {
     return row;
   }
 
-  async function getJob(tenantId: string, jobId: string): Promise<JobStatus> {
-    return toJobStatus(await loadOwned(tenantId, jobId));
+  /**
+   * A job's status. With `allowStale`, a job that has not succeeded yet (and whose type
+   * allows it) also carries `staleResult`: the newest succeeded result of the same tenant,
+   * type and input, labelled stale with its time. It is never put in `result`.
+   */
+  async function getJob(tenantId: string, jobId: string, opts: { allowStale?: boolean } = {}): Promise<JobStatus> {
+    const row = await loadOwned(tenantId, jobId);
+    const status = toJobStatus(row);
+    if (opts.allowStale && STALE_OK.includes(row.status) && isJobType(row.job_type) && allowsStaleResult(row.job_type)) {
+      const last = await lastSucceeded(deps.pool, { tenantId, jobType: row.job_type, inputHash: row.input_hash, exceptJobId: jobId })
+        .catch((err) => { if (isConnectionError(err)) throw new UnavailableError('Postgres is not reachable', retryAfter, { cause: err }); throw err; });
+      if (last) status.staleResult = { stale: true, result: last.result, at: last.finished_at.toISOString(), fromJobId: last.job_id };
+    }
+    return status;
   }
 
   /**

@@ -39,6 +39,11 @@ export interface Config {
   databaseUrl: string | undefined;
   /** Upstream base URL; undefined means `npm start` runs the simulator on 127.0.0.1:SIM_PORT. */
   providerUrl: string | undefined;
+  /**
+   * Fallback upstream base URL (`PROVIDER_FALLBACK_URL`); undefined: none. Workers call it
+   * only for job types that declare a fallback and that an operator switched to it.
+   */
+  providerFallbackUrl: string | undefined;
   /** Default 8090. */
   simPort: number;
   simWebhookUrl: string;
@@ -133,6 +138,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { mode?: Mode; codeVers
     TASK_QUEUE: z.string().regex(/^[A-Za-z0-9._-]{1,200}$/, 'TASK_QUEUE must be 1-200 of A-Z a-z 0-9 . _ -').default('durable-jobs'),
     DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'DATABASE_URL must start with postgres:// or postgresql://').optional(),
     PROVIDER_URL: z.url({ error: 'PROVIDER_URL must be an http(s) URL' }).optional(),
+    PROVIDER_FALLBACK_URL: z.url({ error: 'PROVIDER_FALLBACK_URL must be an http(s) URL' }).optional(),
     SIM_PORT: port('SIM_PORT', 8090),
     SIM_WEBHOOK_URL: z.url({ error: 'SIM_WEBHOOK_URL must be an http(s) URL' }).optional(),
     DJ_API_URL: z.url({ error: 'DJ_API_URL must be an http(s) URL' }).optional(),
@@ -168,6 +174,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { mode?: Mode; codeVers
     taskQueue: e.TASK_QUEUE,
     databaseUrl: e.DATABASE_URL,
     providerUrl: e.PROVIDER_URL?.replace(/\/+$/, ''),
+    providerFallbackUrl: e.PROVIDER_FALLBACK_URL?.replace(/\/+$/, ''),
     simPort: e.SIM_PORT,
     simWebhookUrl: e.SIM_WEBHOOK_URL ?? `http://127.0.0.1:${httpPort}/v1/webhooks/sim`,
     apiUrl: (e.DJ_API_URL ?? `http://127.0.0.1:${httpPort}`).replace(/\/+$/, ''),

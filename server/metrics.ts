@@ -7,6 +7,8 @@ import {
   type PerWindow, type Recovery, type WindowKey,
 } from '../lib/health.js';
 import { getSetting, pendingReservations, type DegradationSetting } from '../store/degradation.js';
+import { fallbackUsedByType } from '../store/fallback.js';
+import { FALLBACK_JOB_TYPES } from '../workflows/job-types.js';
 import * as q from '../store/health.js';
 import type { Logger } from '../lib/logger.js';
 
@@ -51,6 +53,8 @@ export interface QueueHealth {
   deadLetters: { source: 'dead_letters' | 'job_intents'; open: number; oldestOpenAgeSeconds: number | null; newPerWindow: PerWindow; growthPerMinute: PerWindow };
   outbox: { pending: number; overdue: number; oldestPendingAgeSeconds: number | null };
   intakeRejections: { perWindow: PerWindow; perMinute: PerWindow };
+  /** Effects sent to the fallback upstream by job type (each an operator's recorded decision). */
+  fallbackUsed: Record<string, { total: number; perWindow: PerWindow }>;
   degradation: DegradationSetting & { pendingAdmissions: number; lastSlotAt: string | null; resume: { deferred: number; etaSeconds: number; words: string } | null };
   history?: HealthHistory;
 }
@@ -162,6 +166,7 @@ export async function collectQueueHealth(deps: HealthDeps, opts: { historyMinute
   const rejections = await q.intakeRejections(db);
   const setting = await getSetting(db);
   const pending = await pendingReservations(db);
+  const fallback = await fallbackUsedByType(db);
 
   const types = [...new Set([...backlog, ...arrivals, ...completions, ...admitted, ...leases].map((r) => r.job_type))].sort();
   const jobTypes: Record<string, JobTypeHealth> = {};
@@ -213,6 +218,7 @@ export async function collectQueueHealth(deps: HealthDeps, opts: { historyMinute
       perWindow: rej,
       perMinute: perWindow((k) => { const r = rejections.find((x) => x.window === k); return r && r.covered_s > 0 ? round2(ratePerMinute(r.count, r.covered_s)) : 0; }),
     },
+    fallbackUsed: Object.fromEntries(fallback.map((r) => [r.job_type, { total: r.total, perWindow: pick(r, 'used') }])),
     degradation: {
       ...setting, pendingAdmissions: pending.n, lastSlotAt: pending.last_slot?.toISOString() ?? null,
       resume: resumeEstimate(total.deferred, setting),
@@ -320,6 +326,12 @@ const HEALTH_METRICS: Array<[name: string, help: string, labels: string[], fill:
     for (const p of ['high', 'normal', 'low'] as const) set({ priority: p }, h.degradation.pausedPriorities.includes(p) ? 1 : 0);
   }],
   ['durable_jobs_recovery_rate_per_minute', 'Configured admission rate for deferred jobs when they resume.', [], (h, set) => set({}, h.degradation.recoveryRatePerMinute)],
+  ['durable_jobs_fallback_used', 'Effects sent to the fallback upstream (an operator\'s recorded decision) by job type, in the window or all time.', ['job_type', 'window'], (h, set) => {
+    for (const [t, f] of Object.entries(h.fallbackUsed)) { set({ job_type: t, window: 'all' }, f.total); for (const w of WINDOWS) set({ job_type: t, window: w.key }, f.perWindow[w.key]); }
+  }],
+  ['durable_jobs_fallback_enabled', '1 while an operator has switched the job type to the fallback upstream.', ['job_type'], (h, set) => {
+    for (const t of FALLBACK_JOB_TYPES) set({ job_type: t }, h.degradation.fallbackJobTypes.includes(t) ? 1 : 0);
+  }],
   ['durable_jobs_admissions_pending', 'Resuming jobs holding a ramp slot not reached yet.', [], (h, set) => set({}, h.degradation.pendingAdmissions)],
 ];
 

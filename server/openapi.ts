@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { JOB_INPUT_SCHEMAS, SUBMIT_BODY_SCHEMA } from '../lib/job-inputs.js';
 import { JOB_STATES } from '../workflows/job-types.js';
+import { DEGRADATION_BODY } from './routes-admin.js';
 import { DISCARD_SCHEMA, REPLAY_SCHEMA } from './routes-dead-letters.js';
 
 /**
@@ -28,6 +29,13 @@ export function openApiDocument(version: string): Record<string, unknown> {
             jobId: { type: 'string' }, type: { type: 'string' }, status: { type: 'string', enum: [...JOB_STATES] },
             attempts: { type: 'integer' }, createdAt: { type: 'string', format: 'date-time' }, updatedAt: { type: 'string', format: 'date-time' },
             result: {}, error: { type: 'object' }, deadLetterId: { type: 'string' }, nextPollSeconds: { type: 'integer' },
+            upstream: { type: 'string', enum: ['primary', 'fallback'], description: 'job types with a fallback: where its effects went ("fallback" once any did, by an operator\'s decision)' },
+            upstreamReason: { type: 'string', description: 'who enabled the fallback and since when, or why the job stayed on the primary' },
+            staleResult: {
+              type: 'object', description: 'only with ?allowStale=true, while this job has no result: an earlier job\'s result for the same input, never live',
+              required: ['stale', 'result', 'at', 'fromJobId'],
+              properties: { stale: { type: 'boolean', enum: [true] }, result: {}, at: { type: 'string', format: 'date-time', description: 'when that job finished (UTC)' }, fromJobId: { type: 'string' } },
+            },
           },
         },
         Problem: {
@@ -57,8 +65,12 @@ export function openApiDocument(version: string): Record<string, unknown> {
       },
       '/v1/jobs/{jobId}': {
         get: {
-          summary: 'A job\'s status', parameters: [{ name: 'jobId', in: 'path', required: true, schema: { type: 'string' } }],
-          responses: { 200: { description: 'status', content: { 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } } }, 404: problemResponse('no such job for this tenant') },
+          summary: 'A job\'s status',
+          parameters: [
+            { name: 'jobId', in: 'path', required: true, schema: { type: 'string' } },
+            { name: 'allowStale', in: 'query', required: false, schema: { type: 'string', enum: ['true', 'false'], default: 'false' }, description: 'true: while the job has no result (queued, running, retrying, deferred) and its type allows it, add staleResult: the last successful result of the same tenant, type and input, labelled with its time' },
+          ],
+          responses: { 200: { description: 'status', content: { 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } } }, 400: problemResponse('allowStale is not true or false'), 404: problemResponse('no such job for this tenant') },
         },
       },
       '/v1/jobs/{jobId}/cancel': {
@@ -106,6 +118,22 @@ export function openApiDocument(version: string): Record<string, unknown> {
           summary: 'Discard with a reason; never replayed afterwards (admin key)',
           requestBody: { required: true, content: { 'application/json': { schema: json(DISCARD_SCHEMA) } } },
           responses: { 200: { description: 'discarded' }, 400: problemResponse('reason missing'), 404: problemResponse('unknown') },
+        },
+      },
+      '/v1/admin/queue-health': {
+        get: {
+          summary: 'Queue health: backlog and its age, rates, recovery ETA, leases, dead letters, outbox, degradation, fallback use (admin key)',
+          parameters: [{ name: 'history', in: 'query', schema: { type: 'integer', minimum: 0, maximum: 1440, default: 30 }, description: 'minutes of per-minute trend to include' }],
+          responses: { 200: { description: 'figures' }, 400: problemResponse('invalid history'), 401: problemResponse('admin key required') },
+        },
+      },
+      '/v1/admin/degradation': {
+        get: { summary: 'The degradation setting, deferred jobs by priority, and the last 20 audit entries (admin key)', responses: { 200: { description: 'setting' }, 401: problemResponse('admin key required') } },
+        put: {
+          summary: 'Change the degradation setting: paused priorities, recovery rate, fallback job types; audited (admin key)',
+          parameters: [{ name: 'X-Operator', in: 'header', required: false, schema: { type: 'string', maxLength: 100 }, description: 'your name for the audit trail; default "admin"' }],
+          requestBody: { required: true, content: { 'application/json': { schema: json(DEGRADATION_BODY) } } },
+          responses: { 200: { description: 'the new setting' }, 400: problemResponse('invalid setting (nothing changed)'), 401: problemResponse('admin key required') },
         },
       },
       '/healthz': { get: { summary: 'process up', security: [], responses: { 200: { description: 'up' } } } },

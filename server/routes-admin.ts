@@ -10,7 +10,7 @@ import type { Logger } from '../lib/logger.js';
 import {
   deferredByPriority, getSetting, insertAudit, lockSetting, recentAudit, writeSetting, type DegradationSetting,
 } from '../store/degradation.js';
-import type { Priority } from '../workflows/job-types.js';
+import { FALLBACK_JOB_TYPES, type Priority } from '../workflows/job-types.js';
 import { requireAdmin } from './auth.js';
 import { collectQueueHealth, registerHealthMetrics } from './metrics.js';
 import { problemFromError, sendProblem } from './problems.js';
@@ -19,21 +19,31 @@ export interface AdminDeps { pool: pg.Pool; temporal: Client; taskQueues: string
 
 const PRIORITIES = ['high', 'normal', 'low'] as const;
 
-const DEGRADATION_BODY = z.object({
+const FALLBACK_TYPES_MESSAGE = FALLBACK_JOB_TYPES.length > 0
+  ? `each entry must be a job type that declares a fallback upstream: ${FALLBACK_JOB_TYPES.join(', ')}`
+  : 'no job type declares a fallback upstream';
+
+/** The body of `PUT /v1/admin/degradation` (also the OpenAPI schema). */
+export const DEGRADATION_BODY = z.object({
   pausedPriorities: z.array(z.enum(PRIORITIES, { error: 'each entry must be one of: high, normal, low' }), { error: 'must be an array of priorities (high, normal, low); [] pauses nothing' })
     .refine((a) => new Set(a).size === a.length, 'must not name a priority twice'),
   recoveryRatePerMinute: z.number({ error: 'must be a number of jobs per minute' })
     .int('must be a whole number of jobs per minute').min(1, 'must be at least 1 job per minute').max(10_000, 'must be at most 10000 jobs per minute')
     .optional(),
   reason: z.string({ error: 'must be a string' }).trim().min(1, 'must not be empty').max(500, 'must be at most 500 characters').optional(),
-}, { error: 'the body must be a JSON object {"pausedPriorities": [...], "recoveryRatePerMinute"?: number, "reason"?: string}' }).strict();
+  // Omitted: unchanged. [] switches every type back to the primary for new effects.
+  fallbackJobTypes: z.array(z.enum(FALLBACK_JOB_TYPES as [string, ...string[]], { error: FALLBACK_TYPES_MESSAGE }), { error: 'must be an array of job types; [] uses the primary upstream for all' })
+    .refine((a) => new Set(a).size === a.length, 'must not name a job type twice')
+    .optional()
+    .describe('job types whose new effects go to the fallback upstream (PROVIDER_FALLBACK_URL); omitted: unchanged'),
+}, { error: 'the body must be a JSON object {"pausedPriorities": [...], "recoveryRatePerMinute"?: number, "fallbackJobTypes"?: [...], "reason"?: string}' }).strict();
 
 /** Who changed the setting: the `X-Operator` header (a name, for the audit), else "admin". */
 const OPERATOR = /^[\x21-\x7e][\x20-\x7e]{0,99}$/;
 
 function issuesOf(err: z.ZodError): FieldIssue[] {
   return err.issues.flatMap((i) => {
-    if (i.code === 'unrecognized_keys') return i.keys.map((k) => ({ path: k, message: 'unknown field; allowed: pausedPriorities, recoveryRatePerMinute, reason' }));
+    if (i.code === 'unrecognized_keys') return i.keys.map((k) => ({ path: k, message: 'unknown field; allowed: pausedPriorities, recoveryRatePerMinute, fallbackJobTypes, reason' }));
     return [{ path: i.path.map(String).join('.') || '(body)', message: i.message }];
   });
 }
@@ -51,9 +61,13 @@ async function changeSetting(pool: pg.Pool, body: z.infer<typeof DEGRADATION_BOD
     // A priority that stays paused keeps its original "since"; a newly paused one starts now.
     const pausedSince: Partial<Record<Priority, string>> = {};
     for (const p of body.pausedPriorities) pausedSince[p] = before.pausedSince[p] ?? now.toISOString();
+    // Likewise a type that stays on the fallback keeps when and by whom it was switched.
+    const fallbackJobTypes = body.fallbackJobTypes ? [...body.fallbackJobTypes].sort() : before.fallbackJobTypes;
+    const fallbackSince = Object.fromEntries(fallbackJobTypes.map((t) => [t, before.fallbackSince[t] ?? { at: now.toISOString(), by: audit.actor }]));
     const after = await writeSetting(tx, {
       pausedPriorities: PRIORITIES.filter((p) => body.pausedPriorities.includes(p)), pausedSince,
       recoveryRatePerMinute: body.recoveryRatePerMinute ?? before.recoveryRatePerMinute, updatedBy: audit.actor,
+      fallbackJobTypes, fallbackSince,
     });
     await insertAudit(tx, { ...audit, reason: body.reason ?? null, before, after });
     return { before, after };
@@ -117,7 +131,7 @@ export function registerAdminRoutes(app: FastifyInstance, registry: Registry, de
     if (!parsed.success) return sendProblem(reply, problemFromError(new ValidationError('invalid degradation setting', issuesOf(parsed.error))));
     const actor = typeof operator === 'string' ? operator : 'admin';
     const { before, after } = await changeSetting(deps.pool, parsed.data, { actor, keyId: keyId(req), remoteAddr: req.ip ?? null });
-    req.log.info({ actor, pausedPriorities: after.pausedPriorities, recoveryRatePerMinute: after.recoveryRatePerMinute }, 'degradation setting changed');
+    req.log.info({ actor, pausedPriorities: after.pausedPriorities, recoveryRatePerMinute: after.recoveryRatePerMinute, fallbackJobTypes: after.fallbackJobTypes }, 'degradation setting changed');
     const lifted = before.pausedPriorities.some((p) => !after.pausedPriorities.includes(p)) || before.recoveryRatePerMinute !== after.recoveryRatePerMinute;
     if (lifted) nudgeDeferred(deps).catch((e: Error) => deps.log.warn({ err: e.message }, 'could not nudge deferred jobs; they re-check on their own'));
     return { ...after, deferredJobs: await deferredByPriority(deps.pool) };

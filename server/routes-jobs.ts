@@ -30,10 +30,16 @@ export function registerJobRoutes(app: FastifyInstance, deps: { pool: pg.Pool; j
     return reply.code(r.replayed ? 200 : 202).send({ jobId: r.jobId, status: r.status, statusUrl, retryAfterSeconds: r.retryAfterSeconds });
   });
 
-  app.get<{ Params: { jobId: string } }>('/v1/jobs/:jobId', async (req, reply) => {
+  app.get<{ Params: { jobId: string }; Querystring: { allowStale?: unknown } }>('/v1/jobs/:jobId', async (req, reply) => {
     const tenantId = await requireTenant(deps.pool, req, reply);
     if (!tenantId) return reply;
-    return deps.jobs.getJob(tenantId, req.params.jobId);
+    const allowStale = req.query.allowStale;
+    if (allowStale !== undefined && allowStale !== 'true' && allowStale !== 'false') {
+      return sendProblem(reply, problemFromError(new ValidationError('invalid allowStale', [
+        { path: 'allowStale', message: 'optional; "true" adds the last successful result of the same input, labelled stale, while this job has none; "false" (default) does not' },
+      ])));
+    }
+    return deps.jobs.getJob(tenantId, req.params.jobId, { allowStale: allowStale === 'true' });
   });
 
   app.post<{ Params: { jobId: string } }>('/v1/jobs/:jobId/cancel', async (req, reply) => {

@@ -9,17 +9,25 @@ export interface DegradationSetting {
   /** Per paused priority: when it was first paused (ISO 8601 UTC). */
   pausedSince: Partial<Record<Priority, string>>;
   recoveryRatePerMinute: number;
+  /** Job types an operator switched to the fallback upstream (each declares `fallback`). */
+  fallbackJobTypes: string[];
+  /** Per enabled type: when and by whom it was first enabled (ISO 8601 UTC). */
+  fallbackSince: Record<string, FallbackSince>;
   updatedBy: string;
   updatedAt: string;
 }
 
+export interface FallbackSince { at: string; by: string }
+
 interface SettingRow {
   paused_priorities: Priority[]; paused_since: Partial<Record<Priority, string>>;
   recovery_rate_per_minute: number; updated_by: string; updated_at: Date;
+  fallback_job_types: string[]; fallback_since: Record<string, FallbackSince>;
 }
 
 const toSetting = (r: SettingRow): DegradationSetting => ({
   pausedPriorities: r.paused_priorities, pausedSince: r.paused_since, recoveryRatePerMinute: r.recovery_rate_per_minute,
+  fallbackJobTypes: r.fallback_job_types, fallbackSince: r.fallback_since,
   updatedBy: r.updated_by, updatedAt: r.updated_at.toISOString(),
 });
 
@@ -34,12 +42,12 @@ export async function lockSetting(tx: pg.PoolClient): Promise<DegradationSetting
   return { ...toSetting(r.rows[0]!), now: r.rows[0]!.now };
 }
 
-export async function writeSetting(tx: pg.PoolClient, s: { pausedPriorities: Priority[]; pausedSince: Partial<Record<Priority, string>>; recoveryRatePerMinute: number; updatedBy: string }): Promise<DegradationSetting> {
+export async function writeSetting(tx: pg.PoolClient, s: Omit<DegradationSetting, 'updatedAt'>): Promise<DegradationSetting> {
   const r = await tx.query<SettingRow>(
     `UPDATE degradation_setting SET paused_priorities = $1, paused_since = $2, recovery_rate_per_minute = $3,
-            updated_by = $4, updated_at = now()
+            updated_by = $4, fallback_job_types = $5, fallback_since = $6, updated_at = now()
       WHERE id = 1 RETURNING *`,
-    [s.pausedPriorities, JSON.stringify(s.pausedSince), s.recoveryRatePerMinute, s.updatedBy],
+    [s.pausedPriorities, JSON.stringify(s.pausedSince), s.recoveryRatePerMinute, s.updatedBy, s.fallbackJobTypes, JSON.stringify(s.fallbackSince)],
   );
   return toSetting(r.rows[0]!);
 }

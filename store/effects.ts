@@ -13,6 +13,8 @@ export interface EffectRow {
   result: unknown;
   attempts: number;
   reconciliations: number;
+  /** Which upstream it was (or may have been) sent to (migration 0007). */
+  upstream: 'primary' | 'fallback';
   inserted: boolean;
   /** Whether a previous attempt may have reached the upstream unseen (before this claim). */
   was_in_doubt: boolean;

@@ -23,6 +23,8 @@ export interface WorkerOptions {
   taskQueue: string;
   pool: pg.Pool;
   providerUrl: string;
+  /** Fallback upstream (`PROVIDER_FALLBACK_URL`); default none: a job never switches. */
+  fallbackProviderUrl?: string | undefined;
   log: Logger;
   codeVersion: string;
   /** Default: each job type's shipped limits. */
@@ -35,7 +37,10 @@ export interface WorkerOptions {
 
 export async function createWorker(o: WorkerOptions): Promise<Worker> {
   const limits = o.concurrencyLimits ?? (Object.fromEntries(Object.entries(JOB_TYPES).map(([t, i]) => [t, i.concurrency])) as Record<JobType, ConcurrencyLimits>);
-  const activities = createActivities({ pool: o.pool, provider: createProvider(o.providerUrl), log: o.log, codeVersion: o.codeVersion, limits });
+  const activities = createActivities({
+    pool: o.pool, provider: createProvider(o.providerUrl), log: o.log, codeVersion: o.codeVersion, limits,
+    fallbackProvider: o.fallbackProviderUrl ? createProvider(o.fallbackProviderUrl) : undefined,
+  });
   return Worker.create({
     connection: o.connection,
     namespace: o.namespace,

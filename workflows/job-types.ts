@@ -48,6 +48,18 @@ export interface JobTypeInfo {
   description: string;
   budget: JobBudget;
   concurrency: ConcurrencyLimits;
+  /**
+   * Whether a status read may ask for the last successful result of the same tenant, type
+   * and input while this job has not succeeded (`?allowStale=true`). It is always labelled
+   * stale with its time, never put in `result`. Only for results that are still useful late.
+   */
+  staleResultAllowed?: boolean;
+  /**
+   * The type may use the fallback upstream (`PROVIDER_FALLBACK_URL`), but only while an
+   * operator has enabled it for this type (`PUT /v1/admin/degradation`); never on its own.
+   * Only for effects whose business result does not depend on which provider made it.
+   */
+  fallback?: { allowed: true };
 }
 
 export const DEFAULT_CONCURRENCY: ConcurrencyLimits = { perTenant: 8, global: 32 };
@@ -58,6 +70,8 @@ export const JOB_TYPES = {
     description: 'summarize a text with the provider, then notify by e-mail (optional)',
     budget: DEFAULT_BUDGET,
     concurrency: DEFAULT_CONCURRENCY,
+    staleResultAllowed: true,
+    fallback: { allowed: true },
   },
   purchase: {
     workflowType: 'purchaseJob',
@@ -97,6 +111,14 @@ export interface JobArgs {
    */
   budget?: Partial<JobBudget>;
 }
+
+/** Whether the type declares `staleResultAllowed`. */
+export function allowsStaleResult(t: JobType): boolean {
+  return (JOB_TYPES[t] as JobTypeInfo).staleResultAllowed === true;
+}
+
+/** Job types that declare a fallback upstream: the only ones an operator may switch to it. */
+export const FALLBACK_JOB_TYPES = (Object.keys(JOB_TYPES) as JobType[]).filter((t) => (JOB_TYPES[t] as JobTypeInfo).fallback?.allowed === true);
 
 export function budgetFor(args: Pick<JobArgs, 'jobType' | 'budget'>): JobBudget {
   return { ...JOB_TYPES[args.jobType].budget, ...args.budget };

@@ -22,6 +22,8 @@ describe('POST /v1/jobs: a new intent', () => {
     expect(done.result.providerId).toMatch(/^sum_/);
     expect(done.attempts).toBe(1);
     // The workflow ID is the job ID, and the Web UI can filter it by tenant, type and state.
+    // (The job row turns succeeded a moment before the workflow closes: wait for its result.)
+    await h.temporal.workflow.getHandle(r.body.jobId).result();
     const desc = await h.temporal.workflow.getHandle(r.body.jobId).describe();
     expect(desc.status.name).toBe('COMPLETED');
     expect(desc.searchAttributes).toMatchObject({ TenantId: ['tenant-a'], JobType: ['summarize'], JobState: ['succeeded'] });

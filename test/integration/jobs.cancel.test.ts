@@ -19,6 +19,8 @@ describe('POST /v1/jobs/{id}/cancel', () => {
     expect(c.status).toBe(202);
     const done = await h.waitForStatus(r.body.jobId, 'cancelled');
     expect(done.statusReason).toContain('cancel');
+    // The row says cancelled just before the workflow closes as cancelled: wait for the close.
+    await expect(h.temporal.workflow.getHandle(r.body.jobId).result()).rejects.toThrow();
     const desc = await h.temporal.workflow.getHandle(r.body.jobId).describe();
     expect(desc.status.name).toBe('CANCELLED');
     const requests = async () => (await h.simEffects()).byKey[`${r.body.jobId}:charge`]?.requests ?? 0;

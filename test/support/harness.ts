@@ -82,7 +82,7 @@ export interface Harness {
  * Everything one test file needs, on the shared real Temporal and Postgres: its own
  * database, task queue, simulator, in-process workers and HTTP API on a free port.
  */
-export async function startHarness(name: string, opts: { workers?: number; webhookSecret?: string; temporalAddress?: string; postgresUrl?: string } = {}): Promise<Harness> {
+export async function startHarness(name: string, opts: { workers?: number; webhookSecret?: string; temporalAddress?: string; postgresUrl?: string; fallbackProviderUrl?: string } = {}): Promise<Harness> {
   const log = createLogger(`test-${name}`, process.env.TEST_LOG_LEVEL ?? 'silent');
   const databaseUrl = await createTestDatabase(name, opts.postgresUrl);
   const pool = createPool(databaseUrl, log);
@@ -106,7 +106,7 @@ export async function startHarness(name: string, opts: { workers?: number; webho
   const nativeConnection = await NativeConnection.connect({ address: inject('temporalAddress') });
   async function startWorker(identity?: string): Promise<Worker> {
     const w = await createWorker({
-      connection: nativeConnection, namespace, taskQueue, pool, providerUrl: sim.url, log, codeVersion: 'test',
+      connection: nativeConnection, namespace, taskQueue, pool, providerUrl: sim.url, fallbackProviderUrl: opts.fallbackProviderUrl, log, codeVersion: 'test',
       workflowBundle: await workflowBundle(), identity,
     });
     workers.push(w);
