@@ -9,7 +9,7 @@ import type { ScanReport, ScannedSchedule } from '../workflows/scan.js';
 import { windowContaining, type ScheduleWindow } from '../workflows/schedule-window.js';
 import { withHeartbeat } from './attempt.js';
 import type { StepArgs, StepDeps } from './job-steps.js';
-import { startJobWorkflow } from './schedules.js';
+import { startJobWorkflow } from '../client/start-job-workflow.js';
 
 export interface MissedWindow { scheduleId: string; jobType: ScannedSchedule['jobType']; window: ScheduleWindow }
 

@@ -1,12 +1,11 @@
 import { Context } from '@temporalio/activity';
-import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { NonRetryableError } from '../lib/errors.js';
 import { inputHash, jobIdFor, keyHash } from '../lib/ids.js';
-import { JobStateKey, JobTypeKey, TenantIdKey } from '../lib/temporal.js';
 import { getIntent, insertIntent, markWorkflowStarted } from '../store/intents.js';
 import { countFinishedJobs, listTenantIds, markWindowFilled, recordWindowSeen } from '../store/schedules.js';
 import { JOB_TYPES, type JobArgs } from '../workflows/job-types.js';
 import { windowKey, type ScheduleWindow } from '../workflows/schedule-window.js';
+import { startJobWorkflow } from '../client/start-job-workflow.js';
 import { completeWithOutbox, runStep, type StepArgs, type StepDeps } from './job-steps.js';
 
 export interface EnsureWindowArgs {
@@ -35,42 +34,6 @@ function scheduledInput(window: ScheduleWindow): DigestInput {
   return { windowStart: window.start, windowEnd: window.end, periodStart: new Date(Date.parse(window.start) - len).toISOString(), periodEnd: window.start };
 }
 
-function alreadyStarted(err: unknown): boolean {
-  // Over the worker's NativeConnection the client's error mapping is "experimental": also
-  // accept the raw gRPC ALREADY_EXISTS (code 6).
-  return err instanceof WorkflowExecutionAlreadyStartedError
-    || (err as { name?: string })?.name === 'WorkflowExecutionAlreadyStartedError'
-    || (err as { code?: number })?.code === 6;
-}
-
-/**
- * Starts a job's workflow, or finds it: a running run with this ID is the same job
- * (USE_EXISTING) and a finished one is never run again (REJECT_DUPLICATE), exactly as the
- * intake does. Returns false when a closed run already had the ID.
- */
-export async function startJobWorkflow(client: Client, taskQueue: string, args: JobArgs): Promise<boolean> {
-  const info = JOB_TYPES[args.jobType];
-  try {
-    await client.workflow.start(info.workflowType, {
-      taskQueue,
-      workflowId: args.jobId,
-      args: [args],
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      typedSearchAttributes: [
-        { key: TenantIdKey, value: args.tenantId },
-        { key: JobTypeKey, value: args.jobType },
-        { key: JobStateKey, value: 'queued' },
-      ],
-      staticSummary: `${args.jobType} for tenant ${args.tenantId} (${args.priority} priority)`,
-      staticDetails: `${info.description}. Input is stored in Postgres (job_intents), not in this history.`,
-    });
-    return true;
-  } catch (err) {
-    if (alreadyStarted(err)) return false;
-    throw err;
-  }
-}
 
 /** The schedule activities and the `digest` job's step. Function names are Temporal activity types. */
 export function createScheduleActivities(deps: StepDeps) {

@@ -1,10 +1,10 @@
-import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
+import { startJobWorkflow } from './start-job-workflow.js';
 import type pg from 'pg';
 import { isConnectionError, withTransaction } from '../lib/db.js';
 import { IdempotencyConflictError, NotFoundError, StateConflictError, UnavailableError, ValidationError, type FieldIssue } from '../lib/errors.js';
 import { IDEMPOTENCY_KEY_PATTERN, inputHash, jobIdFor, keyHash } from '../lib/ids.js';
 import { JOB_INPUT_SCHEMAS, PRIORITY_SCHEMA } from '../lib/job-inputs.js';
-import { JobStateKey, JobTypeKey, TenantIdKey } from '../lib/temporal.js';
 import { findIntent, findIntentByKey, insertIntent, markWorkflowStarted, type IntentRow } from '../store/intents.js';
 import { lastSucceeded } from '../store/fallback.js';
 import { allowsStaleResult, isJobType, JOB_TYPES, type JobArgs, type JobBudget, type JobState, type JobType, type Priority } from '../workflows/job-types.js';
@@ -79,29 +79,12 @@ export function createJobsClient(deps: JobsClientDeps) {
   const retryAfter = deps.unavailableRetryAfterSeconds ?? 5;
 
   async function startWorkflow(base: JobArgs): Promise<void> {
-    const info = JOB_TYPES[base.jobType];
     const budget = deps.budgets?.[base.jobType];
     const args: JobArgs = budget ? { ...base, budget } : base;
     try {
-      await deps.temporal.connection.withDeadline(Date.now() + startTimeoutMs, () =>
-        deps.temporal.workflow.start(info.workflowType, {
-          taskQueue: deps.taskQueue,
-          workflowId: args.jobId,
-          args: [args],
-          // A running job with this ID is the same intent: attach to it. A finished one is
-          // never re-run by a duplicate submit.
-          workflowIdConflictPolicy: 'USE_EXISTING',
-          workflowIdReusePolicy: 'REJECT_DUPLICATE',
-          typedSearchAttributes: [
-            { key: TenantIdKey, value: args.tenantId },
-            { key: JobTypeKey, value: args.jobType },
-            { key: JobStateKey, value: 'queued' },
-          ],
-          staticSummary: `${args.jobType} for tenant ${args.tenantId} (${args.priority} priority)`,
-          staticDetails: `${info.description}. Input is stored in Postgres (job_intents), not in this history.`,
-        }));
+      // false (a closed run had the ID) means the intent already ran: nothing to start.
+      await deps.temporal.connection.withDeadline(Date.now() + startTimeoutMs, () => startJobWorkflow(deps.temporal, deps.taskQueue, args));
     } catch (err) {
-      if (err instanceof WorkflowExecutionAlreadyStartedError) return; // closed run: already done
       throw new UnavailableError('Temporal cannot take the job right now', retryAfter, { cause: err });
     }
   }
