@@ -1,4 +1,3 @@
-import { Context } from '@temporalio/activity';
 import type pg from 'pg';
 import { withTransaction } from '../lib/db.js';
 import { admissionWaitMs } from '../lib/health.js';

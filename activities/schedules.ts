@@ -3,7 +3,6 @@ import { NonRetryableError } from '../lib/errors.js';
 import { inputHash, jobIdFor, keyHash } from '../lib/ids.js';
 import { getIntent, insertIntent, markWorkflowStarted } from '../store/intents.js';
 import { countFinishedJobs, listTenantIds, markWindowFilled, recordWindowSeen } from '../store/schedules.js';
-import type { JobArgs } from '../workflows/job-types.js';
 import { windowKey, type ScheduleWindow } from '../workflows/schedule-window.js';
 import { startJobWorkflow } from '../client/start-job-workflow.js';
 import { completeWithOutbox, runStep, type StepArgs, type StepDeps } from './job-steps.js';

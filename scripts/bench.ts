@@ -20,7 +20,7 @@ import { measureIntake } from './bench/intake.js';
 import { measureMachineLimits } from './bench/machine-limits.js';
 import { markdownTable, terminalTable, updateReadme, type BenchResults } from './bench/report.js';
 import { measureReplay } from './bench/replay.js';
-import { startStack, type BenchStack } from './bench/stack.js';
+import { startStack } from './bench/stack.js';
 import { row, spread, type BenchRow } from './bench/stats.js';
 import { measureTableGrowth } from './bench/table-growth.js';
 import { measureThroughput } from './bench/throughput.js';

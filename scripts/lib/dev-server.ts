@@ -7,7 +7,7 @@
 // that nobody else handles SIGTERMs the group and re-raises the signal. On Linux the child also
 // gets a parent-death signal (setpriv --pdeathsig TERM), which covers our own SIGKILL.
 
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { signalGroup, trackChild, untrackChild, withParentDeathSignal } from './child-cleanup.js';
 import net from 'node:net';
 import { Connection } from '@temporalio/client';
