@@ -1,4 +1,4 @@
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import type pg from 'pg';
 import { DurableJobsError, NonRetryableError, RetryableError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
@@ -35,7 +35,11 @@ export async function withHeartbeat<T>(fn: () => Promise<T>): Promise<T> {
  * stops now as non-retryable (`RetryBudgetExhausted`) instead of sleeping into the cap.
  */
 export async function failAttempt(deps: AttemptDeps, job: { jobId: string; step: string; budget: JobBudget; startedAt: Date }, err: unknown): Promise<never> {
-  const info = Context.current().info;
+  const ctx = Context.current();
+  // A cancelled attempt (the job was cancelled, or the server lost its lease) is no failure
+  // of the upstream: record nothing, classify nothing, let the SDK report the cancellation.
+  if (err instanceof CancelledFailure || ctx.cancellationSignal.aborted) throw err;
+  const info = ctx.info;
   const now = Date.now();
   const lastAttempt = info.retryPolicy?.maximumAttempts ? info.attempt >= info.retryPolicy.maximumAttempts : false;
   const base = { jobId: job.jobId, step: job.step, attempt: info.attempt, startedAt: job.startedAt };

@@ -22,6 +22,8 @@ export interface EffectSpec {
   body: Record<string, unknown>;
   timeoutMs: number;
   startedAt: Date;
+  /** The key fixed when the effect was planned (an outbox row's); default `effectScope:step`. */
+  effectKey?: string;
   /** Wraps the upstream call only (not reuse): the concurrency slot. Default: none. */
   guard?: <T>(call: () => Promise<T>) => Promise<T>;
   /** Set when the job type declares a fallback upstream: the operator's decision for it (activities/fallback.ts). */
@@ -47,7 +49,7 @@ export interface EffectResult {
  * 4. store the provider's IDs as soon as the response arrives, before anything else.
  */
 export async function runEffect(deps: EffectDeps, s: EffectSpec): Promise<EffectResult> {
-  const effectKey = effectKeyFor(s.effectScope, s.step);
+  const effectKey = s.effectKey ?? effectKeyFor(s.effectScope, s.step);
   const attempt = Context.current().info.attempt;
   const row = await beginEffect(deps.pool, { effectKey, jobId: s.effectScope, tenantId: s.tenantId, step: s.step, requestHash: inputHash(s.step, s.body) });
   const base = { jobId: s.jobId, step: s.step, attempt, startedAt: s.startedAt };

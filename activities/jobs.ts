@@ -58,7 +58,9 @@ export function createJobActivities(deps: StepDeps) {
           for (const row of rows) {
             await runEffect(deps, {
               effectScope: args.effectScope ?? args.jobId, jobId: args.jobId, tenantId: args.tenantId,
-              step: row.effect_key.slice(row.effect_key.lastIndexOf(':') + 1), path: '/v1/notifications',
+              // The row's own key, never one rebuilt from this run: a replay job or the scan
+              // delivering another job's row must present the key the upstream already knows.
+              effectKey: row.effect_key, step: row.effect_key.slice(row.effect_key.lastIndexOf(':') + 1), path: '/v1/notifications',
               body: row.payload, timeoutMs: DEFAULT_BUDGET.upstreamTimeoutMs, startedAt,
             });
             await markOutbox(deps.pool, row.id, 'delivered', null);

@@ -23,8 +23,8 @@ export interface TranscriptionPoll { status: string; text: string | null }
 
 export type TranscriptionArgs = StepArgs & { transcriptionId: string };
 
-/** Events carry their data as the provider sent it; the job only needs these fields. */
-function toEvent(webhookId: string, payload: Record<string, unknown>): TranscriptionEvent {
+/** Events carry their data as the provider sent it; the job only needs these fields (also the scan's re-signal). */
+export function toEvent(webhookId: string, payload: Record<string, unknown>): TranscriptionEvent {
   return {
     webhookId,
     transcriptionId: String(payload.id),

@@ -1,11 +1,12 @@
 import type { Client } from '@temporalio/client';
 import { startJobWorkflow } from './start-job-workflow.js';
 import type pg from 'pg';
-import { isConnectionError, withTransaction } from '../lib/db.js';
+import { isConnectionError } from '../lib/db.js';
 import { IdempotencyConflictError, NotFoundError, StateConflictError, UnavailableError, ValidationError, type FieldIssue } from '../lib/errors.js';
+import { findUnstorableText } from '../lib/json-safety.js';
 import { IDEMPOTENCY_KEY_PATTERN, inputHash, jobIdFor, keyHash } from '../lib/ids.js';
 import { JOB_INPUT_SCHEMAS, PRIORITY_SCHEMA } from '../lib/job-inputs.js';
-import { findIntent, findIntentByKey, insertIntent, markWorkflowStarted, type IntentRow } from '../store/intents.js';
+import { deleteUnstartedIntent, findIntent, findIntentByKey, insertIntent, markWorkflowStarted, type IntentRow, type NewIntent } from '../store/intents.js';
 import { lastSucceeded } from '../store/fallback.js';
 import { allowsStaleResult, isJobType, JOB_TYPES, type JobArgs, type JobBudget, type JobState, type JobType, type Priority } from '../workflows/job-types.js';
 import { toJobStatus, type JobStatus } from './job-status.js';
@@ -67,6 +68,8 @@ function validate(req: SubmitJobRequest): { type: JobType; input: unknown; prior
     }));
     throw new ValidationError(`invalid input for job type "${req.type}"`, fields);
   }
+  const unstorable = findUnstorableText(parsed.data, 'input');
+  if (unstorable) throw new ValidationError(`invalid input for job type "${req.type}"`, [unstorable]);
   return { type: req.type, input: parsed.data, priority: priority.data };
 }
 
@@ -90,42 +93,69 @@ export function createJobsClient(deps: JobsClientDeps) {
   }
 
   /**
-   * Persist first, then start, then commit: the intent row and the workflow start happen in
-   * one Postgres transaction, so a failed start rolls the row back and nothing is left half
-   * accepted; a retry with the same key then goes through normally. A concurrent duplicate
-   * waits on the unique index and then reads the committed row.
+   * Persist first, then start, then confirm. The intent row is committed before Temporal is
+   * called (no pooled connection is held across that call), with `workflow_started_at` NULL.
+   * If the start fails the row is removed again and the client hears 503 with nothing left
+   * half accepted; a retry with the same key then goes through normally. If even the removal
+   * fails, the compensation scan starts the intent later and a retry finds the same job.
+   * Concurrent duplicates collide on the unique index: one inserts, the others read its row.
    */
   async function submitJob(req: SubmitJobRequest): Promise<SubmitJobResult> {
     const { type, input, priority } = validate(req);
-    const jobId = jobIdFor(req.tenantId, type, req.idempotencyKey);
-    const kh = keyHash(req.tenantId, req.idempotencyKey);
-    const ih = inputHash(type, input);
+    const intent = {
+      jobId: jobIdFor(req.tenantId, type, req.idempotencyKey), tenantId: req.tenantId, jobType: type,
+      keyHash: keyHash(req.tenantId, req.idempotencyKey), inputHash: inputHash(type, input), input, priority,
+    };
+    const inserted = await pgOr503(() => insertIntent(deps.pool, intent));
+    if (!inserted) return replay(intent);
     try {
-      return await withTransaction(deps.pool, async (tx) => {
-        const inserted = await insertIntent(tx, { jobId, tenantId: req.tenantId, jobType: type, keyHash: kh, inputHash: ih, input, priority });
-        if (!inserted) return replay(tx, req.tenantId, kh, type, ih);
-        await startWorkflow({ jobId, tenantId: req.tenantId, jobType: type, priority });
-        await markWorkflowStarted(tx, jobId);
-        return { jobId, status: 'queued' as const, replayed: false, retryAfterSeconds: POLL_AFTER_SECONDS };
-      });
+      await startWorkflow({ jobId: intent.jobId, tenantId: intent.tenantId, jobType: type, priority });
+    } catch (err) {
+      await deleteUnstartedIntent(deps.pool, intent.jobId).catch(() => undefined);
+      throw err;
+    }
+    await confirmStarted(intent);
+    return { jobId: intent.jobId, status: 'queued', replayed: false, retryAfterSeconds: POLL_AFTER_SECONDS };
+  }
+
+  /**
+   * Records that the workflow runs. If a concurrent request whose start failed removed the
+   * row meanwhile, it is written again: the workflow exists, so its intent must too. A failure
+   * here is not the client's: the job is durable in Temporal and the scan marks it later.
+   */
+  async function confirmStarted(intent: NewIntent): Promise<void> {
+    try {
+      if (!(await markWorkflowStarted(deps.pool, intent.jobId))) {
+        await insertIntent(deps.pool, intent);
+        await markWorkflowStarted(deps.pool, intent.jobId);
+      }
+    } catch {
+      /* the workflow runs; the compensation scan records the start */
+    }
+  }
+
+  async function replay(intent: NewIntent & { jobType: JobType }): Promise<SubmitJobResult> {
+    const existing = await pgOr503(() => findIntentByKey(deps.pool, intent.tenantId, intent.keyHash!));
+    // Removed between our insert and this read by a request whose start failed: try again.
+    if (!existing) throw new UnavailableError('the intent is being retried concurrently; retry', 1);
+    if (existing.job_type !== intent.jobType || existing.input_hash !== intent.inputHash) {
+      throw new IdempotencyConflictError('this Idempotency-Key was already used with a different type or input');
+    }
+    if (!existing.workflow_started_at) {
+      // Another request is starting it, or its start was lost: USE_EXISTING makes a second start safe.
+      await startWorkflow({ jobId: existing.job_id, tenantId: intent.tenantId, jobType: intent.jobType, priority: existing.priority });
+      await confirmStarted({ ...intent, jobId: existing.job_id });
+    }
+    return { jobId: existing.job_id, status: existing.status, replayed: true, retryAfterSeconds: POLL_AFTER_SECONDS };
+  }
+
+  async function pgOr503<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
     } catch (err) {
       if (isConnectionError(err)) throw new UnavailableError('Postgres cannot take the job right now', retryAfter, { cause: err });
       throw err;
     }
-  }
-
-  async function replay(tx: pg.PoolClient, tenantId: string, kh: string, type: JobType, ih: string): Promise<SubmitJobResult> {
-    const existing = await findIntentByKey(tx, tenantId, kh);
-    if (!existing) throw new UnavailableError('the intent changed concurrently; retry', 1);
-    if (existing.job_type !== type || existing.input_hash !== ih) {
-      throw new IdempotencyConflictError('this Idempotency-Key was already used with a different type or input');
-    }
-    if (!existing.workflow_started_at) {
-      // Left by a start whose commit was lost: finish it now (USE_EXISTING makes it safe).
-      await startWorkflow({ jobId: existing.job_id, tenantId, jobType: type, priority: existing.priority });
-      await markWorkflowStarted(tx, existing.job_id);
-    }
-    return { jobId: existing.job_id, status: existing.status, replayed: true, retryAfterSeconds: POLL_AFTER_SECONDS };
   }
 
   async function loadOwned(tenantId: string, jobId: string): Promise<IntentRow> {

@@ -3,6 +3,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type pg from 'pg';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { JobsClient } from '../client/jobs-client.js';
+import { hasUnstorableText } from '../lib/json-safety.js';
 import type { Logger } from '../lib/logger.js';
 import { openApiDocument } from './openapi.js';
 import { problem, problemFromError, sendProblem } from './problems.js';
@@ -56,6 +57,14 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     return sendProblem(reply, p);
   });
   app.setNotFoundHandler((req, reply) => sendProblem(reply, problem(404, 'not-found', 'Not found', `no route ${req.method} ${req.url.split('?')[0]}`)));
+
+  // Postgres cannot store NUL in text: an ID with one in the path can match nothing, and
+  // passing it on would fail the query with a 500. Say so precisely instead.
+  app.addHook('preValidation', async (req, reply) => {
+    const params = (req.params ?? {}) as Record<string, unknown>;
+    const bad = Object.entries(params).find(([, v]) => typeof v === 'string' && hasUnstorableText(v));
+    if (bad) return sendProblem(reply, problem(400, 'validation-error', 'Invalid request', `the path parameter ${bad[0]} contains a NUL character or an unpaired surrogate`, { errors: [{ path: bad[0], message: 'must not contain NUL characters or unpaired UTF-16 surrogates' }] }));
+  });
 
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_req, reply) => {

@@ -1,3 +1,4 @@
+import { findUnstorableText } from '../lib/json-safety.js';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Counter, type Registry } from 'prom-client';
@@ -70,6 +71,10 @@ export function parseEvent(raw: Buffer): { ok: true; event: WebhookEvent } | { o
   if (typeof o !== 'object' || o === null || Array.isArray(o)) return { ok: false, detail: 'the body must be a JSON object' };
   if (typeof o.type !== 'string' || o.type.length === 0 || o.type.length > 200) return { ok: false, detail: 'type must be a string of 1-200 characters' };
   if (o.data !== undefined && (typeof o.data !== 'object' || o.data === null || Array.isArray(o.data))) return { ok: false, detail: 'data must be an object' };
+  // Postgres cannot store these in jsonb: refuse with 400 (the sender's bug) rather than 500,
+  // which would make the provider redeliver the same unstorable event forever.
+  const unstorable = findUnstorableText(json, 'body');
+  if (unstorable) return { ok: false, detail: `${unstorable.path} ${unstorable.message}` };
   return { ok: true, event: { type: o.type, data: (o.data ?? {}) as Record<string, unknown> } };
 }
 

@@ -187,6 +187,19 @@ export async function endReplay(db: Db, id: string, replayJobId: string, outcome
   return r.rowCount === 1;
 }
 
+/**
+ * Dead letters held by a replay since before the cutoff. Normally the replay request's
+ * workflow ends each one; the compensation scan looks at these only to repair a replay
+ * whose request was terminated or reset before it could.
+ */
+export async function listStuckReplays(db: Db, updatedBefore: Date, limit: number): Promise<DeadLetterRow[]> {
+  const r = await db.query<DeadLetterRow>(
+    `SELECT * FROM dead_letters WHERE state = 'replaying' AND updated_at < $1 ORDER BY updated_at LIMIT $2`,
+    [updatedBefore, limit],
+  );
+  return r.rows;
+}
+
 export async function markDiscarded(db: Db, id: string, reason: string): Promise<void> {
   await db.query(`UPDATE dead_letters SET state = 'discarded', discard_reason = $2, updated_at = now() WHERE id = $1 AND state = 'open'`, [id, reason]);
 }

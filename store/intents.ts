@@ -65,8 +65,18 @@ export async function loadInput(db: Db, jobId: string): Promise<unknown | undefi
   return r.rows[0]?.input;
 }
 
-export async function markWorkflowStarted(db: Db, jobId: string): Promise<void> {
-  await db.query('UPDATE job_intents SET workflow_started_at = coalesce(workflow_started_at, now()) WHERE job_id = $1', [jobId]);
+/** Returns false when the row is gone (a concurrent request whose start failed removed it). */
+export async function markWorkflowStarted(db: Db, jobId: string): Promise<boolean> {
+  const r = await db.query('UPDATE job_intents SET workflow_started_at = coalesce(workflow_started_at, now()) WHERE job_id = $1', [jobId]);
+  return r.rowCount === 1;
+}
+
+/**
+ * Removes an intent whose workflow could not be started, so a client answered 503 leaves
+ * nothing behind. Only while unstarted: a concurrent duplicate that did start it wins.
+ */
+export async function deleteUnstartedIntent(db: Db, jobId: string): Promise<void> {
+  await db.query('DELETE FROM job_intents WHERE job_id = $1 AND workflow_started_at IS NULL', [jobId]);
 }
 
 /** Terminal states never move again: a late writer cannot resurrect a finished job. */

@@ -32,11 +32,17 @@ export async function lockSubject(tx: pg.PoolClient, eventType: string, subject:
 
 /**
  * The job whose effect created the provider object (`effects.provider_id`, stored as soon as
- * the provider answered). `job_id` there is the effect scope, which is the job's workflow ID.
+ * the provider answered). `effects.job_id` is the effect SCOPE: the original job's ID, also
+ * when a replay job runs the effect. While a replay holds the original's dead letter
+ * (`replaying`, one replay job at a time under its row lock), that replay job is the one
+ * executing the scope's effects and waiting for their webhooks, so the event goes to it.
  */
 export async function jobForProviderObject(db: Db, step: string, providerId: string): Promise<string | undefined> {
   const r = await db.query<{ job_id: string }>(
-    'SELECT job_id FROM effects WHERE provider_id = $1 AND step = $2 ORDER BY first_attempt_at LIMIT 1',
+    `SELECT coalesce(dl.replay_job_id, e.job_id) AS job_id
+       FROM effects e LEFT JOIN dead_letters dl ON dl.job_id = e.job_id AND dl.state = 'replaying'
+      WHERE e.provider_id = $1 AND e.step = $2
+      ORDER BY e.first_attempt_at LIMIT 1`,
     [providerId, step],
   );
   return r.rows[0]?.job_id;
@@ -110,13 +116,27 @@ export async function getDelivery(db: Db, source: string, webhookId: string): Pr
   return r.rows[0];
 }
 
-/** For a repair pass (compensation scan): deliveries whose signal never got through. */
-export async function listPendingSignals(db: Db, olderThanMs: number, limit: number): Promise<DeliveryRow[]> {
+/** For the compensation scan: deliveries whose signal never got through, last tried before the cutoff. */
+export async function listPendingSignals(db: Db, attemptedBefore: Date, limit: number): Promise<DeliveryRow[]> {
   const r = await db.query<DeliveryRow>(
     `SELECT * FROM webhook_deliveries
-      WHERE outcome = 'pending_signal' AND signal_attempted_at < now() - make_interval(secs => $1::double precision / 1000)
+      WHERE outcome = 'pending_signal' AND signal_attempted_at < $1
       ORDER BY signal_attempted_at LIMIT $2`,
-    [olderThanMs, limit],
+    [attemptedBefore, limit],
   );
   return r.rows;
+}
+
+/**
+ * The scan takes over signalling a delivery it listed: only if it is still pending and
+ * nobody tried since the cutoff, so two scans (or a scan and a redelivery, whose lease this
+ * renews) signal it once per lease.
+ */
+export async function claimStalePendingSignal(db: Db, source: string, webhookId: string, attemptedBefore: Date): Promise<boolean> {
+  const r = await db.query(
+    `UPDATE webhook_deliveries SET signal_attempted_at = now()
+      WHERE source = $1 AND webhook_id = $2 AND outcome = 'pending_signal' AND signal_attempted_at < $3`,
+    [source, webhookId, attemptedBefore],
+  );
+  return r.rowCount === 1;
 }

@@ -74,10 +74,12 @@ export async function runJob(args: StepArgs, body: () => Promise<unknown>): Prom
     if (err instanceof ActivityFailure) {
       const evidence = failureEvidence(err);
       const info = workflowInfo();
-      await bookkeeping.recordDeadLetter({
+      // Not cancellable: a cancel arriving now must not leave the job with neither a dead
+      // letter nor a cancelled state (the row would say `retrying` forever).
+      await CancellationScope.nonCancellable(() => bookkeeping.recordDeadLetter({
         ...args, runId: info.runId, buildId: info.currentBuildId ?? null, reason: `${evidence.errorClass} after retries (${err.retryState})`, error: evidence,
         errorType: err.cause instanceof ApplicationFailure ? err.cause.type ?? undefined : err.cause?.name, retryState: String(err.retryState), failedStep: err.activityType,
-      });
+      }));
       setPhase('dead_lettered', evidence.errorClass);
       throw ApplicationFailure.create({ message: `job dead-lettered: ${evidence.message}`, type: 'JobDeadLettered', nonRetryable: true, details: [evidence] });
     }
