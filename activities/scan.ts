@@ -8,6 +8,7 @@ import { DEFAULT_BUDGET, isJobType } from '../workflows/job-types.js';
 import type { ScanReport, ScannedSchedule } from '../workflows/scan.js';
 import { windowContaining, type ScheduleWindow } from '../workflows/schedule-window.js';
 import { withHeartbeat } from './attempt.js';
+import { createScanRepairActivities } from './scan-repairs.js';
 import type { StepArgs, StepDeps } from './job-steps.js';
 import { startJobWorkflow } from '../client/start-job-workflow.js';
 
@@ -25,6 +26,8 @@ async function matchingTimes(scheduleId: string, fromMs: number, toMs: number): 
 /** The compensation scan's activities. Function names are Temporal activity types. */
 export function createScanActivities(deps: StepDeps) {
   return {
+    ...createScanRepairActivities(deps),
+
     /**
      * Windows the Schedule's spec says should have fired (longer ago than the grace period)
      * that have no filled `schedule_windows` row: the server was down past the catch-up

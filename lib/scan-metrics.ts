@@ -8,6 +8,9 @@ const KINDS = {
   outboxRedelivered: 'outbox_redelivered',
   effectsReconciled: 'effect_reconciled',
   effectsNotApplied: 'effect_not_applied',
+  replaysStarted: 'replay_started',
+  replaysFinished: 'replay_finished',
+  webhooksResignalled: 'webhook_resignalled',
   errors: 'error',
 } as const;
 
@@ -19,7 +22,7 @@ const KINDS = {
 export function registerScanMetrics(registry: Registry, pool: pg.Pool): void {
   new Counter({
     name: 'durable_jobs_scan_repairs_total',
-    help: 'Repairs made by the compensation scan, by kind (missed_window, intent_started, outbox_redelivered, effect_reconciled, effect_not_applied, error)',
+    help: 'Repairs made by the compensation scan, by kind (missed_window, intent_started, outbox_redelivered, effect_reconciled, effect_not_applied, replay_started, replay_finished, webhook_resignalled, error)',
     labelNames: ['kind'],
     registers: [registry],
     async collect() {

@@ -20,13 +20,18 @@ export interface ScanInput {
   intentGraceMs?: number;
   /** An in-doubt pending effect is reconciled only when its last attempt is older than this (the lease). Default 10 min. */
   effectLeaseMs?: number;
+  /** A dead letter `replaying` is checked for repair only when it has not changed for this long. Default 2 min. */
+  replayGraceMs?: number;
+  /** A webhook delivery `pending_signal` is signalled again only when its last try is this old (past the 5 s redelivery lease). Default 1 min. */
+  webhookGraceMs?: number;
   /** At most this many repairs of each kind per run. Default 100. */
   limit?: number;
 }
 
 export interface ScanCounts {
   windowsFilled: number; intentsStarted: number; outboxRedelivered: number;
-  effectsReconciled: number; effectsNotApplied: number; errors: number;
+  effectsReconciled: number; effectsNotApplied: number;
+  replaysStarted: number; replaysFinished: number; webhooksResignalled: number; errors: number;
 }
 
 export interface ScanReport extends ScanCounts { now: string; errorDetails: string[] }
@@ -47,7 +52,7 @@ const redeliver = proxyActivities<Activities>({
 /**
  * The compensation scan: finds and repairs, idempotently, what fell through the cracks
  * (missed schedule windows, intents whose workflow never started, outbox rows past their
- * deadline, effects stuck in doubt) and reports the counts. Each repair is itself guarded by
+ * deadline, effects stuck in doubt, replays their request left open, webhooks never signalled) and reports the counts. Each repair is itself guarded by
  * a unique constraint or a conditional update, so two scans at once repair each thing once.
  */
 export async function compensationScan(input: ScanInput): Promise<ScanReport> {
@@ -55,7 +60,8 @@ export async function compensationScan(input: ScanInput): Promise<ScanReport> {
   const now = input.now ?? (info.typedSearchAttributes.get(ScheduledStartTimeKey) ?? info.startTime).toISOString();
   const limit = input.limit ?? 100;
   const r: ScanReport = {
-    now, windowsFilled: 0, intentsStarted: 0, outboxRedelivered: 0, effectsReconciled: 0, effectsNotApplied: 0, errors: 0, errorDetails: [],
+    now, windowsFilled: 0, intentsStarted: 0, outboxRedelivered: 0, effectsReconciled: 0, effectsNotApplied: 0,
+    replaysStarted: 0, replaysFinished: 0, webhooksResignalled: 0, errors: 0, errorDetails: [],
   };
   const attempt = async (what: string, fn: () => Promise<void>) => {
     try {
@@ -90,6 +96,14 @@ export async function compensationScan(input: ScanInput): Promise<ScanReport> {
     const e = await scan.reconcileInDoubtEffects({ now, leaseMs: input.effectLeaseMs ?? 10 * 60_000, limit });
     r.effectsReconciled = e.reconciled;
     r.effectsNotApplied = e.notApplied;
+  });
+  await attempt('stuck replays', async () => {
+    const s = await scan.repairStuckReplays({ now, graceMs: input.replayGraceMs ?? 2 * 60_000, limit });
+    r.replaysStarted = s.started;
+    r.replaysFinished = s.finished;
+  });
+  await attempt('pending webhook signals', async () => {
+    r.webhooksResignalled = await scan.resignalPendingWebhooks({ now, graceMs: input.webhookGraceMs ?? 60_000, limit });
   });
   await scan.recordScanRun({ ...r, runId: info.runId, workflowId: info.workflowId, startedAt: info.runStartTime.toISOString() });
   log.info('compensation scan finished', { ...r });
