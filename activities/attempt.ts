@@ -2,7 +2,7 @@ import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activ
 import type pg from 'pg';
 import { DurableJobsError, NonRetryableError, RetryableError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
-import { chooseDelay, exceedsBudget } from '../lib/retry.js';
+import { attemptMarginMs, chooseDelay, exceedsBudget } from '../lib/retry.js';
 import { recordAttempt } from '../store/attempts.js';
 import { markRetrying } from '../store/intents.js';
 import type { JobBudget } from '../workflows/job-types.js';
@@ -49,7 +49,7 @@ export async function failAttempt(deps: AttemptDeps, job: { jobId: string; step:
     const { delayMs } = chooseDelay(info.attempt, retryable.details.retryAfterMs, { baseMs: job.budget.backoffBaseMs, capMs: job.budget.backoffCapMs });
     const deadline = info.scheduleToCloseTimeoutMs ? info.scheduledTimestampMs + info.scheduleToCloseTimeoutMs : undefined;
     const details: FailureDetails = { errorClass: retryable.details.errorClass, statusCode: retryable.details.statusCode, delayMs };
-    if (exceedsBudget(now, delayMs, deadline) || lastAttempt) {
+    if (exceedsBudget(now, delayMs, deadline, attemptMarginMs(now - job.startedAt.getTime())) || lastAttempt) {
       details.budgetExhausted = true;
       await safeRecord(deps, { ...base, outcome: 'non_retryable', errorClass: details.errorClass, statusCode: details.statusCode });
       const why = lastAttempt ? `attempt cap of ${info.retryPolicy?.maximumAttempts} reached` : `next delay ${delayMs} ms would pass the elapsed budget`;

@@ -8,6 +8,7 @@ import { createScanActivities } from './scan.js';
 import { createScheduleActivities } from './schedules.js';
 import { createTranscribeActivities } from './transcribe.js';
 import type { Provider } from './provider.js';
+import type { JobBudgets } from '../client/start-job-workflow.js';
 import type { ConcurrencyLimits, JobType } from '../workflows/job-types.js';
 
 export interface ActivityDeps {
@@ -18,6 +19,8 @@ export interface ActivityDeps {
   log: Logger;
   codeVersion: string;
   limits: Record<JobType, ConcurrencyLimits>;
+  /** Budget overrides (`JOB_BUDGETS`) for jobs that schedules and the scan start. */
+  jobBudgets?: JobBudgets | undefined;
 }
 
 /** All activities, wired with explicit dependencies. */

@@ -8,6 +8,7 @@ import { recordAttempt } from '../store/attempts.js';
 import { insertOutbox } from '../store/outbox.js';
 import { loadInput, markRunning, writeResultFenced } from '../store/intents.js';
 import { budgetFor, type ConcurrencyLimits, type JobArgs, type JobType } from '../workflows/job-types.js';
+import type { JobBudgets } from '../client/start-job-workflow.js';
 import { withSlot } from './concurrency.js';
 import { failAttempt, withHeartbeat } from './attempt.js';
 import { runEffect, type EffectResult } from './effects.js';
@@ -22,6 +23,8 @@ export interface StepDeps {
   log: Logger;
   /** Caps on concurrent upstream calls per job type (config `CONCURRENCY_LIMITS`). */
   limits: Record<JobType, ConcurrencyLimits>;
+  /** Budget overrides (config `JOB_BUDGETS`) for jobs that activities start (schedules, the scan). */
+  jobBudgets?: JobBudgets | undefined;
 }
 
 /** Which job's effects a step uses: replays of a job reuse the original job's effects. */

@@ -66,7 +66,7 @@ export function createScanRepairActivities(deps: StepDeps) {
           }
           if (job.kind === 'absent') {
             const args: StepArgs = { jobId: replayJobId, tenantId: dl.tenant_id, jobType: dl.job_type, priority: intent.priority, effectScope: dl.job_id };
-            if (await startJobWorkflow(ctx.client, ctx.info.taskQueue, args)) {
+            if (await startJobWorkflow(ctx.client, ctx.info.taskQueue, args, deps.jobBudgets)) {
               n.started += 1;
               deps.log.info({ deadLetterId: dl.id, replayJobId, repair: 'replay_started' }, 'scan: started a replay job its replay request never started');
             }

@@ -72,7 +72,7 @@ export function createScanActivities(deps: StepDeps) {
             deps.log.warn({ jobId: row.job_id, jobType: row.job_type }, 'scan: intent of an unknown job type left alone');
             continue;
           }
-          await startJobWorkflow(ctx.client, ctx.info.taskQueue, { jobId: row.job_id, tenantId: row.tenant_id, jobType: row.job_type, priority: row.priority });
+          await startJobWorkflow(ctx.client, ctx.info.taskQueue, { jobId: row.job_id, tenantId: row.tenant_id, jobType: row.job_type, priority: row.priority }, deps.jobBudgets);
           if (await markStartedIfUnstarted(deps.pool, row.job_id)) {
             started += 1;
             deps.log.info({ jobId: row.job_id, jobType: row.job_type, repair: 'intent_started' }, 'scan: started the workflow of an intent that had none');

@@ -59,7 +59,7 @@ export function createScheduleActivities(deps: StepDeps) {
         if (!(await getIntent(deps.pool, jobId))) {
           throw new NonRetryableError(`window intent ${jobId} could not be stored`, { errorClass: 'window_intent_conflict' });
         }
-        await startJobWorkflow(ctx.client, ctx.info.taskQueue, { jobId, tenantId, jobType: a.jobType, priority: 'normal' });
+        await startJobWorkflow(ctx.client, ctx.info.taskQueue, { jobId, tenantId, jobType: a.jobType, priority: 'normal' }, deps.jobBudgets);
         await markWorkflowStarted(deps.pool, jobId);
         jobIds.push(jobId);
         ctx.heartbeat();

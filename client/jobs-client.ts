@@ -82,11 +82,9 @@ export function createJobsClient(deps: JobsClientDeps) {
   const retryAfter = deps.unavailableRetryAfterSeconds ?? 5;
 
   async function startWorkflow(base: JobArgs): Promise<void> {
-    const budget = deps.budgets?.[base.jobType];
-    const args: JobArgs = budget ? { ...base, budget } : base;
     try {
       // false (a closed run had the ID) means the intent already ran: nothing to start.
-      await deps.temporal.connection.withDeadline(Date.now() + startTimeoutMs, () => startJobWorkflow(deps.temporal, deps.taskQueue, args));
+      await deps.temporal.connection.withDeadline(Date.now() + startTimeoutMs, () => startJobWorkflow(deps.temporal, deps.taskQueue, base, deps.budgets));
     } catch (err) {
       throw new UnavailableError('Temporal cannot take the job right now', retryAfter, { cause: err });
     }

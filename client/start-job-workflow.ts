@@ -1,6 +1,9 @@
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { JobStateKey, JobTypeKey, TenantIdKey } from '../lib/temporal.js';
-import { JOB_TYPES, type JobArgs } from '../workflows/job-types.js';
+import { JOB_TYPES, type JobArgs, type JobBudget, type JobType } from '../workflows/job-types.js';
+
+/** Per job type overrides of the retry budget (config `JOB_BUDGETS`). */
+export type JobBudgets = Partial<Record<JobType, Partial<JobBudget>>>;
 
 /** True for "a run with this ID already closed": over the worker's connection the error may arrive as raw gRPC ALREADY_EXISTS (6). */
 export function isAlreadyStarted(err: unknown): boolean {
@@ -13,10 +16,15 @@ export function isAlreadyStarted(err: unknown): boolean {
  * The one way a job's workflow is started (intake, schedule triggers, the compensation scan):
  * a running run with this ID is the same job (USE_EXISTING) and a finished one is never run
  * again (REJECT_DUPLICATE). The search attributes make it filterable in the Web UI; the
- * input stays in Postgres. Returns false when a closed run already had the ID.
+ * input stays in Postgres. The deployment's budget override for the type (`budgets`) is
+ * resolved here, so jobs started by a schedule or the scan get it too, and carried in the
+ * arguments so a running job keeps the budget it started with. Returns false when a closed
+ * run already had the ID.
  */
-export async function startJobWorkflow(client: Client, taskQueue: string, args: JobArgs): Promise<boolean> {
-  const info = JOB_TYPES[args.jobType];
+export async function startJobWorkflow(client: Client, taskQueue: string, base: JobArgs, budgets?: JobBudgets): Promise<boolean> {
+  const info = JOB_TYPES[base.jobType];
+  const budget = base.budget ?? budgets?.[base.jobType];
+  const args: JobArgs = budget ? { ...base, budget } : base;
   try {
     await client.workflow.start(info.workflowType, {
       taskQueue,

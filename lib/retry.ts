@@ -71,9 +71,19 @@ export function chooseDelay(attempt: number, retryAfterMs: number | undefined, o
 }
 
 /**
- * True when sleeping `delayMs` would run past the elapsed budget: the attempt should stop
- * now and say why, instead of sleeping into the scheduleToClose cap and timing out blind.
+ * Room kept before the elapsed deadline for the next attempt itself: the server's retry
+ * timer can fire about a second late, and the attempt needs time to run. Without it the
+ * next attempt starts just before the cap and is cut off by the timeout mid-flight.
  */
-export function exceedsBudget(nowMs: number, delayMs: number, deadlineMs: number | undefined): boolean {
-  return deadlineMs !== undefined && nowMs + delayMs >= deadlineMs;
+export function attemptMarginMs(lastAttemptMs: number): number {
+  return Math.max(1_500, 2 * lastAttemptMs);
+}
+
+/**
+ * True when sleeping `delayMs` and running one more attempt (`marginMs`) would pass the
+ * elapsed budget: the attempt should stop now and say why, instead of sleeping into the
+ * scheduleToClose cap and timing out blind.
+ */
+export function exceedsBudget(nowMs: number, delayMs: number, deadlineMs: number | undefined, marginMs = 0): boolean {
+  return deadlineMs !== undefined && nowMs + delayMs + marginMs >= deadlineMs;
 }

@@ -22,7 +22,7 @@ const pool = createPool(config.databaseUrl, log);
 const connection = await NativeConnection.connect(await connectionOptions(config, config.temporalAddress));
 const worker = await createWorker({
   connection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, pool,
-  providerUrl: config.providerUrl, fallbackProviderUrl: config.providerFallbackUrl, log, codeVersion: config.codeVersion, concurrencyLimits: config.concurrencyLimits, identity: `${process.pid}@${hostname()}`,
+  providerUrl: config.providerUrl, fallbackProviderUrl: config.providerFallbackUrl, log, codeVersion: config.codeVersion, concurrencyLimits: config.concurrencyLimits, jobBudgets: config.jobBudgets, identity: `${process.pid}@${hostname()}`,
 });
 onShutdown(async () => {
   log.info('draining the worker');

@@ -3,6 +3,7 @@ import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleOption
 import type pg from 'pg';
 import { createActivities } from '../activities/index.js';
 import { createProvider } from '../activities/provider.js';
+import type { JobBudgets } from '../client/start-job-workflow.js';
 import type { Logger } from '../lib/logger.js';
 import { JOB_TYPES, type ConcurrencyLimits, type JobType } from '../workflows/job-types.js';
 
@@ -33,6 +34,8 @@ export interface WorkerOptions {
   /** Concurrent activity attempts per worker. Default 50. */
   maxConcurrentActivityTaskExecutions?: number;
   identity?: string;
+  /** Budget overrides (`JOB_BUDGETS`) for jobs that schedules and the scan start. Default none. */
+  jobBudgets?: JobBudgets;
 }
 
 export async function createWorker(o: WorkerOptions): Promise<Worker> {
@@ -40,6 +43,7 @@ export async function createWorker(o: WorkerOptions): Promise<Worker> {
   const activities = createActivities({
     pool: o.pool, provider: createProvider(o.providerUrl), log: o.log, codeVersion: o.codeVersion, limits,
     fallbackProvider: o.fallbackProviderUrl ? createProvider(o.fallbackProviderUrl) : undefined,
+    jobBudgets: o.jobBudgets,
   });
   return Worker.create({
     connection: o.connection,

@@ -1,6 +1,6 @@
 import {
   ActivityFailure, ApplicationFailure, CancellationScope, isCancellation, proxyActivities,
-  setCurrentDetails, setHandler, upsertSearchAttributes, workflowInfo, type ActivityOptions,
+  setCurrentDetails, setHandler, TimeoutFailure, upsertSearchAttributes, workflowInfo, type ActivityOptions,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import type { StepArgs } from '../activities/job-steps.js';
@@ -44,6 +44,12 @@ export interface JobOutcome { state: JobState; result?: unknown }
 
 function failureEvidence(err: ActivityFailure): { errorClass: string; message: string; statusCode?: number } {
   const cause = err.cause;
+  // A timeout after retries (the elapsed cap) carries the last attempt's failure as its cause:
+  // that is the evidence an operator needs, with the timeout named beside it.
+  if (cause instanceof TimeoutFailure && cause.cause instanceof ApplicationFailure) {
+    const last = failureEvidence(new ActivityFailure(err.message, err.activityType, err.activityId, err.retryState, err.identity, cause.cause));
+    return { ...last, message: `${last.message}; elapsed cap reached (${cause.timeoutType} timeout)` };
+  }
   if (cause instanceof ApplicationFailure) {
     const d = (cause.details?.[0] ?? {}) as { errorClass?: string; statusCode?: number };
     return { errorClass: d.errorClass ?? cause.type ?? 'ApplicationFailure', message: cause.message, statusCode: d.statusCode };

@@ -47,7 +47,8 @@ export interface DrillStack {
   ownsPostgres: boolean;
   workers: DrillWorker[];
   spawnWorker(env?: Record<string, string>): Promise<DrillWorker>;
-  restartTemporal(): Promise<void>;
+  /** Stops the dev server, keeps it down `downMs`, starts it again on the same file and port. */
+  restartTemporal(downMs?: number): Promise<void>;
   restartPostgres(): Promise<void>;
   close(): Promise<void>;
 }
@@ -109,9 +110,10 @@ export async function startDrillStack(say: (m: string) => void): Promise<DrillSt
       workers.push(w);
       return w;
     },
-    async restartTemporal() {
+    async restartTemporal(downMs = 0) {
       if (!dev || !devOpts) throw new Error('the drill does not own this Temporal server (TEMPORAL_ADDRESS is set)');
       await dev.stop();
+      await new Promise((r) => setTimeout(r, downMs));
       dev = await startDevServer({ ...devOpts, port: Number(temporalAddress!.split(':')[1]) });
     },
     async restartPostgres() {

@@ -47,10 +47,17 @@ export async function jobStatus(s: DrillStack, jobId: string): Promise<any> {
 
 export async function waitForStatus(s: DrillStack, jobId: string, status: string | string[], timeoutMs = 120_000): Promise<any> {
   const want = Array.isArray(status) ? status : [status];
-  return waitUntil(`job ${jobId} to be ${want.join(' or ')}`, async () => {
-    const st = await jobStatus(s, jobId);
-    return want.includes(st?.status) ? st : undefined;
-  }, timeoutMs);
+  let last: any;
+  try {
+    return await waitUntil(`job ${jobId} to be ${want.join(' or ')}`, async () => {
+      last = await jobStatus(s, jobId);
+      return want.includes(last?.status) ? last : undefined;
+    }, timeoutMs);
+  } catch (err) {
+    // Say where it stopped: the difference between "slow" and "stuck" is in these fields.
+    const seen = last ? ` (last seen: ${last.status}, attempts ${last.attempts}${last.statusReason ? `, ${last.statusReason}` : ''}${last.error ? `, ${last.error.errorClass}: ${String(last.error.message).slice(0, 120)}` : ''})` : '';
+    throw new DrillCheckFailed(`${(err as Error).message}${seen}`);
+  }
 }
 
 export async function simEffects(s: DrillStack): Promise<any> {

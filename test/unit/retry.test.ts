@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
-  chooseDelay, classifyStatus, errorClassForStatus, exceedsBudget, fullJitterMs, MAX_RETRY_AFTER_MS, MIN_RETRY_DELAY_MS, parseRetryAfter,
+  attemptMarginMs, chooseDelay, classifyStatus, errorClassForStatus, exceedsBudget, fullJitterMs, MAX_RETRY_AFTER_MS, MIN_RETRY_DELAY_MS, parseRetryAfter,
 } from '../../lib/retry.js';
 
 describe('classification', () => {
@@ -68,5 +68,9 @@ describe('elapsed budget', () => {
     expect(exceedsBudget(1_000, 500, 2_000)).toBe(false);
     expect(exceedsBudget(1_000, 1_000, 2_000)).toBe(true);
     expect(exceedsBudget(1_000, 10_000_000, undefined)).toBe(false);
+    // The next attempt needs room too: a delay that lands just before the deadline stops now.
+    expect(exceedsBudget(1_000, 500, 3_000, attemptMarginMs(100))).toBe(true);
+    expect(exceedsBudget(1_000, 500, 4_000, attemptMarginMs(100))).toBe(false);
+    expect(attemptMarginMs(5_000)).toBe(10_000);
   });
 });
