@@ -1,11 +1,15 @@
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import type pg from 'pg';
+import { isConnectionError } from '../lib/db.js';
 import { DurableJobsError, NonRetryableError, RetryableError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { attemptMarginMs, chooseDelay, exceedsBudget } from '../lib/retry.js';
 import { recordAttempt } from '../store/attempts.js';
 import { markRetrying } from '../store/intents.js';
 import type { JobBudget } from '../workflows/job-types.js';
+
+/** Delay after an attempt failed because our own Postgres was unreachable. */
+const DATABASE_RETRY_MS = 5_000;
 
 export interface AttemptDeps { pool: pg.Pool; log: Logger }
 
@@ -45,7 +49,11 @@ export async function failAttempt(deps: AttemptDeps, job: { jobId: string; step:
   const base = { jobId: job.jobId, step: job.step, attempt: info.attempt, startedAt: job.startedAt };
 
   if (err instanceof RetryableError || !(err instanceof DurableJobsError)) {
-    const retryable = err instanceof RetryableError ? err : new RetryableError((err as Error)?.message ?? String(err), { errorClass: 'internal_error' }, { cause: err });
+    // Our own Postgres unreachable mid-attempt: retry, but not in a burst that spends the
+    // attempt cap before a restart finishes.
+    const retryable = err instanceof RetryableError ? err
+      : isConnectionError(err) ? new RetryableError((err as Error).message, { errorClass: 'database_unavailable', retryAfterMs: DATABASE_RETRY_MS }, { cause: err })
+        : new RetryableError((err as Error)?.message ?? String(err), { errorClass: 'internal_error' }, { cause: err });
     const { delayMs } = chooseDelay(info.attempt, retryable.details.retryAfterMs, { baseMs: job.budget.backoffBaseMs, capMs: job.budget.backoffCapMs });
     const deadline = info.scheduleToCloseTimeoutMs ? info.scheduledTimestampMs + info.scheduleToCloseTimeoutMs : undefined;
     const details: FailureDetails = { errorClass: retryable.details.errorClass, statusCode: retryable.details.statusCode, delayMs };

@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import type pg from 'pg';
-import { withTransaction } from '../lib/db.js';
+import { isConnectionError, withTransaction } from '../lib/db.js';
 import { RetryableError } from '../lib/errors.js';
 import { effectKeyFor } from '../lib/ids.js';
 import type { Logger } from '../lib/logger.js';
@@ -38,6 +38,27 @@ export interface StepContext {
   input<T>(): Promise<T>;
 }
 
+/** How long an attempt waits, heartbeating, for our own Postgres before it gives up. */
+const DATABASE_WAIT_MS = 60_000;
+
+/**
+ * Runs the attempt's first write, waiting while our own Postgres is unreachable (a restart,
+ * a failover). Our database being down says nothing about the upstream: burning the job's
+ * retry attempts on it would dead-letter healthy jobs during a short Postgres restart.
+ */
+async function whenDatabaseIsBack(deps: StepDeps, jobId: string, write: () => Promise<void>): Promise<void> {
+  const deadline = Date.now() + DATABASE_WAIT_MS;
+  for (let pause = 250; ; pause = Math.min(2_000, pause * 2)) {
+    try {
+      return await write();
+    } catch (err) {
+      if (!isConnectionError(err) || Date.now() + pause > deadline) throw err;
+      deps.log.warn({ jobId, err: (err as Error).message }, 'postgres unreachable; waiting before the attempt starts');
+      await Context.current().sleep(pause);
+    }
+  }
+}
+
 /**
  * Wraps one step activity: marks the job running, keeps the lease (heartbeats), and turns
  * every failure into a classified, recorded Temporal failure.
@@ -67,8 +88,10 @@ export async function runStep<T>(deps: StepDeps, args: StepArgs, step: string, b
     },
   };
   try {
-    await markRunning(deps.pool, args.jobId, attempt);
-    return await withHeartbeat(() => body(ctx));
+    return await withHeartbeat(async () => {
+      await whenDatabaseIsBack(deps, args.jobId, () => markRunning(deps.pool, args.jobId, attempt));
+      return body(ctx);
+    });
   } catch (err) {
     return failAttempt(deps, { jobId: args.jobId, step, budget, startedAt }, err);
   }
