@@ -82,3 +82,13 @@ export function signalGroup(c: ChildProcess, sig: NodeJS.Signals): void {
     }
   }
 }
+
+/** Whether a process exists (EPERM: it does, but belongs to another user, e.g. `postgres`). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

@@ -17,7 +17,7 @@
 // graceful shutdown), so we remove the listeners it adds and install our own narrower ones.
 
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { signalGroup, trackChild, untrackChild, withParentDeathSignal } from './child-cleanup.js';
+import { isAlive, signalGroup, trackChild, untrackChild, withParentDeathSignal } from './child-cleanup.js';
 import { existsSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import net from 'node:net';
@@ -268,7 +268,6 @@ export async function startEmbeddedPostgres(opts: EmbeddedPgOptions): Promise<Em
   };
 }
 
-
 // ---------------------------------------------------------------------------------------------
 
 /**
@@ -312,15 +311,6 @@ function parentPid(pid: number): number | null {
     return Number.parseInt(after[1] ?? '', 10);
   } catch {
     return null;
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

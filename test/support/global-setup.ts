@@ -8,6 +8,7 @@ import type { TestProject } from 'vitest/node';
 import { startDevServer, type DevServer } from '../../scripts/lib/dev-server.ts';
 import { startEmbeddedPostgres, type EmbeddedPg } from '../../scripts/lib/embedded-pg.ts';
 import { resolveTemporalCli } from '../../scripts/lib/temporal-cli.ts';
+import { isAlive } from '../../scripts/lib/child-cleanup.ts';
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const started = Date.now();
@@ -116,15 +117,6 @@ async function sweepStaleDataDirs(log: (msg: string) => void): Promise<void> {
     } catch {
       /* raced with its owner: leave it */
     }
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
