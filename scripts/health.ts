@@ -2,7 +2,7 @@
  * `npm run health`: the queue-health report in the terminal, with trend lines and the
  * recovery ETA in words.
  *
- *   npm run health                       from the running API (http://127.0.0.1:$HTTP_PORT, ADMIN_API_KEY)
+ *   npm run health                       from the running API (DJ_API_URL, default http://127.0.0.1:$HTTP_PORT; ADMIN_API_KEY)
  *   npm run health -- --url URL          from another API
  *   npm run health -- --direct           straight from DATABASE_URL (and TEMPORAL_ADDRESS, if set)
  *   npm run health -- --watch [SECONDS]  refresh (default every 10 s)
@@ -111,7 +111,7 @@ async function main(): Promise<void> {
     read = () => collectQueueHealth({ pool, temporal, taskQueues: [config.taskQueue] }, { historyMinutes: HISTORY_MINUTES });
     close = async () => { await pool.end(); await temporal?.connection.close(); };
   } else {
-    const url = args.url ?? `http://127.0.0.1:${config.httpPort}`;
+    const url = args.url ?? config.apiUrl;
     read = () => fromApi(url, adminKey);
   }
   try {
