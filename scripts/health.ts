@@ -91,7 +91,12 @@ function renderReport(h: QueueHealth): string {
 }
 
 async function fromApi(url: string, adminKey: string): Promise<QueueHealth> {
-  const res = await fetch(`${url.replace(/\/+$/, '')}/v1/admin/queue-health?history=${HISTORY_MINUTES}`, { headers: { authorization: `Bearer ${adminKey}` } });
+  let res: Response;
+  try {
+    res = await fetch(`${url.replace(/\/+$/, '')}/v1/admin/queue-health?history=${HISTORY_MINUTES}`, { headers: { authorization: `Bearer ${adminKey}` } });
+  } catch (err) {
+    throw new Error(`cannot reach the API at ${url} (${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}); is \`npm start\` running? (DJ_API_URL, or --direct)`);
+  }
   if (res.status === 401) throw new Error(`401 from ${url}: set ADMIN_API_KEY to the API's admin key`);
   if (!res.ok) throw new Error(`${res.status} from ${url}: ${await res.text()}`);
   return (await res.json()) as QueueHealth;
