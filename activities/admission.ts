@@ -6,7 +6,7 @@ import {
   admittedLastMinute, findReservation, getSetting, lockAdmissions, markSlotAdmitted, reserveSlot, type Reservation,
 } from '../store/degradation.js';
 import { getIntent, markAdmitted, markDeferred, othersDeferred } from '../store/intents.js';
-import type { JobArgs, Priority } from '../workflows/job-types.js';
+import type { JobArgs, Priority } from '../contract/job-types.js';
 
 export interface AdmissionDeps { pool: pg.Pool; log: Logger }
 

@@ -6,7 +6,7 @@ import type { Logger } from '../lib/logger.js';
 import { attemptMarginMs, chooseDelay, exceedsBudget } from '../lib/retry.js';
 import { recordAttempt } from '../store/attempts.js';
 import { markRetrying } from '../store/intents.js';
-import type { JobBudget } from '../workflows/job-types.js';
+import type { JobBudget } from '../contract/job-types.js';
 
 /** Delay after an attempt failed because our own Postgres was unreachable. */
 const DATABASE_RETRY_MS = 5_000;

@@ -3,7 +3,7 @@ import type pg from 'pg';
 import type { Logger } from '../lib/logger.js';
 import { releaseSlot, renewSlot, tryAcquireSlot } from '../store/concurrency.js';
 import { markRunning, markWaiting } from '../store/intents.js';
-import type { ConcurrencyLimits } from '../workflows/job-types.js';
+import type { ConcurrencyLimits } from '../contract/job-types.js';
 
 /** A lease outlives a few missed renewals, and a dead worker's slot returns within this time. */
 const SLOT_TTL_MS = 15_000;

@@ -10,10 +10,10 @@ import {
 } from '../store/dead-letters.js';
 import { effectsForJob } from '../store/effects.js';
 import { getIntent, insertIntent, loadInput, markWorkflowStarted } from '../store/intents.js';
-import { isJobType, JOB_TYPES, type JobArgs } from '../workflows/job-types.js';
-import type { StepArgs } from './job-steps.js';
+import type { JobArgs, StepArgs } from '../contract/job-types.js';
+import type { JobRegistry } from '../job-api/registry.js';
 
-export interface DeadLetterDeps { pool: pg.Pool; log: Logger; codeVersion: string }
+export interface DeadLetterDeps { pool: pg.Pool; log: Logger; codeVersion: string; jobs: Pick<JobRegistry, 'get'> }
 
 /** Stable per failed run: the same failure recorded twice gets the same ID (and one row). */
 export function deadLetterIdFor(jobId: string, runId: string): string {
@@ -135,11 +135,12 @@ export function createDeadLetterActivities(deps: DeadLetterDeps) {
     return withTransaction(deps.pool, async (tx) => {
       const dl = await lockDeadLetter(tx, a.deadLetterId);
       if (!dl) return { kind: 'skip', reason: 'not found' };
-      if (!isJobType(dl.job_type)) return { kind: 'skip', reason: `job type ${dl.job_type} is unknown to this code version` };
+      const definition = deps.jobs.get(dl.job_type);
+      if (!definition) return { kind: 'skip', reason: `job type ${dl.job_type} is unknown to this code version` };
       const intent = await getIntent(tx, dl.job_id);
       if (!intent) return { kind: 'skip', reason: 'original job row is missing' };
       const args: JobArgs = { jobId: '', tenantId: dl.tenant_id, jobType: dl.job_type, priority: intent.priority };
-      const workflowType = JOB_TYPES[dl.job_type].workflowType;
+      const workflowType = definition.workflowType;
       if (dl.state === 'replaying' && dl.replay_id === a.replayId && dl.replay_job_id) {
         return { kind: 'start', replayJobId: dl.replay_job_id, workflowType, args: { ...args, jobId: dl.replay_job_id, effectScope: dl.job_id } };
       }
@@ -193,23 +194,19 @@ export interface ReplayPreview {
   current: { codeVersion: string; inputHash: string };
 }
 
-/** The external effects a job type's steps make, in order (keys: `<jobId>:<step>`). */
-const EFFECT_STEPS: Record<string, (input: Record<string, unknown>) => string[]> = {
-  summarize: (input) => ['summarize', ...(input.notifyEmail ? ['notify-email'] : [])],
-  purchase: () => ['charge', 'receipt'],
-};
 
 /**
  * The dry run for one dead letter: per effect, `reuse` (a stored success: no upstream call)
  * or `execute` (never ran, failed, or in doubt: called again with the same key), and what
  * changed since the failure. Unknown job types fall back to the effects already stored.
  */
-export async function previewReplay(pool: pg.Pool, deadLetterId: string, currentCodeVersion: string): Promise<ReplayPreview | undefined> {
+export async function previewReplay(pool: pg.Pool, jobs: Pick<JobRegistry, 'get'>, deadLetterId: string, currentCodeVersion: string): Promise<ReplayPreview | undefined> {
   const dl = await getDeadLetter(pool, deadLetterId);
   if (!dl) return undefined;
   const input = ((await loadInput(pool, dl.job_id)) ?? {}) as Record<string, unknown>;
   const rows = await effectsForJob(pool, dl.job_id);
-  const steps = EFFECT_STEPS[dl.job_type]?.(input) ?? [];
+  // The type's declared effects for this input, in order (keys `<jobId>:<step>`).
+  const steps = [...(jobs.get(dl.job_type)?.effectsFor(input) ?? [])];
   for (const r of rows) if (!steps.includes(r.step)) steps.push(r.step);
   const effects = steps.map((step): EffectPreview => {
     const key = effectKeyFor(dl.job_id, step);

@@ -3,7 +3,7 @@ import { RetryableError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { getSetting } from '../store/degradation.js';
 import { setEffectUpstream, setJobUpstream, type Upstream } from '../store/fallback.js';
-import { FALLBACK_JOB_TYPES, type JobType } from '../workflows/job-types.js';
+import type { JobType } from '../contract/job-types.js';
 import type { Provider } from './provider.js';
 
 /**
@@ -24,8 +24,8 @@ export interface FallbackPlan {
  * (its effects are then not labelled at all). One read of the one-row setting per attempt:
  * an operator's change applies to the next attempt.
  */
-export async function fallbackPlan(pool: pg.Pool, jobType: JobType): Promise<FallbackPlan | undefined> {
-  if (!FALLBACK_JOB_TYPES.includes(jobType)) return undefined;
+export async function fallbackPlan(pool: pg.Pool, jobType: JobType, declaresFallback: boolean): Promise<FallbackPlan | undefined> {
+  if (!declaresFallback) return undefined;
   const s = await getSetting(pool);
   const since = s.fallbackSince[jobType];
   if (!s.fallbackJobTypes.includes(jobType) || !since) return { enabled: false, reason: null };

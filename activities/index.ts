@@ -1,33 +1,35 @@
-import type pg from 'pg';
-import type { Logger } from '../lib/logger.js';
+import type { JobRegistry } from '../job-api/registry.js';
 import { createAdmissionActivities } from './admission.js';
-import { withLeaseTracking } from './lease-tracking.js';
+import { createBookkeepingActivities } from './bookkeeping.js';
 import { createDeadLetterActivities } from './dead-letters.js';
-import { createJobActivities } from './jobs.js';
+import type { ActivityDeps } from './deps.js';
+import { withLeaseTracking } from './lease-tracking.js';
+import { createOutboxActivities } from './outbox.js';
+import { createScanRepairActivities } from './scan-repairs.js';
 import { createScanActivities } from './scan.js';
 import { createScheduleActivities } from './schedules.js';
-import { createTranscribeActivities } from './transcribe.js';
-import type { Provider } from './provider.js';
-import type { JobBudgets } from '../client/start-job-workflow.js';
-import type { ConcurrencyLimits, JobType } from '../workflows/job-types.js';
 
-export interface ActivityDeps {
-  pool: pg.Pool;
-  provider: Provider;
-  /** Optional second upstream (`PROVIDER_FALLBACK_URL`): called only by an operator's recorded decision. */
-  fallbackProvider?: Provider | undefined;
-  log: Logger;
-  codeVersion: string;
-  limits: Record<JobType, ConcurrencyLimits>;
-  /** Budget overrides (`JOB_BUDGETS`) for jobs that schedules and the scan start. */
-  jobBudgets?: JobBudgets | undefined;
+export type { ActivityDeps } from './deps.js';
+
+/** The product's own activities (every job type shares them), wired with explicit dependencies. */
+export function createSystemActivities(deps: ActivityDeps) {
+  return {
+    ...createBookkeepingActivities(deps), ...createOutboxActivities(deps), ...createDeadLetterActivities(deps),
+    ...createScheduleActivities(deps), ...createScanActivities(deps), ...createScanRepairActivities(deps), ...createAdmissionActivities(deps),
+  };
 }
 
-/** All activities, wired with explicit dependencies. */
-export function createActivities(deps: ActivityDeps) {
+export type SystemActivities = ReturnType<typeof createSystemActivities>;
+
+/** Every activity a worker registers: the system's and each registered job type's. */
+export function createActivities(deps: ActivityDeps, jobs: JobRegistry = deps.jobs) {
+  const all: Record<string, (...args: never[]) => Promise<unknown>> = { ...createSystemActivities(deps) };
+  for (const m of jobs.modules) {
+    for (const [name, fn] of Object.entries(m.activities(deps))) {
+      if (name in all) throw new Error(`job type ${m.definition.name}: activity type ${name} is already registered`);
+      all[name] = fn;
+    }
+  }
   // Lease tracking wraps every activity; it only records the leased (heartbeating) ones.
-  return withLeaseTracking(deps, { ...createJobActivities(deps), ...createTranscribeActivities(deps), ...createDeadLetterActivities(deps),
-    ...createScheduleActivities(deps), ...createScanActivities(deps), ...createAdmissionActivities(deps) });
+  return withLeaseTracking(deps, all);
 }
-
-export type Activities = ReturnType<typeof createActivities>;

@@ -1,34 +1,22 @@
 import { Context } from '@temporalio/activity';
-import type pg from 'pg';
 import { isConnectionError, withTransaction } from '../lib/db.js';
 import { RetryableError } from '../lib/errors.js';
 import { effectKeyFor } from '../lib/ids.js';
-import type { Logger } from '../lib/logger.js';
 import { recordAttempt } from '../store/attempts.js';
 import { insertOutbox } from '../store/outbox.js';
 import { loadInput, markRunning, writeResultFenced } from '../store/intents.js';
-import { budgetFor, type ConcurrencyLimits, type JobArgs, type JobType } from '../workflows/job-types.js';
-import type { JobBudgets } from '../client/start-job-workflow.js';
+import type { StepArgs } from '../contract/job-types.js';
+import { budgetOf } from '../job-api/define.js';
+import type { ActivityDeps } from './deps.js';
 import { withSlot } from './concurrency.js';
 import { failAttempt, withHeartbeat } from './attempt.js';
 import { runEffect, type EffectResult } from './effects.js';
 import { fallbackPlan } from './fallback.js';
-import type { Provider } from './provider.js';
 
-export interface StepDeps {
-  pool: pg.Pool;
-  provider: Provider;
-  /** The fallback upstream (`PROVIDER_FALLBACK_URL`); used only as activities/fallback.ts decides. */
-  fallbackProvider?: Provider | undefined;
-  log: Logger;
-  /** Caps on concurrent upstream calls per job type (config `CONCURRENCY_LIMITS`). */
-  limits: Record<JobType, ConcurrencyLimits>;
-  /** Budget overrides (config `JOB_BUDGETS`) for jobs that activities start (schedules, the scan). */
-  jobBudgets?: JobBudgets | undefined;
-}
+/** What a step needs of the worker's dependencies. */
+export type StepDeps = Pick<ActivityDeps, 'pool' | 'provider' | 'fallbackProvider' | 'log' | 'jobs' | 'limits'>;
 
-/** Which job's effects a step uses: replays of a job reuse the original job's effects. */
-export type StepArgs = JobArgs & { effectScope?: string };
+export type { StepArgs } from '../contract/job-types.js';
 
 export interface StepContext {
   args: StepArgs;
@@ -66,7 +54,8 @@ async function whenDatabaseIsBack(deps: StepDeps, jobId: string, write: () => Pr
 export async function runStep<T>(deps: StepDeps, args: StepArgs, step: string, body: (ctx: StepContext) => Promise<T>): Promise<T> {
   const startedAt = new Date();
   const attempt = Context.current().info.attempt;
-  const budget = budgetFor(args);
+  const definition = deps.jobs.require(args.jobType);
+  const budget = budgetOf(definition, args);
   const ctx: StepContext = {
     args,
     attempt,
@@ -74,10 +63,10 @@ export async function runStep<T>(deps: StepDeps, args: StepArgs, step: string, b
     effect: async (name, path, reqBody) => runEffect(deps, {
       effectScope: args.effectScope ?? args.jobId, jobId: args.jobId, tenantId: args.tenantId,
       step: name, path, body: reqBody, timeoutMs: budget.upstreamTimeoutMs, startedAt,
-      fallback: await fallbackPlan(deps.pool, args.jobType),
+      fallback: await fallbackPlan(deps.pool, args.jobType, definition.fallback),
       guard: (call) => withSlot(deps, {
         jobId: args.jobId, jobType: args.jobType, tenantId: args.tenantId, attempt,
-        holder: `${args.jobId}:${name}#${attempt}`, limits: deps.limits[args.jobType],
+        holder: `${args.jobId}:${name}#${attempt}`, limits: deps.limits[args.jobType] ?? definition.concurrency,
       }, call),
     }),
     input: async <I>() => {

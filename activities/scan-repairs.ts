@@ -1,15 +1,14 @@
 import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { startJobWorkflow } from '../client/start-job-workflow.js';
+import { startJobWorkflow } from '../services/start-job.js';
 import { withTransaction } from '../lib/db.js';
 import { endReplay, insertAction, listStuckReplays, replayStartedBy, type DeadLetterRow } from '../store/dead-letters.js';
 import { getIntent } from '../store/intents.js';
 import { claimStalePendingSignal, listPendingSignals, setSignalOutcome } from '../store/webhook-deliveries.js';
-import { isJobType } from '../workflows/job-types.js';
-import { transcriptionCompletedSignal } from '../workflows/messages.js';
+import { toEvent, transcriptionCompletedSignal, TRANSCRIPTION_COMPLETED } from '../contract/messages.js';
 import { withHeartbeat } from './attempt.js';
-import type { StepArgs, StepDeps } from './job-steps.js';
-import { toEvent, TRANSCRIPTION_COMPLETED } from './transcribe.js';
+import type { StepArgs } from '../contract/job-types.js';
+import type { ActivityDeps } from './deps.js';
 
 type Execution = { kind: 'absent' } | { kind: 'running' } | { kind: 'closed'; status: string };
 
@@ -27,7 +26,7 @@ async function execution(client: Client, workflowId: string): Promise<Execution>
 export interface ReplayRepairs { started: number; finished: number }
 
 /** Repairs of the compensation scan for replays and webhooks. Function names are Temporal activity types. */
-export function createScanRepairActivities(deps: StepDeps) {
+export function createScanRepairActivities(deps: ActivityDeps) {
   /** Ends a stuck replay from its job's outcome, in the name of whoever started it; false when it had already ended. */
   async function endStuckReplay(dl: DeadLetterRow, replayJobId: string, outcome: 'succeeded' | 'failed', jobStatus: string): Promise<boolean> {
     return withTransaction(deps.pool, async (tx) => {
@@ -60,13 +59,13 @@ export function createScanRepairActivities(deps: StepDeps) {
           const job = await execution(ctx.client, replayJobId);
           if (job.kind === 'running') continue;
           const intent = await getIntent(deps.pool, replayJobId);
-          if (!intent || !isJobType(dl.job_type)) {
+          if (!intent || !deps.jobs.has(dl.job_type)) {
             deps.log.warn({ deadLetterId: dl.id, replayJobId }, 'scan: stuck replay without a known job type or job row left alone');
             continue;
           }
           if (job.kind === 'absent') {
             const args: StepArgs = { jobId: replayJobId, tenantId: dl.tenant_id, jobType: dl.job_type, priority: intent.priority, effectScope: dl.job_id };
-            if (await startJobWorkflow(ctx.client, ctx.info.taskQueue, args, deps.jobBudgets)) {
+            if (await startJobWorkflow(ctx.client, ctx.info.taskQueue, deps.jobs.require(args.jobType), args, deps.jobBudgets)) {
               n.started += 1;
               deps.log.info({ deadLetterId: dl.id, replayJobId, repair: 'replay_started' }, 'scan: started a replay job its replay request never started');
             }

@@ -4,13 +4,13 @@ import { msToTs, tsToMs } from '@temporalio/common/lib/time.js';
 import { NonRetryableError } from '../lib/errors.js';
 import { insertScanRun, listInDoubtEffects, recordReconciledSuccess, listStuckOutboxJobs, listUnstartedIntents, markEffectNotApplied, markStartedIfUnstarted } from '../store/scan.js';
 import { filledWindowStarts } from '../store/schedules.js';
-import { DEFAULT_BUDGET, isJobType } from '../workflows/job-types.js';
-import type { ScanReport, ScannedSchedule } from '../workflows/scan.js';
-import { windowContaining, type ScheduleWindow } from '../workflows/schedule-window.js';
+import { DEFAULT_BUDGET } from '../contract/job-types.js';
+import type { ScanReport, ScannedSchedule } from '../contract/scan.js';
+import { windowContaining, type ScheduleWindow } from '../contract/schedule-window.js';
 import { withHeartbeat } from './attempt.js';
-import { createScanRepairActivities } from './scan-repairs.js';
-import type { StepArgs, StepDeps } from './job-steps.js';
-import { startJobWorkflow } from '../client/start-job-workflow.js';
+import type { StepArgs } from '../contract/job-types.js';
+import type { ActivityDeps } from './deps.js';
+import { startJobWorkflow } from '../services/start-job.js';
 
 export interface MissedWindow { scheduleId: string; jobType: ScannedSchedule['jobType']; window: ScheduleWindow }
 
@@ -24,10 +24,8 @@ async function matchingTimes(scheduleId: string, fromMs: number, toMs: number): 
 }
 
 /** The compensation scan's activities. Function names are Temporal activity types. */
-export function createScanActivities(deps: StepDeps) {
+export function createScanActivities(deps: ActivityDeps) {
   return {
-    ...createScanRepairActivities(deps),
-
     /**
      * Windows the Schedule's spec says should have fired (longer ago than the grace period)
      * that have no filled `schedule_windows` row: the server was down past the catch-up
@@ -68,11 +66,11 @@ export function createScanActivities(deps: StepDeps) {
       return withHeartbeat(async () => {
         let started = 0;
         for (const row of await listUnstartedIntents(deps.pool, new Date(Date.parse(a.now) - a.graceMs), a.limit)) {
-          if (!isJobType(row.job_type)) {
+          if (!deps.jobs.has(row.job_type)) {
             deps.log.warn({ jobId: row.job_id, jobType: row.job_type }, 'scan: intent of an unknown job type left alone');
             continue;
           }
-          await startJobWorkflow(ctx.client, ctx.info.taskQueue, { jobId: row.job_id, tenantId: row.tenant_id, jobType: row.job_type, priority: row.priority }, deps.jobBudgets);
+          await startJobWorkflow(ctx.client, ctx.info.taskQueue, deps.jobs.require(row.job_type), { jobId: row.job_id, tenantId: row.tenant_id, jobType: row.job_type, priority: row.priority }, deps.jobBudgets);
           if (await markStartedIfUnstarted(deps.pool, row.job_id)) {
             started += 1;
             deps.log.info({ jobId: row.job_id, jobType: row.job_type, repair: 'intent_started' }, 'scan: started the workflow of an intent that had none');
@@ -87,7 +85,7 @@ export function createScanActivities(deps: StepDeps) {
       const rows = await listStuckOutboxJobs(deps.pool, new Date(a.now), a.limit);
       const out: StepArgs[] = [];
       for (const r of rows) {
-        if (!isJobType(r.job_type)) continue;
+        if (!deps.jobs.has(r.job_type)) continue;
         deps.log.info({ jobId: r.job_id, rows: r.rows, repair: 'outbox_redeliver' }, 'scan: outbox rows past their deadline; redelivering');
         out.push({ jobId: r.job_id, tenantId: r.tenant_id, jobType: r.job_type, priority: r.priority });
       }

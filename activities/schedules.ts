@@ -2,10 +2,11 @@ import { Context } from '@temporalio/activity';
 import { NonRetryableError } from '../lib/errors.js';
 import { inputHash, jobIdFor, keyHash } from '../lib/ids.js';
 import { getIntent, insertIntent, markWorkflowStarted } from '../store/intents.js';
-import { countFinishedJobs, listTenantIds, markWindowFilled, recordWindowSeen } from '../store/schedules.js';
-import { windowKey, type ScheduleWindow } from '../workflows/schedule-window.js';
-import { startJobWorkflow } from '../client/start-job-workflow.js';
-import { completeWithOutbox, runStep, type StepArgs, type StepDeps } from './job-steps.js';
+import { listTenantIds, markWindowFilled, recordWindowSeen } from '../store/schedules.js';
+import type { DigestInput } from '../contract/scan.js';
+import { windowKey, type ScheduleWindow } from '../contract/schedule-window.js';
+import { startJobWorkflow } from '../services/start-job.js';
+import type { ActivityDeps } from './deps.js';
 
 export interface EnsureWindowArgs {
   scheduleId: string;
@@ -24,8 +25,6 @@ export interface EnsureWindowResult {
   jobIds: string[];
 }
 
-/** The input a scheduled job stores in its intent: the window, and the period it reports on. */
-export interface DigestInput { windowStart: string; windowEnd: string; periodStart: string; periodEnd: string }
 
 function scheduledInput(window: ScheduleWindow): DigestInput {
   // The digest that runs for a window reports on the window before it, which has ended.
@@ -35,7 +34,7 @@ function scheduledInput(window: ScheduleWindow): DigestInput {
 
 
 /** The schedule activities and the `digest` job's step. Function names are Temporal activity types. */
-export function createScheduleActivities(deps: StepDeps) {
+export function createScheduleActivities(deps: ActivityDeps) {
   return {
     /**
      * The trigger logic, for the Schedule's trigger, a manual start and the scan alike:
@@ -59,7 +58,7 @@ export function createScheduleActivities(deps: StepDeps) {
         if (!(await getIntent(deps.pool, jobId))) {
           throw new NonRetryableError(`window intent ${jobId} could not be stored`, { errorClass: 'window_intent_conflict' });
         }
-        await startJobWorkflow(ctx.client, ctx.info.taskQueue, { jobId, tenantId, jobType: a.jobType, priority: 'normal' }, deps.jobBudgets);
+        await startJobWorkflow(ctx.client, ctx.info.taskQueue, deps.jobs.require(a.jobType), { jobId, tenantId, jobType: a.jobType, priority: 'normal' }, deps.jobBudgets);
         await markWorkflowStarted(deps.pool, jobId);
         jobIds.push(jobId);
         ctx.heartbeat();
@@ -68,25 +67,6 @@ export function createScheduleActivities(deps: StepDeps) {
       deps.log.info({ scheduleId: a.scheduleId, jobType: a.jobType, windowStart: a.window.start, source: a.source, firstTrigger, jobs: jobIds.length },
         firstTrigger ? 'scheduled window: jobs started' : 'scheduled window seen again: existing jobs kept');
       return { firstTrigger, filledNow, jobIds };
-    },
-
-    /** `digest`: one notification per tenant and window, sent as an effect (its key is the job's). */
-    async sendDigest(args: StepArgs): Promise<{ resultStored: boolean }> {
-      return runStep(deps, args, 'digest', async (ctx) => {
-        const input = await ctx.input<DigestInput>();
-        const intent = await getIntent(deps.pool, args.jobId);
-        // Count only what finished before this intent existed: every attempt sends the same body.
-        const cutoff = new Date(Math.min(Date.parse(input.periodEnd), intent!.created_at.getTime()));
-        const counts = await countFinishedJobs(deps.pool, args.tenantId, input.periodStart, cutoff);
-        const lines = Object.entries(counts).map(([status, n]) => `${status}: ${n}`);
-        const e = await ctx.effect('digest', '/v1/notifications', {
-          to: `tenant:${args.tenantId}`,
-          subject: `Jobs digest ${input.periodStart} to ${input.periodEnd}`,
-          body: lines.length > 0 ? lines.join('\n') : 'no jobs finished in this period',
-        });
-        const result = { periodStart: input.periodStart, periodEnd: input.periodEnd, counts, notificationId: e.providerId };
-        return { resultStored: await completeWithOutbox(deps, ctx, result) };
-      });
     },
   };
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { createRequire } from 'node:module';
 import { ConfigError } from './errors.js';
-import { JOB_TYPES, type ConcurrencyLimits, type JobBudget, type JobType } from '../workflows/job-types.js';
+import type { ConcurrencyLimits, JobBudget, JobType } from '../contract/job-types.js';
 
 /** The package version: part of every dead letter's evidence (which code ran the attempt). */
 export const PACKAGE_VERSION: string = (createRequire(import.meta.url)('../package.json') as { version: string }).version;
@@ -59,7 +59,8 @@ export interface Config {
   /** Per job type overrides of the retry budget (`JOB_BUDGETS`, JSON). */
   jobBudgets: Partial<Record<JobType, Partial<JobBudget>>>;
   /** Per job type caps on concurrent upstream calls (`CONCURRENCY_LIMITS`, JSON). */
-  concurrencyLimits: Record<JobType, ConcurrencyLimits>;
+  /** Overrides of each job type's own caps (`CONCURRENCY_LIMITS`); the registry applies them. */
+  concurrencyLimits: Partial<Record<JobType, Partial<ConcurrencyLimits>>>;
   /** Version of the code that ran an attempt (dead-letter evidence). */
   codeVersion: string;
 }
@@ -105,21 +106,25 @@ const BUDGET_SCHEMA = z.object({
 const LIMITS_SCHEMA = z.object({ perTenant: positiveInt, global: positiveInt }).partial().strict();
 
 /** Parses a JSON object keyed by job type, e.g. `{"summarize": {"maximumAttempts": 5}}`. */
-function perJobType<T extends z.ZodType>(name: string, raw: string | undefined, schema: T): Partial<Record<JobType, z.infer<T>>> {
+function perJobType<T extends z.ZodType>(name: string, raw: string | undefined, schema: T, jobTypes: readonly JobType[]): Partial<Record<JobType, z.infer<T>>> {
   if (raw === undefined) return {};
   let json: unknown;
   try { json = JSON.parse(raw); } catch { throw new ConfigError(`${name} must be a JSON object keyed by job type`); }
-  const parsed = z.partialRecord(z.enum(Object.keys(JOB_TYPES) as [JobType, ...JobType[]]), schema).safeParse(json);
+  const parsed = z.partialRecord(z.enum(jobTypes as [JobType, ...JobType[]]), schema).safeParse(json);
   if (!parsed.success) {
     const i = parsed.error.issues[0]!;
-    throw new ConfigError(`${name}: ${i.path.join('.') || '(root)'}: ${i.message} (job types: ${Object.keys(JOB_TYPES).join(', ')})`);
+    throw new ConfigError(`${name}: ${i.path.join('.') || '(root)'}: ${i.message} (job types: ${jobTypes.join(', ')})`);
   }
   return parsed.data as Partial<Record<JobType, z.infer<T>>>;
 }
 
 const boolFlag = z.enum(['true', 'false', '1', '0', '']).optional().transform((v) => v === 'true' || v === '1');
 
-export function loadConfig(env: NodeJS.ProcessEnv, opts: { mode?: Mode; codeVersion?: string } = {}): Config {
+/**
+ * `jobTypes`: the names of the registered job types (`registry.names`), which `JOB_BUDGETS`
+ * and `CONCURRENCY_LIMITS` may name.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv, opts: { jobTypes: readonly JobType[]; mode?: Mode; codeVersion?: string }): Config {
   const modeRaw = opts.mode ?? env.DURABLE_JOBS_MODE ?? 'production';
   if (modeRaw !== 'dev' && modeRaw !== 'production') throw new ConfigError('DURABLE_JOBS_MODE must be "dev" or "production"');
   const mode: Mode = modeRaw;
@@ -183,13 +188,9 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { mode?: Mode; codeVers
     adminApiKey: e.ADMIN_API_KEY ?? (mode === 'dev' ? 'admin-key' : undefined),
     webhookSecrets: parseWebhookSecrets(e.WEBHOOK_SECRETS),
     logLevel: e.LOG_LEVEL,
-    jobBudgets: perJobType('JOB_BUDGETS', e.JOB_BUDGETS, BUDGET_SCHEMA),
-    concurrencyLimits: concurrencyLimits(perJobType('CONCURRENCY_LIMITS', e.CONCURRENCY_LIMITS, LIMITS_SCHEMA)),
+    jobBudgets: perJobType('JOB_BUDGETS', e.JOB_BUDGETS, BUDGET_SCHEMA, opts.jobTypes),
+    concurrencyLimits: perJobType('CONCURRENCY_LIMITS', e.CONCURRENCY_LIMITS, LIMITS_SCHEMA, opts.jobTypes),
     codeVersion,
   };
 }
 
-function concurrencyLimits(overrides: Partial<Record<JobType, Partial<ConcurrencyLimits>>>): Record<JobType, ConcurrencyLimits> {
-  return Object.fromEntries(Object.entries(JOB_TYPES).map(([type, info]) =>
-    [type, { ...info.concurrency, ...overrides[type as JobType] }])) as Record<JobType, ConcurrencyLimits>;
-}

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { UnavailableError } from './errors.js';
 import type { Logger } from './logger.js';
 
 export type Pool = pg.Pool;
@@ -42,4 +43,20 @@ export function isConnectionError(err: unknown): boolean {
   if (e?.code && /^(08|57P0|53300)/.test(e.code)) return true;
   if (e?.code && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND'].includes(e.code)) return true;
   return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Query read timeout/i.test(e?.message ?? '');
+}
+
+/** Default `Retry-After` (seconds) when Postgres or Temporal cannot take a request. */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * Runs a Postgres call for a request, turning "Postgres is unreachable" into a 503 that
+ * says so (`UnavailableError`, dependency `postgres`); every other error passes through.
+ */
+export async function pgOr503<T>(fn: () => Promise<T>, message = 'Postgres is not reachable', retryAfterSeconds = UNAVAILABLE_RETRY_AFTER_SECONDS): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (isConnectionError(err)) throw new UnavailableError(message, retryAfterSeconds, { dependency: 'postgres', cause: err });
+    throw err;
+  }
 }

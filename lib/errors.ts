@@ -1,6 +1,6 @@
 /**
  * One small, coded error hierarchy. The class name is the Temporal failure `type`
- * (activities convert with `toApplicationFailure`), so workflows branch on it and the
+ * (activities convert them in `activities/attempt.ts` `failAttempt`), so workflows branch on it and the
  * Web UI shows it.
  */
 export abstract class DurableJobsError extends Error {
@@ -42,11 +42,16 @@ export class IdempotencyConflictError extends DurableJobsError {
   readonly code = 'idempotency_conflict';
 }
 
+/** Which dependency could not take the work: metrics count 503s by it, never by message text. */
+export type Dependency = 'postgres' | 'temporal' | 'contention';
+
 /** Temporal or Postgres could not take the work now; nothing was accepted. */
 export class UnavailableError extends DurableJobsError {
   readonly code = 'unavailable';
-  constructor(message: string, readonly retryAfterSeconds: number, options?: { cause?: unknown }) {
+  readonly dependency: Dependency;
+  constructor(message: string, readonly retryAfterSeconds: number, options: { dependency: Dependency; cause?: unknown }) {
     super(message, options);
+    this.dependency = options.dependency;
   }
 }
 

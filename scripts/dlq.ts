@@ -13,6 +13,7 @@
  */
 import { userInfo } from 'node:os';
 import { loadConfig } from '../lib/config.js';
+import { defaultJobRegistry } from '../jobs/index.js';
 
 const USAGE = `usage: npm run dlq -- <command> [--json]
   list [--state open|replaying|replayed|discarded] [--job-type T] [--tenant T]
@@ -215,10 +216,10 @@ async function run(a: Args, api: Api): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const config = loadConfig(process.env);
+  const config = loadConfig(process.env, { jobTypes: defaultJobRegistry.names });
   // Against the local stack (`npm start`, dev mode) the admin key has a known default.
   const local = /^https?:\/\/(127\.0\.0\.1|localhost)[:/]/.test(`${config.apiUrl}/`);
-  const adminKey = config.adminApiKey ?? (local ? loadConfig(process.env, { mode: 'dev' }).adminApiKey : undefined);
+  const adminKey = config.adminApiKey ?? (local ? loadConfig(process.env, { jobTypes: defaultJobRegistry.names, mode: 'dev' }).adminApiKey : undefined);
   if (!adminKey) throw new UsageError('set ADMIN_API_KEY to the API\'s admin key');
   await run(parseArgs(process.argv.slice(2)), createApi(config.apiUrl, adminKey));
 }

@@ -14,6 +14,7 @@ import { formatAge, formatCount, formatDuration, formatRate, sparkline, WINDOWS 
 import { createLogger } from '../lib/logger.js';
 import { connectClient } from '../lib/temporal.js';
 import { collectQueueHealth, type QueueHealth } from '../server/metrics.js';
+import { defaultJobRegistry } from '../jobs/index.js';
 
 const HISTORY_MINUTES = 30;
 
@@ -104,9 +105,9 @@ async function fromApi(url: string, adminKey: string): Promise<QueueHealth> {
 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
-  const config = loadConfig(process.env);
+  const config = loadConfig(process.env, { jobTypes: defaultJobRegistry.names });
   // `npm start` runs in dev mode with the documented admin key; production sets ADMIN_API_KEY.
-  const adminKey = config.adminApiKey ?? loadConfig(process.env, { mode: 'dev' }).adminApiKey!;
+  const adminKey = config.adminApiKey ?? loadConfig(process.env, { jobTypes: defaultJobRegistry.names, mode: 'dev' }).adminApiKey!;
   let read: () => Promise<QueueHealth>;
   let close = async () => undefined as void;
   if (args.direct) {

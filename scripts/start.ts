@@ -19,12 +19,13 @@ import { startDevServer } from './lib/dev-server.js';
 import { startEmbeddedPostgres } from './lib/embedded-pg.js';
 import { superviseChild, type Supervised } from './lib/supervise.js';
 import { resolveTemporalCli } from './lib/temporal-cli.js';
+import { defaultJobRegistry } from '../jobs/index.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DATA = path.join(ROOT, '.data');
 const say = (msg: string) => console.log(`[start] ${msg}`);
 
-const config = loadConfig(process.env, { mode: 'dev' });
+const config = loadConfig(process.env, { jobTypes: defaultJobRegistry.names, mode: 'dev' });
 
 /**
  * `.data/pg` by default. As root, embedded Postgres runs as the `postgres` user, which must

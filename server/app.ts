@@ -2,11 +2,12 @@ import type { Client, Connection } from '@temporalio/client';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type pg from 'pg';
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import type { JobsClient } from '../client/jobs-client.js';
+import type { JobRegistry } from '../job-api/registry.js';
+import type { JobsClient } from '../services/intake.js';
 import { hasUnstorableText } from '../lib/json-safety.js';
 import type { Logger } from '../lib/logger.js';
 import { openApiDocument } from './openapi.js';
-import { problem, problemFromError, sendProblem } from './problems.js';
+import { noteUnavailable, problem, problemFromError, sendProblem } from './problems.js';
 import { registerDeadLetterRoutes } from './routes-dead-letters.js';
 import { registerAdminRoutes } from './routes-admin.js';
 import { registerJobRoutes } from './routes-jobs.js';
@@ -16,6 +17,8 @@ export interface AppDeps {
   pool: pg.Pool;
   temporal: Client;
   jobs: JobsClient;
+  /** The registered job types (validation, OpenAPI, dry runs, fallback switches). */
+  jobTypes: JobRegistry;
   log: Logger;
   adminApiKey: string | undefined;
   /** source → `whsec_` secrets (first signs, all verify: rotation). */
@@ -52,6 +55,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   });
 
   app.setErrorHandler((err, req, reply) => {
+    noteUnavailable(req, err);
     const p = problemFromError(err);
     if (p.status >= 500) req.log.error({ err: { message: (err as Error).message, name: (err as Error).name } }, 'request failed');
     return sendProblem(reply, p);
@@ -76,13 +80,13 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     if (postgres === 'ok' && temporal === 'ok') return { status: 'ready', postgres, temporal };
     return sendProblem(reply, problem(503, 'not-ready', 'Not ready', `postgres: ${postgres}; temporal: ${temporal}`, { retryAfterSeconds: 5 }));
   });
-  app.get('/openapi.json', async () => openApiDocument(deps.version));
+  app.get('/openapi.json', async () => openApiDocument(deps.version, deps.jobTypes));
   app.get('/metrics', async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()));
 
   // Before the job routes: its onSend hook counts the intake's 503s.
-  registerAdminRoutes(app, registry, { pool: deps.pool, temporal: deps.temporal, taskQueues: [deps.jobs.taskQueue], adminApiKey: deps.adminApiKey, log: deps.log });
+  registerAdminRoutes(app, registry, { pool: deps.pool, temporal: deps.temporal, taskQueues: [deps.jobs.taskQueue], adminApiKey: deps.adminApiKey, log: deps.log, fallbackTypes: deps.jobTypes.fallbackTypes });
   registerJobRoutes(app, { pool: deps.pool, jobs: deps.jobs });
-  registerDeadLetterRoutes(app, { pool: deps.pool, temporal: deps.temporal, adminApiKey: deps.adminApiKey, taskQueue: deps.taskQueue ?? deps.jobs.taskQueue, codeVersion: deps.version });
+  registerDeadLetterRoutes(app, { pool: deps.pool, temporal: deps.temporal, jobTypes: deps.jobTypes, adminApiKey: deps.adminApiKey, taskQueue: deps.taskQueue ?? deps.jobs.taskQueue, codeVersion: deps.version });
   registerWebhookRoutes(app, deps, registry);
   for (const plugin of deps.plugins ?? []) plugin(app, registry);
   return app;

@@ -1,8 +1,7 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type pg from 'pg';
-import { isConnectionError } from '../lib/db.js';
-import { UnavailableError } from '../lib/errors.js';
+import { pgOr503 } from '../lib/db.js';
 import { tenantForApiKey } from '../store/tenants.js';
 import { problem, sendProblem } from './problems.js';
 
@@ -22,13 +21,7 @@ export async function requireTenant(pool: pg.Pool, req: FastifyRequest, reply: F
     sendProblem(reply.header('WWW-Authenticate', 'Bearer'), unauthorized('send Authorization: Bearer <tenant api key>'));
     return undefined;
   }
-  let tenant: string | undefined;
-  try {
-    tenant = await tenantForApiKey(pool, key);
-  } catch (err) {
-    if (isConnectionError(err)) throw new UnavailableError('Postgres is not reachable', 5, { cause: err });
-    throw err;
-  }
+  const tenant = await pgOr503(() => tenantForApiKey(pool, key));
   if (!tenant) {
     sendProblem(reply.header('WWW-Authenticate', 'Bearer error="invalid_token"'), unauthorized('unknown API key'));
     return undefined;

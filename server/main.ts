@@ -2,20 +2,21 @@
  * The HTTP API process. `npm start` runs it with the local stack's addresses; production
  * runs it with DATABASE_URL and TEMPORAL_ADDRESS.
  */
-import { createJobsClient } from '../client/jobs-client.js';
+import { createJobsClient } from '../services/intake.js';
 import { loadConfig } from '../lib/config.js';
 import { createPool } from '../lib/db.js';
 import { createLogger } from '../lib/logger.js';
 import { migrate } from '../lib/migrate.js';
 import { registerScanMetrics } from '../lib/scan-metrics.js';
-import { ensureSchedules } from '../lib/schedules.js';
+import { ensureSchedules } from '../services/schedules.js';
 import { exitWithParent, onShutdown } from '../lib/shutdown.js';
 import { connectClient, ensureSearchAttributes } from '../lib/temporal.js';
 import { upsertTenant } from '../store/tenants.js';
 import { buildApp } from './app.js';
+import { defaultJobRegistry } from '../jobs/index.js';
 
 exitWithParent();
-const config = loadConfig(process.env);
+const config = loadConfig(process.env, { jobTypes: defaultJobRegistry.names });
 const log = createLogger('api', config.logLevel);
 if (!config.databaseUrl || !config.temporalAddress) {
   log.fatal('the API needs DATABASE_URL and TEMPORAL_ADDRESS (npm start sets them)');
@@ -27,15 +28,15 @@ if (applied.length > 0) log.info({ applied }, 'migrations applied');
 for (const t of config.seedTenants) await upsertTenant(pool, t.tenantId, t.apiKey);
 const temporal = await connectClient(config, config.temporalAddress);
 await ensureSearchAttributes(temporal.connection as never, config.temporalNamespace);
-// Schedules are declared in code (lib/schedules.ts) and created or updated here, idempotently
+// Schedules are declared in code (services/schedules.ts) and created or updated here, idempotently
 // (several API processes may start at once). A failure must not keep the API down: log it;
 // the next start tries again, and the Schedules that exist keep firing meanwhile.
 await ensureSchedules(temporal, config.taskQueue).then(
   (r) => log.info({ schedules: r }, 'schedules ensured'),
   (err: Error) => log.error({ err: { message: err.message, name: err.name } }, 'could not ensure schedules'),
 );
-const jobs = createJobsClient({ pool, temporal, taskQueue: config.taskQueue, budgets: config.jobBudgets });
-const app = buildApp({ pool, temporal, jobs, log, adminApiKey: config.adminApiKey, webhookSecrets: config.webhookSecrets, version: config.codeVersion,
+const jobs = createJobsClient({ pool, temporal, taskQueue: config.taskQueue, jobs: defaultJobRegistry, budgets: config.jobBudgets });
+const app = buildApp({ pool, temporal, jobs, jobTypes: defaultJobRegistry, log, adminApiKey: config.adminApiKey, webhookSecrets: config.webhookSecrets, version: config.codeVersion,
   plugins: [(_app, registry) => registerScanMetrics(registry, pool)] });
 await app.listen({ port: config.httpPort, host: config.httpHost });
 onShutdown(async () => {

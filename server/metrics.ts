@@ -8,7 +8,7 @@ import {
 } from '../lib/health.js';
 import { getSetting, pendingReservations, type DegradationSetting } from '../store/degradation.js';
 import { fallbackUsedByType } from '../store/fallback.js';
-import { FALLBACK_JOB_TYPES } from '../workflows/job-types.js';
+import type { JobType } from '../contract/job-types.js';
 import * as q from '../store/health.js';
 import type { Logger } from '../lib/logger.js';
 
@@ -268,7 +268,10 @@ type Setter = (labels: Record<string, string>, value: number | null) => void;
 const num = (v: number | null | undefined) => (v === null || v === undefined ? 0 : v);
 
 /** Every health metric and how it is read from the snapshot. Names are what ops/alerts.yml refers to. */
-const HEALTH_METRICS: Array<[name: string, help: string, labels: string[], fill: (h: QueueHealth, set: Setter) => void]> = [
+/** What a gauge knows besides the snapshot: the registered job types that declare a fallback. */
+interface GaugeContext { fallbackTypes: readonly JobType[] }
+
+const HEALTH_METRICS: Array<[name: string, help: string, labels: string[], fill: (h: QueueHealth, set: Setter, c: GaugeContext) => void]> = [
   ['durable_jobs_backlog_jobs', 'Unfinished jobs by type and state (Postgres).', ['job_type', 'state'], (h, set) => {
     for (const [t, j] of Object.entries(h.jobTypes)) for (const st of ['queued', 'retrying', 'running', 'deferred'] as const) set({ job_type: t, state: st }, j.backlog[st]);
   }],
@@ -329,8 +332,8 @@ const HEALTH_METRICS: Array<[name: string, help: string, labels: string[], fill:
   ['durable_jobs_fallback_used', 'Effects sent to the fallback upstream (an operator\'s recorded decision) by job type, in the window or all time.', ['job_type', 'window'], (h, set) => {
     for (const [t, f] of Object.entries(h.fallbackUsed)) { set({ job_type: t, window: 'all' }, f.total); for (const w of WINDOWS) set({ job_type: t, window: w.key }, f.perWindow[w.key]); }
   }],
-  ['durable_jobs_fallback_enabled', '1 while an operator has switched the job type to the fallback upstream.', ['job_type'], (h, set) => {
-    for (const t of FALLBACK_JOB_TYPES) set({ job_type: t }, h.degradation.fallbackJobTypes.includes(t) ? 1 : 0);
+  ['durable_jobs_fallback_enabled', '1 while an operator has switched the job type to the fallback upstream.', ['job_type'], (h, set, c) => {
+    for (const t of c.fallbackTypes) set({ job_type: t }, h.degradation.fallbackJobTypes.includes(t) ? 1 : 0);
   }],
   ['durable_jobs_admissions_pending', 'Resuming jobs holding a ramp slot not reached yet.', [], (h, set) => set({}, h.degradation.pendingAdmissions)],
 ];
@@ -358,7 +361,7 @@ export interface HealthMetrics {
  * gauges of that scrape); if Postgres cannot answer, `durable_jobs_health_up` is 0 and the
  * other gauges are left empty rather than stale.
  */
-export function registerHealthMetrics(registry: Registry, deps: HealthDeps & { log: Logger }): HealthMetrics {
+export function registerHealthMetrics(registry: Registry, deps: HealthDeps & { log: Logger; fallbackTypes: readonly JobType[] }): HealthMetrics {
   let cached: { at: number; p: Promise<QueueHealth> } | undefined;
   const snapshot = () => {
     if (!cached || Date.now() - cached.at > 1_000) {
@@ -377,7 +380,7 @@ export function registerHealthMetrics(registry: Registry, deps: HealthDeps & { l
       async collect() {
         this.reset();
         const h = await snapshot().catch(() => undefined);
-        if (h) fill(h, (labels, value) => { if (value !== null) this.set(labels, value); });
+        if (h) fill(h, (labels, value) => { if (value !== null) this.set(labels, value); }, deps);
       },
     });
   }

@@ -1,18 +1,22 @@
 import { z } from 'zod';
-import { JOB_INPUT_SCHEMAS, SUBMIT_BODY_SCHEMA } from '../lib/job-inputs.js';
-import { JOB_STATES } from '../workflows/job-types.js';
-import { DEGRADATION_BODY } from './routes-admin.js';
+import { JOB_STATES } from '../contract/job-types.js';
+import type { JobRegistry } from '../job-api/registry.js';
+import { SUBMIT_BODY_SCHEMA } from '../services/intake.js';
+import { degradationBody } from './routes-admin.js';
 import { DISCARD_SCHEMA, REPLAY_SCHEMA } from './routes-dead-letters.js';
 
 /**
  * The OpenAPI document, generated from the same zod schemas that validate requests, so the
  * two cannot drift.
  */
-export function openApiDocument(version: string): Record<string, unknown> {
+export function openApiDocument(version: string, jobs: JobRegistry): Record<string, unknown> {
   const json = (s: z.ZodType) => z.toJSONSchema(s, { target: 'openapi-3.0' });
   const problem = { $ref: '#/components/schemas/Problem' };
   const problemResponse = (description: string) => ({ description, content: { 'application/problem+json': { schema: problem } } });
-  const inputs = Object.fromEntries(Object.entries(JOB_INPUT_SCHEMAS).map(([k, s]) => [`${k}Input`, json(s)]));
+  // One schema per registered type, described by its definition (and its effect steps).
+  const inputs = Object.fromEntries(jobs.modules.map(({ definition: d }) => [`${d.name}Input`, {
+    ...json(d.input), description: `${d.description}. Effect steps: ${d.effects.join(', ')}${d.submittable ? '' : '. Not submittable'}`,
+  }]));
   return {
     openapi: '3.0.3',
     info: { title: 'durable-jobs', version, description: 'Background jobs on Temporal and PostgreSQL: durable intake, effects once, every state visible.' },
@@ -20,7 +24,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
       schemas: {
         ...inputs,
-        SubmitJob: { ...json(SUBMIT_BODY_SCHEMA), description: `input must match the schema of its type: ${Object.keys(JOB_INPUT_SCHEMAS).map((k) => `${k}Input`).join(', ')}` },
+        SubmitJob: { ...json(SUBMIT_BODY_SCHEMA), description: `input must match the schema of its type: ${jobs.names.map((k) => `${k}Input`).join(', ')}` },
         Accepted: { type: 'object', properties: { jobId: { type: 'string' }, status: { type: 'string' }, statusUrl: { type: 'string' }, retryAfterSeconds: { type: 'integer' } } },
         JobStatus: {
           type: 'object',
@@ -132,7 +136,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
         put: {
           summary: 'Change the degradation setting: paused priorities, recovery rate, fallback job types; audited (admin key)',
           parameters: [{ name: 'X-Operator', in: 'header', required: false, schema: { type: 'string', maxLength: 100 }, description: 'your name for the audit trail; default "admin"' }],
-          requestBody: { required: true, content: { 'application/json': { schema: json(DEGRADATION_BODY) } } },
+          requestBody: { required: true, content: { 'application/json': { schema: json(degradationBody(jobs.fallbackTypes)) } } },
           responses: { 200: { description: 'the new setting' }, 400: problemResponse('invalid setting (nothing changed)'), 401: problemResponse('admin key required') },
         },
       },

@@ -1,7 +1,7 @@
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import {
   DurableJobsError, IdempotencyConflictError, NotFoundError, StateConflictError, UnavailableError, ValidationError,
-  type FieldIssue,
+  type Dependency, type FieldIssue,
 } from '../lib/errors.js';
 
 /** RFC 9457 problem details. `type` is stable: clients branch on it, never on `title` or `detail`. */
@@ -16,6 +16,18 @@ export interface Problem {
 }
 
 export const problemType = (slug: string) => `urn:durable-jobs:problem:${slug}`;
+
+const unavailable = new WeakMap<FastifyRequest, Dependency>();
+
+/** Records which dependency made a request fail with 503 (the app's error handler calls it). */
+export function noteUnavailable(req: FastifyRequest, err: unknown): void {
+  if (err instanceof UnavailableError) unavailable.set(req, err.dependency);
+}
+
+/** The dependency that made this request answer 503, if one did. */
+export function unavailableDependency(req: FastifyRequest): Dependency | undefined {
+  return unavailable.get(req);
+}
 
 export function sendProblem(reply: FastifyReply, p: Problem): FastifyReply {
   if (p.retryAfterSeconds !== undefined) reply.header('Retry-After', String(p.retryAfterSeconds));
@@ -32,7 +44,7 @@ export function problemFromError(err: unknown): Problem {
   if (err instanceof IdempotencyConflictError) return problem(422, 'idempotency-key-reused', 'Idempotency-Key reused with a different request', err.message);
   if (err instanceof NotFoundError) return problem(404, 'not-found', 'Not found', err.message);
   if (err instanceof StateConflictError) return problem(409, 'state-conflict', 'Conflict with the current state', err.message);
-  if (err instanceof UnavailableError) return problem(503, 'unavailable', 'Temporarily unavailable', `${err.message}; nothing was accepted, retry with the same Idempotency-Key`, { retryAfterSeconds: err.retryAfterSeconds });
+  if (err instanceof UnavailableError) return problem(503, 'unavailable', 'Temporarily unavailable', `${err.message}; nothing was changed: retry the same request later`, { retryAfterSeconds: err.retryAfterSeconds });
   if (err instanceof DurableJobsError) return problem(500, err.code, 'Internal error');
   const fe = err as { code?: string; statusCode?: number; message?: string };
   switch (fe?.code) {

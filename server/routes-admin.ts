@@ -10,21 +10,19 @@ import type { Logger } from '../lib/logger.js';
 import {
   deferredByPriority, getSetting, insertAudit, lockSetting, recentAudit, writeSetting, type DegradationSetting,
 } from '../store/degradation.js';
-import { FALLBACK_JOB_TYPES, type Priority } from '../workflows/job-types.js';
+import { PRIORITIES, type JobType, type Priority } from '../contract/job-types.js';
 import { requireAdmin } from './auth.js';
 import { collectQueueHealth, registerHealthMetrics } from './metrics.js';
-import { problemFromError, sendProblem } from './problems.js';
+import { problemFromError, sendProblem, unavailableDependency } from './problems.js';
 
-export interface AdminDeps { pool: pg.Pool; temporal: Client; taskQueues: string[]; adminApiKey: string | undefined; log: Logger }
+export interface AdminDeps { pool: pg.Pool; temporal: Client; taskQueues: string[]; adminApiKey: string | undefined; log: Logger; fallbackTypes: readonly JobType[] }
 
-const PRIORITIES = ['high', 'normal', 'low'] as const;
-
-const FALLBACK_TYPES_MESSAGE = FALLBACK_JOB_TYPES.length > 0
-  ? `each entry must be a job type that declares a fallback upstream: ${FALLBACK_JOB_TYPES.join(', ')}`
-  : 'no job type declares a fallback upstream';
-
-/** The body of `PUT /v1/admin/degradation` (also the OpenAPI schema). */
-export const DEGRADATION_BODY = z.object({
+/** The body of `PUT /v1/admin/degradation` (also the OpenAPI schema), for the registered types that declare a fallback. */
+export function degradationBody(fallbackTypes: readonly JobType[]) {
+  const fallbackTypesMessage = fallbackTypes.length > 0
+    ? `each entry must be a job type that declares a fallback upstream: ${fallbackTypes.join(', ')}`
+    : 'no job type declares a fallback upstream';
+  return z.object({
   pausedPriorities: z.array(z.enum(PRIORITIES, { error: 'each entry must be one of: high, normal, low' }), { error: 'must be an array of priorities (high, normal, low); [] pauses nothing' })
     .refine((a) => new Set(a).size === a.length, 'must not name a priority twice'),
   recoveryRatePerMinute: z.number({ error: 'must be a number of jobs per minute' })
@@ -32,11 +30,14 @@ export const DEGRADATION_BODY = z.object({
     .optional(),
   reason: z.string({ error: 'must be a string' }).trim().min(1, 'must not be empty').max(500, 'must be at most 500 characters').optional(),
   // Omitted: unchanged. [] switches every type back to the primary for new effects.
-  fallbackJobTypes: z.array(z.enum(FALLBACK_JOB_TYPES as [string, ...string[]], { error: FALLBACK_TYPES_MESSAGE }), { error: 'must be an array of job types; [] uses the primary upstream for all' })
+  fallbackJobTypes: z.array(z.enum(fallbackTypes as [string, ...string[]], { error: fallbackTypesMessage }), { error: 'must be an array of job types; [] uses the primary upstream for all' })
     .refine((a) => new Set(a).size === a.length, 'must not name a job type twice')
     .optional()
     .describe('job types whose new effects go to the fallback upstream (PROVIDER_FALLBACK_URL); omitted: unchanged'),
 }, { error: 'the body must be a JSON object {"pausedPriorities": [...], "recoveryRatePerMinute"?: number, "fallbackJobTypes"?: [...], "reason"?: string}' }).strict();
+}
+
+type DegradationBody = z.infer<ReturnType<typeof degradationBody>>;
 
 /** Who changed the setting: the `X-Operator` header (a name, for the audit), else "admin". */
 const OPERATOR = /^[\x21-\x7e][\x20-\x7e]{0,99}$/;
@@ -54,7 +55,7 @@ const keyId = (req: FastifyRequest) => {
 };
 
 /** Applies a validated change in one transaction: the locked row, the new row, and its audit entry. */
-async function changeSetting(pool: pg.Pool, body: z.infer<typeof DEGRADATION_BODY>, audit: { actor: string; keyId: string; remoteAddr: string | null }): Promise<{ before: DegradationSetting; after: DegradationSetting }> {
+async function changeSetting(pool: pg.Pool, body: DegradationBody, audit: { actor: string; keyId: string; remoteAddr: string | null }): Promise<{ before: DegradationSetting; after: DegradationSetting }> {
   return withTransaction(pool, async (tx) => {
     const cur = await lockSetting(tx);
     const { now, ...before } = cur;
@@ -95,13 +96,14 @@ async function nudgeDeferred(deps: AdminDeps): Promise<number> {
 
 /** Admin endpoints for queue health and degradation, the health metrics, and the intake-rejection counter. */
 export function registerAdminRoutes(app: FastifyInstance, registry: Registry, deps: AdminDeps): void {
-  const metrics = registerHealthMetrics(registry, { pool: deps.pool, temporal: deps.temporal, taskQueues: deps.taskQueues, log: deps.log });
+  const metrics = registerHealthMetrics(registry, { pool: deps.pool, temporal: deps.temporal, taskQueues: deps.taskQueues, log: deps.log, fallbackTypes: deps.fallbackTypes });
+  const body = degradationBody(deps.fallbackTypes);
 
   // Intake that could not persist: counted (durably, best-effort) so the health report shows it.
   app.addHook('onSend', async (req, reply, payload) => {
     if (reply.statusCode === 503 && req.method === 'POST' && req.routeOptions.url === '/v1/jobs') {
-      const detail = typeof payload === 'string' ? payload : '';
-      metrics.countRejection(/Temporal/.test(detail) ? 'temporal' : /Postgres/.test(detail) ? 'postgres' : 'other');
+      const dependency = unavailableDependency(req);
+      metrics.countRejection(dependency === 'temporal' || dependency === 'postgres' ? dependency : 'other');
     }
     return payload;
   });
@@ -127,7 +129,7 @@ export function registerAdminRoutes(app: FastifyInstance, registry: Registry, de
     if (operator !== undefined && (typeof operator !== 'string' || !OPERATOR.test(operator))) {
       return sendProblem(reply, problemFromError(new ValidationError('invalid X-Operator header', [{ path: 'X-Operator', message: 'optional; your name for the audit trail, 1-100 printable ASCII characters' }])));
     }
-    const parsed = DEGRADATION_BODY.safeParse(req.body);
+    const parsed = body.safeParse(req.body);
     if (!parsed.success) return sendProblem(reply, problemFromError(new ValidationError('invalid degradation setting', issuesOf(parsed.error))));
     const actor = typeof operator === 'string' ? operator : 'admin';
     const { before, after } = await changeSetting(deps.pool, parsed.data, { actor, keyId: keyId(req), remoteAddr: req.ip ?? null });

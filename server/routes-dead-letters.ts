@@ -12,14 +12,17 @@ import {
 } from '../store/dead-letters.js';
 import {
   replayAddSignal, replayPauseSignal, replayProgressQuery, replayResumeSignal, replayStopSignal,
-} from '../workflows/messages.js';
+} from '../contract/messages.js';
 import type { replayDeadLetters } from '../workflows/replay.js';
 import { requireAdmin } from './auth.js';
 import { problem, sendProblem } from './problems.js';
+import type { JobRegistry } from '../job-api/registry.js';
+import { UNAVAILABLE_RETRY_AFTER_SECONDS } from '../lib/db.js';
 
 export interface DeadLetterRouteDeps {
   pool: pg.Pool;
   temporal: Client;
+  jobTypes: JobRegistry;
   adminApiKey: string | undefined;
   /** The jobs task queue: replay workflows and their replay jobs run there. */
   taskQueue: string;
@@ -136,7 +139,7 @@ export function registerDeadLetterRoutes(app: FastifyInstance, deps: DeadLetterR
     if (!targets) return reply;
     if (body.dryRun) {
       const previews = [];
-      for (const t of targets) previews.push(await previewReplay(deps.pool, t.id, deps.codeVersion));
+      for (const t of targets) previews.push(await previewReplay(deps.pool, deps.jobTypes, t.id, deps.codeVersion));
       return reply.code(200).send({ dryRun: true, count: previews.length, deadLetters: previews });
     }
     if (targets.length === 0) return sendProblem(reply, problem(422, 'nothing-to-replay', 'Nothing to replay', 'no open dead letter matches the filter'));
@@ -153,7 +156,7 @@ export function registerDeadLetterRoutes(app: FastifyInstance, deps: DeadLetterR
           staticSummary: `replay of ${targets.length} dead letter(s), requested by ${actor}`,
         });
       } catch (err) {
-        throw new UnavailableError('Temporal cannot start the replay right now', 5, { cause: err });
+        throw new UnavailableError('Temporal cannot start the replay right now', UNAVAILABLE_RETRY_AFTER_SECONDS, { dependency: 'temporal', cause: err });
       }
     });
     req.log.info({ replayId, count: targets.length, actor }, 'replay requested');
@@ -171,7 +174,7 @@ export function registerDeadLetterRoutes(app: FastifyInstance, deps: DeadLetterR
       if (err instanceof WorkflowNotFoundError) throw new NotFoundError(`replay ${req.params.replayId} not found`);
       const d = await handle.describe().catch(() => undefined);
       if (d?.status.name === 'COMPLETED') return handle.result();
-      throw new UnavailableError('cannot read the replay progress right now', 5, { cause: err });
+      throw new UnavailableError('cannot read the replay progress right now', UNAVAILABLE_RETRY_AFTER_SECONDS, { dependency: 'temporal', cause: err });
     }
   });
 

@@ -1,8 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type pg from 'pg';
-import type { JobsClient } from '../client/jobs-client.js';
+import type { JobsClient } from '../services/intake.js';
 import { ValidationError } from '../lib/errors.js';
-import { SUBMIT_BODY_SCHEMA } from '../lib/job-inputs.js';
+import { zodFieldIssues } from '../lib/validation.js';
+import { SUBMIT_BODY_SCHEMA } from '../services/intake.js';
 import { requireTenant } from './auth.js';
 import { problemFromError, sendProblem } from './problems.js';
 
@@ -19,7 +20,7 @@ export function registerJobRoutes(app: FastifyInstance, deps: { pool: pg.Pool; j
     }
     const body = SUBMIT_BODY_SCHEMA.safeParse(req.body);
     if (!body.success) {
-      const fields = body.error.issues.map((i) => ({ path: i.path.map(String).join('.') || '(body)', message: i.message }));
+      const fields = zodFieldIssues(body.error);
       return sendProblem(reply, problemFromError(new ValidationError('the body must be {"type": string, "input": object, "priority"?: "high"|"normal"|"low"}', fields)));
     }
     const r = await deps.jobs.submitJob({ tenantId, type: body.data.type, idempotencyKey: key, input: body.data.input, priority: body.data.priority });

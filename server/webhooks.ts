@@ -3,14 +3,12 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Counter, type Registry } from 'prom-client';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
-import { TRANSCRIBE_STEP, TRANSCRIPTION_COMPLETED } from '../activities/transcribe.js';
-import { isConnectionError, withTransaction } from '../lib/db.js';
-import { UnavailableError } from '../lib/errors.js';
+import { pgOr503, withTransaction } from '../lib/db.js';
 import {
   claimPendingSignal, getDelivery, jobForProviderObject, lockSubject, recordDelivery, setSignalOutcome,
   type DeliveryOutcome, type DeliveryRow,
 } from '../store/webhook-deliveries.js';
-import { transcriptionCompletedSignal } from '../workflows/messages.js';
+import { toEvent, transcriptionCompletedSignal, TRANSCRIPTION_COMPLETED, TRANSCRIPTION_STEP } from '../contract/messages.js';
 import type { AppDeps } from './app.js';
 import { requireAdmin } from './auth.js';
 import { problem, sendProblem } from './problems.js';
@@ -83,7 +81,7 @@ export function subjectOf(event: WebhookEvent): { subject: string; step: string 
   if (event.type !== TRANSCRIPTION_COMPLETED) return undefined;
   const id = event.data.id;
   if (typeof id !== 'string' || id.length === 0 || id.length > 200) return { error: 'data.id must be the transcription ID (1-200 characters)' };
-  return { subject: id, step: TRANSCRIBE_STEP };
+  return { subject: id, step: TRANSCRIPTION_STEP };
 }
 
 /** An unverified header may still be logged as a correlation hint, but only printable and short. */
@@ -100,8 +98,7 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: WebhookDeps, r
 
   /** Signals the job once; a failure leaves the delivery `pending_signal` for a redelivery or the scan. */
   async function signalJob(row: DeliveryRow, log: FastifyRequest['log']): Promise<DeliveryOutcome> {
-    const data = row.payload;
-    const event = { webhookId: row.webhook_id, transcriptionId: String(data.id), status: String(data.status ?? 'completed'), text: typeof data.text === 'string' ? data.text : '' };
+    const event = toEvent(row.webhook_id, row.payload);
     try {
       await deps.temporal.connection.withDeadline(Date.now() + SIGNAL_DEADLINE_MS, () =>
         deps.temporal.workflow.getHandle(row.job_id!).signal(transcriptionCompletedSignal, event));
@@ -159,13 +156,7 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: WebhookDeps, r
     if (target && 'error' in target) return malformed(target.error);
     const event = parsed.event;
 
-    let row: DeliveryRow & { inserted: boolean };
-    try {
-      row = await record(source, webhookId, event, target);
-    } catch (err) {
-      if (isConnectionError(err)) throw new UnavailableError('Postgres is not reachable', 5, { cause: err });
-      throw err;
-    }
+    const row: DeliveryRow & { inserted: boolean } = await pgOr503(() => record(source, webhookId, event, target));
 
     let outcome = row.outcome;
     let signalFailed = false;

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { Priority } from '../workflows/job-types.js';
+import type { Priority } from '../contract/job-types.js';
 
 /** The degradation setting, its audit trail, and the admission ledger. One function per statement. */
 type Db = pg.Pool | pg.PoolClient;

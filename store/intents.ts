@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { JobState, Priority } from '../workflows/job-types.js';
+import type { JobState, Priority } from '../contract/job-types.js';
 
 type Db = pg.Pool | pg.PoolClient;
 

@@ -1,6 +1,6 @@
 import type pg from 'pg';
-import type { Priority } from '../workflows/job-types.js';
-import type { ScanCounts } from '../workflows/scan.js';
+import type { Priority } from '../contract/job-types.js';
+import type { ScanCounts } from '../contract/scan.js';
 
 type Db = pg.Pool | pg.PoolClient;
 

@@ -10,9 +10,10 @@ import { createLogger } from '../lib/logger.js';
 import { exitWithParent, onShutdown } from '../lib/shutdown.js';
 import { connectionOptions } from '../lib/temporal.js';
 import { createWorker } from './worker.js';
+import { defaultJobRegistry } from '../jobs/index.js';
 
 exitWithParent();
-const config = loadConfig(process.env);
+const config = loadConfig(process.env, { jobTypes: defaultJobRegistry.names });
 const log = createLogger('worker', config.logLevel);
 if (!config.databaseUrl || !config.temporalAddress || !config.providerUrl) {
   log.fatal('a standalone worker needs DATABASE_URL, TEMPORAL_ADDRESS and PROVIDER_URL (npm start sets them for its own workers)');

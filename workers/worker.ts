@@ -1,17 +1,41 @@
+import { createHash } from 'node:crypto';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleOption } from '@temporalio/worker';
 import type pg from 'pg';
 import { createActivities } from '../activities/index.js';
 import { createProvider } from '../activities/provider.js';
-import type { JobBudgets } from '../client/start-job-workflow.js';
+import type { ConcurrencyLimits, JobBudgets, JobType } from '../contract/job-types.js';
+import { defaultJobRegistry } from '../jobs/index.js';
+import type { JobRegistry } from '../job-api/registry.js';
 import type { Logger } from '../lib/logger.js';
-import { JOB_TYPES, type ConcurrencyLimits, type JobType } from '../workflows/job-types.js';
 
-export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+/** The product's own workflows (schedule trigger, scan, replay); job types add theirs. */
+export const SYSTEM_WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+
+/**
+ * The bundle's entry for a registry: the system workflows and each job type's workflow
+ * function, by name (only functions become workflow types). Written to a file named by its
+ * content, so concurrent workers of one registry share it, under the `node_modules` that
+ * holds `@temporalio/workflow`: the bundler resolves the SDK from the entry's folder upwards.
+ */
+export async function writeWorkflowsEntry(jobs: JobRegistry): Promise<string> {
+  const lines = [`export * from ${JSON.stringify(SYSTEM_WORKFLOWS_PATH)};`,
+    ...jobs.modules.map((m) => `export { ${m.definition.workflowType} } from ${JSON.stringify(m.workflowsPath)};`)];
+  const text = `${lines.join('\n')}\n`;
+  const sdk = createRequire(import.meta.url).resolve('@temporalio/workflow/package.json');
+  const dir = path.join(path.dirname(path.dirname(path.dirname(sdk))), '.cache', 'durable-jobs-workflows');
+  await mkdir(dir, { recursive: true });
+  const file = path.join(dir, `entry-${createHash('sha256').update(text).digest('hex').slice(0, 16)}.ts`);
+  await writeFile(file, text);
+  return file;
+}
 
 /** Bundle once and share: bundling takes seconds, and every worker in a process can reuse it. */
-export async function bundleWorkflows(): Promise<WorkflowBundleOption> {
-  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietBundlerLogger });
+export async function bundleWorkflows(jobs: JobRegistry = defaultJobRegistry): Promise<WorkflowBundleOption> {
+  const { code } = await bundleWorkflowCode({ workflowsPath: await writeWorkflowsEntry(jobs), logger: quietBundlerLogger });
   return { code };
 }
 
@@ -28,8 +52,10 @@ export interface WorkerOptions {
   fallbackProviderUrl?: string | undefined;
   log: Logger;
   codeVersion: string;
-  /** Default: each job type's shipped limits. */
-  concurrencyLimits?: Record<JobType, ConcurrencyLimits>;
+  /** The job types this worker runs. Default: the shipped ones (`jobs/index.ts`). */
+  jobs?: JobRegistry;
+  /** Overrides of each job type's own limits (config `CONCURRENCY_LIMITS`). Default none. */
+  concurrencyLimits?: Partial<Record<JobType, Partial<ConcurrencyLimits>>>;
   workflowBundle?: WorkflowBundleOption;
   /** Concurrent activity attempts per worker. Default 50. */
   maxConcurrentActivityTaskExecutions?: number;
@@ -39,9 +65,10 @@ export interface WorkerOptions {
 }
 
 export async function createWorker(o: WorkerOptions): Promise<Worker> {
-  const limits = o.concurrencyLimits ?? (Object.fromEntries(Object.entries(JOB_TYPES).map(([t, i]) => [t, i.concurrency])) as Record<JobType, ConcurrencyLimits>);
+  const jobs = o.jobs ?? defaultJobRegistry;
+  const limits = jobs.concurrencyLimits(o.concurrencyLimits);
   const activities = createActivities({
-    pool: o.pool, provider: createProvider(o.providerUrl), log: o.log, codeVersion: o.codeVersion, limits,
+    jobs, pool: o.pool, provider: createProvider(o.providerUrl), log: o.log, codeVersion: o.codeVersion, limits,
     fallbackProvider: o.fallbackProviderUrl ? createProvider(o.fallbackProviderUrl) : undefined,
     jobBudgets: o.jobBudgets,
   });
@@ -49,7 +76,7 @@ export async function createWorker(o: WorkerOptions): Promise<Worker> {
     connection: o.connection,
     namespace: o.namespace,
     taskQueue: o.taskQueue,
-    workflowBundle: o.workflowBundle ?? (await bundleWorkflows()),
+    workflowBundle: o.workflowBundle ?? (await bundleWorkflows(jobs)),
     activities,
     ...(o.identity ? { identity: o.identity } : {}),
     maxConcurrentActivityTaskExecutions: o.maxConcurrentActivityTaskExecutions ?? 50,

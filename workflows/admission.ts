@@ -1,13 +1,8 @@
-import { condition, defineSignal, proxyActivities, setHandler, sleep } from '@temporalio/workflow';
-import type { Activities } from '../activities/index.js';
-import type { StepArgs } from '../activities/job-steps.js';
-
-/**
- * Sent (best-effort) by `PUT /v1/admin/degradation` to deferred jobs so they re-check at
- * once. Only a hint: the gate's own polling is what makes the pause hold and lift, also on
- * a server where nobody sends it.
- */
-export const degradationChangedSignal = defineSignal('degradationChanged');
+import { condition, proxyActivities, setHandler, sleep } from '@temporalio/workflow';
+import type { SystemActivities } from '../activities/index.js';
+import type { StepArgs } from '../contract/job-types.js';
+import { degradationChangedSignal } from '../contract/messages.js';
+import { BOOKKEEPING_OPTIONS } from './activity-options.js';
 
 /**
  * How often a deferred job re-checks the setting: quickly at first (a short pause lifts
@@ -30,9 +25,8 @@ export function deferralPollMs(previousMs: number | null, deferredForMs: number)
  */
 export async function admissionGate(args: StepArgs, phase: (state: 'deferred' | 'running', detail: string) => void): Promise<void> {
   // Bookkeeping-style options: short, retried until Postgres answers (the check is idempotent).
-  const gate = proxyActivities<Activities>({
-    startToCloseTimeout: '30s',
-    retry: { initialInterval: '1s', maximumInterval: '30s' },
+  const gate = proxyActivities<SystemActivities>({
+    ...BOOKKEEPING_OPTIONS,
     summary: 'degradation gate: is this priority admitted?',
   });
   let nudged = false;

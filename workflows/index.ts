@@ -1,8 +1,5 @@
-// The workflow bundle's entry: every exported function is a workflow type.
-export { summarizeJob } from './summarize.js';
-export { purchaseJob } from './purchase.js';
-export { transcribeJob } from './transcribe.js';
-export { digestJob } from './digest.js';
+// The product's own workflows. A worker's bundle entry re-exports these and each registered
+// job type's workflow (`workers/worker.ts` writes that entry): every exported function is a workflow type.
 export { scheduleTrigger } from './schedule-trigger.js';
 export { compensationScan } from './scan.js';
 export { replayDeadLetters } from './replay.js';

@@ -1,43 +1,25 @@
 import {
-  ActivityFailure, ApplicationFailure, CancellationScope, isCancellation, proxyActivities,
-  setCurrentDetails, setHandler, TimeoutFailure, upsertSearchAttributes, workflowInfo, type ActivityOptions,
+  ActivityFailure, ApplicationFailure, CancellationScope, isCancellation,
+  setCurrentDetails, setHandler, TimeoutFailure, upsertSearchAttributes, workflowInfo,
 } from '@temporalio/workflow';
-import type { Activities } from '../activities/index.js';
-import type { StepArgs } from '../activities/job-steps.js';
+import type { JobState, StepArgs } from '../contract/job-types.js';
+import { JobStateKey, jobProgressQuery } from '../contract/messages.js';
+import { bookkeepingActivities as bookkeeping } from './activity-options.js';
 import { admissionGate } from './admission.js';
-import { JOB_TYPES, type JobBudget, type JobState } from './job-types.js';
-import { JobStateKey, jobProgressQuery } from './messages.js';
 
-/** Activity options from a job type's budget: the lease, the attempt and elapsed caps. */
-export function stepOptions(budget: JobBudget): ActivityOptions {
-  return {
-    startToCloseTimeout: budget.startToCloseTimeoutMs,
-    heartbeatTimeout: budget.heartbeatTimeoutMs,
-    scheduleToCloseTimeout: budget.scheduleToCloseTimeoutMs,
-    retry: {
-      // Delays come from the activity (Retry-After or full jitter via nextRetryDelay);
-      // these values only apply to failures that carry none (for example a lease timeout).
-      initialInterval: 1_000,
-      backoffCoefficient: 2,
-      maximumInterval: budget.backoffCapMs,
-      maximumAttempts: budget.maximumAttempts,
-      nonRetryableErrorTypes: ['NonRetryableError', 'ValidationError', 'RetryBudgetExhausted'],
-    },
+/** What the `jobProgress` query answers. */
+export interface JobProgress { phase: string; detail: string }
+
+/** Sets the job's visible state: the `JobState` search attribute, the current details and the query's answer. */
+export type SetPhase = (state: JobState, detail: string) => void;
+
+function visibleState(progress: JobProgress): SetPhase {
+  return (state, detail) => {
+    progress.phase = state;
+    progress.detail = detail;
+    upsertSearchAttributes([{ key: JobStateKey, value: state }]);
+    setCurrentDetails(`**${state}**${detail ? `: ${detail}` : ''}`);
   };
-}
-
-/** Bookkeeping activities: short, and retried until Postgres is back (they are idempotent). */
-const bookkeeping = proxyActivities<Activities>({
-  startToCloseTimeout: '30s',
-  retry: { initialInterval: '1s', maximumInterval: '30s' },
-});
-
-let progress = { phase: 'queued', detail: '' };
-
-export function setPhase(state: JobState, detail: string): void {
-  progress = { phase: state, detail };
-  upsertSearchAttributes([{ key: JobStateKey, value: state }]);
-  setCurrentDetails(`**${state}**${detail ? `: ${detail}` : ''}`);
 }
 
 export interface JobOutcome { state: JobState; result?: unknown }
@@ -62,13 +44,15 @@ function failureEvidence(err: ActivityFailure): { errorClass: string; message: s
  * details, query), cancellation recorded as `cancelled`, and a terminal failure recorded
  * as `dead_lettered` before the workflow fails, so the Web UI and the API agree.
  */
-export async function runJob(args: StepArgs, body: () => Promise<unknown>): Promise<JobOutcome> {
-  setHandler(jobProgressQuery, () => progress);
-  setPhase('running', JOB_TYPES[args.jobType].description);
+export async function runJob(args: StepArgs, job: { description: string }, body: (setPhase: SetPhase) => Promise<unknown>): Promise<JobOutcome> {
+  const progress: JobProgress = { phase: 'queued', detail: '' };
+  const setPhase = visibleState(progress);
+  setHandler(jobProgressQuery, () => ({ ...progress }));
+  setPhase('running', job.description);
   try {
     // Degradation gate: a paused priority waits here, visibly `deferred`, before any step runs.
     await admissionGate(args, setPhase);
-    const result = await body();
+    const result = await body(setPhase);
     setPhase('succeeded', '');
     return { state: 'succeeded', result };
   } catch (err) {

@@ -2,12 +2,13 @@ import {
   CancellationScope, condition, continueAsNew, isCancellation, ParentClosePolicy, proxyActivities, setHandler,
   startChild, workflowInfo,
 } from '@temporalio/workflow';
-import type { Activities } from '../activities/index.js';
+import type { SystemActivities } from '../activities/index.js';
+import { BOOKKEEPING_OPTIONS } from './activity-options.js';
 import type { JobOutcome } from './lifecycle.js';
 import {
   JobStateKey, JobTypeKey, replayAddSignal, replayPauseSignal, replayProgressQuery, replayResumeSignal, replayStopSignal,
   TenantIdKey, type ReplayItem, type ReplayProgress,
-} from './messages.js';
+} from '../contract/messages.js';
 
 /** What a replay request asks for. TSDoc states each default (the HTTP API applies them). */
 export interface ReplayArgs {
@@ -34,11 +35,8 @@ interface Carried {
   peakRunning: number; batchesStarted: number; paused: boolean; tokens: number; refilledAt: number;
 }
 
-const admin = proxyActivities<Activities>({
-  startToCloseTimeout: '30s',
-  // Bookkeeping in Postgres: idempotent, so retried until Postgres is back.
-  retry: { initialInterval: '1s', maximumInterval: '30s' },
-});
+// Bookkeeping in Postgres: idempotent, so retried until Postgres is back.
+const admin = proxyActivities<SystemActivities>(BOOKKEEPING_OPTIONS);
 
 /** Items kept for the progress query; counts stay exact beyond it. */
 const MAX_ITEMS = 1_000;

@@ -1,48 +1,14 @@
 import { ActivityFailure, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
-import type { Activities } from '../activities/index.js';
-import { ScheduledStartTimeKey, type TriggerArgs } from './schedule-trigger.js';
+import type { SystemActivities } from '../activities/index.js';
+import { ScheduledStartTimeKey, type ScanInput, type ScanReport } from '../contract/scan.js';
 
-/** A scheduled job type whose missed windows the scan fills. */
-export interface ScannedSchedule extends TriggerArgs {
-  /** How far back missed windows are filled. */
-  fillLookbackMs: number;
-}
-
-export interface ScanInput {
-  schedules: ScannedSchedule[];
-  /** Reference time (ISO 8601). Default: the scheduled time, else the workflow's start time; never the wall clock. */
-  now?: string;
-  /** Fill windows from here on (ISO 8601). Default: the later of the Schedule's creation and `now - fillLookbackMs`. */
-  since?: string;
-  /** A window is missed only once its fire time is this old (the Schedule's own trigger goes first). Default 5 min. */
-  windowGraceMs?: number;
-  /** An intent without a workflow is repaired only when older than this. Default 2 min. */
-  intentGraceMs?: number;
-  /** An in-doubt pending effect is reconciled only when its last attempt is older than this (the lease). Default 10 min. */
-  effectLeaseMs?: number;
-  /** A dead letter `replaying` is checked for repair only when it has not changed for this long. Default 2 min. */
-  replayGraceMs?: number;
-  /** A webhook delivery `pending_signal` is signalled again only when its last try is this old (past the 5 s redelivery lease). Default 1 min. */
-  webhookGraceMs?: number;
-  /** At most this many repairs of each kind per run. Default 100. */
-  limit?: number;
-}
-
-export interface ScanCounts {
-  windowsFilled: number; intentsStarted: number; outboxRedelivered: number;
-  effectsReconciled: number; effectsNotApplied: number;
-  replaysStarted: number; replaysFinished: number; webhooksResignalled: number; errors: number;
-}
-
-export interface ScanReport extends ScanCounts { now: string; errorDetails: string[] }
-
-const scan = proxyActivities<Activities>({
+const scan = proxyActivities<SystemActivities>({
   startToCloseTimeout: '5m',
   heartbeatTimeout: '30s',
   retry: { initialInterval: '2s', maximumInterval: '30s', maximumAttempts: 3 },
 });
 /** Redelivery uses the job's own `deliverOutbox`; a notification that still fails waits for the next scan. */
-const redeliver = proxyActivities<Activities>({
+const redeliver = proxyActivities<SystemActivities>({
   startToCloseTimeout: '2m',
   heartbeatTimeout: '30s',
   retry: { initialInterval: '1s', maximumInterval: '10s', maximumAttempts: 3 },

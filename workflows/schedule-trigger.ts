@@ -1,34 +1,9 @@
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { ApplicationFailure, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
-import type { Activities } from '../activities/index.js';
-import { windowContaining, type ScheduleWindow } from './schedule-window.js';
+import type { SystemActivities } from '../activities/index.js';
+import { ScheduledStartTimeKey, type TriggerArgs, type TriggerResult } from '../contract/scan.js';
+import { windowContaining } from '../contract/schedule-window.js';
 
-/** Set by the Temporal scheduler on every workflow it starts; undefined for manual starts. */
-export const ScheduledStartTimeKey = defineSearchAttributeKey('TemporalScheduledStartTime', SearchAttributeType.DATETIME);
-
-export interface TriggerArgs {
-  /** Declaration name (for logs). */
-  schedule: string;
-  scheduleId: string;
-  jobType: 'digest';
-  windowMs: number;
-  windowOffsetMs: number;
-  /**
-   * Only for manual starts (an operator, a backfill script): the window to fill, given as
-   * any instant inside it. A Schedule's own starts leave it unset and use their nominal time.
-   */
-  windowStart?: string;
-}
-
-export interface TriggerResult {
-  window: ScheduleWindow;
-  source: 'schedule' | 'manual';
-  /** True when this trigger saw the window first. */
-  firstTrigger: boolean;
-  jobIds: string[];
-}
-
-const ensure = proxyActivities<Activities>({
+const ensure = proxyActivities<SystemActivities>({
   startToCloseTimeout: '60s',
   // Idempotent (unique window row, deterministic job IDs): retried until Postgres and
   // Temporal take it.

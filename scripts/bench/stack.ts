@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import pg from 'pg';
-import { createJobsClient, type JobsClient } from '../../client/jobs-client.js';
+import { createJobsClient, type JobsClient } from '../../services/intake.js';
 import { loadConfig } from '../../lib/config.js';
 import { createPool } from '../../lib/db.js';
 import { createLogger, type Logger } from '../../lib/logger.js';
@@ -19,11 +19,12 @@ import { buildApp } from '../../server/app.js';
 import { startSimulator, type Simulator } from '../../simulator/server.js';
 import { upsertTenant } from '../../store/tenants.js';
 import { bundleWorkflows, createWorker } from '../../workers/worker.js';
-import { JOB_TYPES, type ConcurrencyLimits, type JobType } from '../../workflows/job-types.js';
+import type { ConcurrencyLimits, JobType } from '../../contract/job-types.js';
 import { startDevServer } from '../lib/dev-server.js';
 import { startEmbeddedPostgres } from '../lib/embedded-pg.js';
 import { resolveTemporalCli } from '../lib/temporal-cli.js';
 import { createBareActivities, type BareCounter } from './bare-activities.js';
+import { defaultJobRegistry } from '../../jobs/index.js';
 
 export const TENANT = { id: 'bench-tenant', key: 'bench-tenant-key-0001' } as const;
 export const ADMIN_KEY = 'bench-admin-key';
@@ -33,7 +34,7 @@ export const ACTIVITY_SLOTS = 50;
  * Concurrency caps raised out of the way for throughput and memory: those figures measure the
  * engine and the bookkeeping, not the cap (the replay measurement covers a cap).
  */
-export const RAISED_LIMITS = Object.fromEntries(Object.keys(JOB_TYPES).map((t) => [t, { perTenant: 100_000, global: 100_000 }])) as Record<JobType, ConcurrencyLimits>;
+export const RAISED_LIMITS = Object.fromEntries(defaultJobRegistry.names.map((t) => [t, { perTenant: 100_000, global: 100_000 }])) as Record<JobType, ConcurrencyLimits>;
 const BARE_WORKFLOWS_PATH = fileURLToPath(new URL('./bare-workflows.ts', import.meta.url));
 
 export const uid = (): string => randomBytes(5).toString('hex');
@@ -77,7 +78,7 @@ export async function startStack(o: { quick: boolean; log: (msg: string) => void
   const { log } = o;
   // The SDK's own lines (worker state changes) would drown the report.
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const config = loadConfig(process.env);
+  const config = loadConfig(process.env, { jobTypes: defaultJobRegistry.names });
   const closers: Array<() => Promise<unknown>> = [];
   const tmpDir = await fs.mkdtemp(path.join(os.tmpdir(), 'durable-jobs-bench-'));
   await fs.chmod(tmpDir, 0o755); // postgres runs as `postgres` when we are root
@@ -148,7 +149,7 @@ export async function startStack(o: { quick: boolean; log: (msg: string) => void
       product: () => (productBundle ??= bundleWorkflows()),
       bare: () => (bareBundle ??= bundleWorkflowCode({ workflowsPath: BARE_WORKFLOWS_PATH, logger: quietLogger }).then(({ code }) => ({ code }))),
     };
-    const jobsClient = (taskQueue: string, p = benchPool): JobsClient => createJobsClient({ pool: p, temporal, taskQueue });
+    const jobsClient = (taskQueue: string, p = benchPool): JobsClient => createJobsClient({ jobs: defaultJobRegistry, pool: p, temporal, taskQueue });
 
     const stack: BenchStack = {
       quick: o.quick, log, serverUrl, databaseUrl, pool: benchPool, temporal, temporalAddress, namespace: config.temporalNamespace,
@@ -164,7 +165,7 @@ export async function startStack(o: { quick: boolean; log: (msg: string) => void
       jobsClient,
       async startApp(taskQueue) {
         const jobs = jobsClient(taskQueue);
-        const app = buildApp({ pool: benchPool, temporal, jobs, log: silentLogger, adminApiKey: ADMIN_KEY, version: 'bench', webhookSecrets: {}, taskQueue });
+        const app = buildApp({ jobTypes: defaultJobRegistry, pool: benchPool, temporal, jobs, log: silentLogger, adminApiKey: ADMIN_KEY, version: 'bench', webhookSecrets: {}, taskQueue });
         await app.listen({ port: 0, host: '127.0.0.1' });
         const addr = app.server.address();
         return { baseUrl: `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`, jobs, close: () => app.close() };

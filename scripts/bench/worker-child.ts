@@ -6,7 +6,7 @@
 import { NativeConnection, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { createPool } from '../../lib/db.js';
 import { createLogger } from '../../lib/logger.js';
-import type { ConcurrencyLimits, JobType } from '../../workflows/job-types.js';
+import type { ConcurrencyLimits, JobType } from '../../contract/job-types.js';
 import { createWorker } from '../../workers/worker.js';
 import { createBareActivities, type BareCounter } from './bare-activities.js';
 

@@ -1,10 +1,10 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createActivities } from '../../activities/index.js';
 import { createProvider } from '../../activities/provider.js';
-import type { StepArgs } from '../../activities/job-steps.js';
-import type { StepOutcome } from '../../activities/jobs.js';
+import type { StepArgs } from '../../contract/job-types.js';
+import { defaultJobRegistry } from '../../jobs/index.js';
+import type { StepOutcome, SummarizeActivities } from '../../jobs/summarize/activities.js';
 import { attemptsForJob } from '../../store/attempts.js';
-import { JOB_TYPES, type ConcurrencyLimits, type JobType } from '../../workflows/job-types.js';
 import type { DrillStack } from './stack.js';
 import { DRILL_TENANT } from './stack.js';
 import { check, simEffects, simFault, simReset, submit, uid, waitForStatus, waitUntil, type DrillItem } from './support.js';
@@ -74,11 +74,10 @@ export const competingWorkers: DrillItem = {
     await s.spawnWorker();
 
     // The killed attempt "comes back" late: its fenced write must be refused.
-    const limits = Object.fromEntries(Object.entries(JOB_TYPES).map(([t, i]) => [t, i.concurrency])) as Record<JobType, ConcurrencyLimits>;
-    const acts = createActivities({ pool: s.pool, provider: createProvider(s.providerUrl), log: s.log, codeVersion: 'drill', limits });
+    const acts = createActivities({ pool: s.pool, provider: createProvider(s.providerUrl), log: s.log, codeVersion: 'drill', jobs: defaultJobRegistry, limits: defaultJobRegistry.concurrencyLimits() });
     const before = (await s.pool.query('SELECT result, result_fence FROM job_intents WHERE job_id = $1', [victim.body.jobId])).rows[0];
     const staleArgs: StepArgs = { jobId: victim.body.jobId, tenantId: DRILL_TENANT.id, jobType: 'summarize', priority: 'normal' };
-    const stale: StepOutcome = await new MockActivityEnvironment({ attempt: 1, heartbeatTimeoutMs: 10_000 }).run(acts.summarizeText, staleArgs);
+    const stale: StepOutcome = await new MockActivityEnvironment({ attempt: 1, heartbeatTimeoutMs: 10_000 }).run(acts.summarizeText as SummarizeActivities['summarizeText'], staleArgs);
     const after = (await s.pool.query('SELECT result, result_fence FROM job_intents WHERE job_id = $1', [victim.body.jobId])).rows[0];
     check(!stale.resultStored && JSON.stringify(before) === JSON.stringify(after), 'the stale attempt overwrote the newer result');
     return {
@@ -127,7 +126,7 @@ export const retries: DrillItem = {
     await simFault(s, { path: '/v1/summaries', times: 3, status: 503 });
     const transient = await submit(s, 'summarize', text('503'));
     await waitForStatus(s, transient.body.jobId, 'succeeded');
-    const budget = JOB_TYPES.summarize.budget;
+    const budget = defaultJobRegistry.require('summarize').budget;
     const delays = (await attemptsForJob(s.pool, transient.body.jobId)).filter((a) => a.outcome === 'retryable').map((a) => ({ n: a.attempt, d: a.delayMs ?? -1 }));
     const bounded = delays.every(({ n, d }) => d >= 250 && d <= Math.min(budget.backoffCapMs, budget.backoffBaseMs * 2 ** n));
     check(delays.length === 3 && bounded, `503 backoff delays ${JSON.stringify(delays)}`);

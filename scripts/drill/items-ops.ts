@@ -1,6 +1,6 @@
 import { Webhook } from 'standardwebhooks';
-import { ensureSchedules, scanInputFor, scheduleIdFor, type ScheduleDeclaration } from '../../lib/schedules.js';
-import type { ScanInput, ScanReport } from '../../workflows/scan.js';
+import { ensureSchedules, scanInputFor, scheduleIdFor, type ScheduleDeclaration } from '../../services/schedules.js';
+import type { ScanInput, ScanReport } from '../../contract/scan.js';
 import type { DrillStack } from './stack.js';
 import { DRILL_WEBHOOK_SECRET } from './stack.js';
 import { check, http, simEffects, simFault, simReset, submit, uid, waitForStatus, waitUntil, type DrillItem } from './support.js';

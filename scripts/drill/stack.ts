@@ -5,7 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import type pg from 'pg';
-import { createJobsClient, type JobsClient } from '../../client/jobs-client.js';
+import { createJobsClient, type JobsClient } from '../../services/intake.js';
 import { loadConfig } from '../../lib/config.js';
 import { createPool } from '../../lib/db.js';
 import { createLogger, type Logger } from '../../lib/logger.js';
@@ -17,6 +17,7 @@ import { upsertTenant } from '../../store/tenants.js';
 import { freePort, startDevServer, type DevServer } from '../lib/dev-server.js';
 import { startEmbeddedPostgres, type EmbeddedPg } from '../lib/embedded-pg.js';
 import { resolveTemporalCli } from '../lib/temporal-cli.js';
+import { defaultJobRegistry } from '../../jobs/index.js';
 
 const WORKER_ENTRY = fileURLToPath(new URL('../../workers/main.ts', import.meta.url));
 
@@ -54,7 +55,7 @@ export interface DrillStack {
 }
 
 export async function startDrillStack(say: (m: string) => void): Promise<DrillStack> {
-  const config = loadConfig(process.env, { mode: 'dev' });
+  const config = loadConfig(process.env, { jobTypes: defaultJobRegistry.names, mode: 'dev' });
   const log = createLogger('drill', process.env.DRILL_LOG_LEVEL ?? 'silent');
   const dir = await mkdtemp(path.join(os.tmpdir(), 'durable-jobs-drill-'));
   await chmod(dir, 0o755);
@@ -87,8 +88,8 @@ export async function startDrillStack(say: (m: string) => void): Promise<DrillSt
   await ensureSearchAttributes(connection, config.temporalNamespace);
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
   const taskQueue = `drill-${Date.now().toString(36)}`;
-  const jobs = createJobsClient({ pool, temporal, taskQueue });
-  const app = buildApp({ pool, temporal, jobs, log, adminApiKey: DRILL_ADMIN_KEY, webhookSecrets: { sim: [DRILL_WEBHOOK_SECRET] }, version: config.codeVersion });
+  const jobs = createJobsClient({ jobs: defaultJobRegistry, pool, temporal, taskQueue });
+  const app = buildApp({ jobTypes: defaultJobRegistry, pool, temporal, jobs, log, adminApiKey: DRILL_ADMIN_KEY, webhookSecrets: { sim: [DRILL_WEBHOOK_SECRET] }, version: config.codeVersion });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const api = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
   let sim: Simulator | null = null;

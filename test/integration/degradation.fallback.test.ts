@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createJobsClient } from '../../client/jobs-client.js';
+import { createJobsClient } from '../../services/intake.js';
 import { startSimulator, type Simulator } from '../../simulator/server.js';
 import { ADMIN_KEY, startHarness, uid, type Harness } from '../support/harness.js';
+import { defaultJobRegistry } from '../../jobs/index.js';
 
 let h: Harness;
 let fallback: Simulator;
@@ -42,6 +43,7 @@ describe('a fallback upstream is an explicit, recorded decision', () => {
 
   it('not enabled: a primary outage never switches quietly; the job retries and dead-letters on the primary', async () => {
     const jobs = createJobsClient({
+      jobs: defaultJobRegistry,
       pool: h.pool, temporal: h.temporal, taskQueue: h.taskQueue,
       budgets: { summarize: { scheduleToCloseTimeoutMs: 5_000, backoffBaseMs: 300, backoffCapMs: 2_000, maximumAttempts: 50 } },
     });

@@ -2,10 +2,10 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../../activities/index.js';
 import { createProvider } from '../../activities/provider.js';
-import type { StepArgs } from '../../activities/job-steps.js';
-import type { StepOutcome } from '../../activities/jobs.js';
+import type { StepArgs } from '../../contract/job-types.js';
+import { defaultJobRegistry } from '../../jobs/index.js';
+import type { StepOutcome, SummarizeActivities } from '../../jobs/summarize/activities.js';
 import { attemptsForJob } from '../../store/attempts.js';
-import { JOB_TYPES, type ConcurrencyLimits, type JobType } from '../../workflows/job-types.js';
 import { startHarness, type Harness } from '../support/harness.js';
 import { spawnWorker, type WorkerProcess } from '../support/worker-process.js';
 
@@ -56,11 +56,10 @@ describe('fencing', () => {
 
     // Now attempt 1 "wakes up" (a paused VM, a long GC) and runs to its end: the real
     // activity code against the real database, as attempt 1 of the same activity.
-    const limits = Object.fromEntries(Object.entries(JOB_TYPES).map(([t, i]) => [t, i.concurrency])) as Record<JobType, ConcurrencyLimits>;
-    const acts = createActivities({ pool: h.pool, provider: createProvider(h.sim.url), log: h.log, codeVersion: 'test', limits });
+    const acts = createActivities({ pool: h.pool, provider: createProvider(h.sim.url), log: h.log, codeVersion: 'test', jobs: defaultJobRegistry, limits: defaultJobRegistry.concurrencyLimits() });
     const env = new MockActivityEnvironment({ attempt: 1, heartbeatTimeoutMs: 10_000 });
     const staleArgs: StepArgs = { jobId: r.body.jobId, tenantId: 'tenant-a', jobType: 'summarize', priority: 'normal' };
-    const stale: StepOutcome = await env.run(acts.summarizeText, staleArgs);
+    const stale: StepOutcome = await env.run(acts.summarizeText as SummarizeActivities['summarizeText'], staleArgs);
     expect(stale.resultStored).toBe(false);
 
     const after = await h.pool.query('SELECT result, result_fence, updated_at FROM job_intents WHERE job_id = $1', [r.body.jobId]);

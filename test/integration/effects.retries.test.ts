@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createJobsClient } from '../../client/jobs-client.js';
+import { createJobsClient } from '../../services/intake.js';
 import { attemptsForJob } from '../../store/attempts.js';
 import { startHarness, uid, type Harness } from '../support/harness.js';
+import { defaultJobRegistry } from '../../jobs/index.js';
 
 let h: Harness;
 beforeAll(async () => { h = await startHarness('retries'); });
@@ -40,6 +41,7 @@ describe('classified retries, owned by one layer', () => {
   it('a 503 storm longer than the elapsed cap stops retrying at the cap, says why, and dead-letters', async () => {
     // A short elapsed budget for this job type (what JOB_BUDGETS configures in production).
     const jobs = createJobsClient({
+      jobs: defaultJobRegistry,
       pool: h.pool, temporal: h.temporal, taskQueue: h.taskQueue,
       budgets: { summarize: { scheduleToCloseTimeoutMs: 6_000, backoffBaseMs: 400, backoffCapMs: 4_000, maximumAttempts: 50 } },
     });

@@ -1,11 +1,12 @@
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { createJobsClient } from '../../client/jobs-client.js';
+import { createJobsClient } from '../../services/intake.js';
 import { createPool } from '../../lib/db.js';
 import { buildApp } from '../../server/app.js';
 import { createWorker } from '../../workers/worker.js';
 import { ADMIN_KEY, startHarness, waitFor, workflowBundle, type Harness } from '../support/harness.js';
+import { defaultJobRegistry } from '../../jobs/index.js';
 
 // Arrivals faster than completions (no worker), then the reverse (one worker that takes one
 // attempt at a time, each held ~1.2 s by the simulator): a steady, known drain.
@@ -62,7 +63,7 @@ describe('queue health under a generated load', () => {
 
     // A second API process on the same database reports the same figures (nothing in memory).
     const pool2 = createPool(h.databaseUrl, h.log);
-    const app2 = buildApp({ pool: pool2, temporal: h.temporal, jobs: createJobsClient({ pool: pool2, temporal: h.temporal, taskQueue: h.taskQueue }), log: h.log, adminApiKey: ADMIN_KEY, version: 'test', webhookSecrets: {} });
+    const app2 = buildApp({ jobTypes: defaultJobRegistry, pool: pool2, temporal: h.temporal, jobs: createJobsClient({ jobs: defaultJobRegistry, pool: pool2, temporal: h.temporal, taskQueue: h.taskQueue }), log: h.log, adminApiKey: ADMIN_KEY, version: 'test', webhookSecrets: {} });
     try {
       const [a, b] = await Promise.all([health(), app2.inject({ url: '/v1/admin/queue-health', headers: { authorization: `Bearer ${ADMIN_KEY}` } }).then((r) => r.json())]);
       for (const k of ['backlog', 'rates', 'recovery', 'deadLetters', 'outbox', 'leaseExpirations'] as const) {

@@ -1,10 +1,11 @@
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createJobsClient } from '../../client/jobs-client.js';
+import { createJobsClient } from '../../services/intake.js';
 import { createPool } from '../../lib/db.js';
 import { freePort } from '../../scripts/lib/dev-server.js';
 import { buildApp } from '../../server/app.js';
 import { ADMIN_KEY, startHarness, TENANTS, uid, waitFor, type Harness } from '../support/harness.js';
+import { defaultJobRegistry } from '../../jobs/index.js';
 
 let h: Harness;
 beforeAll(async () => { h = await startHarness('health-rejections', { workers: 0 }); });
@@ -16,8 +17,8 @@ async function degradedApi(which: 'temporal' | 'postgres') {
   const pool = which === 'postgres' ? createPool(`postgres://postgres@127.0.0.1:${deadPort}/nothing`, h.log) : createPool(h.databaseUrl, h.log);
   const connection = which === 'temporal' ? Connection.lazy({ address: `127.0.0.1:${deadPort}`, connectTimeout: 1_000 }) : h.temporal.connection as Connection;
   const temporal = new Client({ connection, namespace: h.temporal.options.namespace });
-  const jobs = createJobsClient({ pool, temporal, taskQueue: h.taskQueue, startTimeoutMs: 2_000 });
-  const app = buildApp({ pool, temporal, jobs, log: h.log, adminApiKey: ADMIN_KEY, webhookSecrets: {}, version: 'test' });
+  const jobs = createJobsClient({ jobs: defaultJobRegistry, pool, temporal, taskQueue: h.taskQueue, startTimeoutMs: 2_000 });
+  const app = buildApp({ jobTypes: defaultJobRegistry, pool, temporal, jobs, log: h.log, adminApiKey: ADMIN_KEY, webhookSecrets: {}, version: 'test' });
   const submit = () => app.inject({
     method: 'POST', url: '/v1/jobs', payload: { type: 'summarize', input: { text: 'rejected' } },
     headers: { authorization: `Bearer ${TENANTS.a.key}`, 'idempotency-key': `rej-${uid()}`, 'content-type': 'application/json' },

@@ -1,11 +1,12 @@
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createJobsClient } from '../../client/jobs-client.js';
+import { createJobsClient } from '../../services/intake.js';
 import { createPool } from '../../lib/db.js';
 import { jobIdFor, keyHash } from '../../lib/ids.js';
 import { buildApp } from '../../server/app.js';
 import { startHarness, TENANTS, uid, type Harness } from '../support/harness.js';
 import { freePort } from '../../scripts/lib/dev-server.js';
+import { defaultJobRegistry } from '../../jobs/index.js';
 
 let h: Harness;
 beforeAll(async () => { h = await startHarness('unavailable'); });
@@ -17,8 +18,8 @@ async function degradedApi(which: 'temporal' | 'postgres') {
   const pool = which === 'postgres' ? createPool(`postgres://postgres@127.0.0.1:${deadPort}/nothing`, h.log) : h.pool;
   const connection = which === 'temporal' ? Connection.lazy({ address: `127.0.0.1:${deadPort}`, connectTimeout: 1_000 }) : h.temporal.connection as Connection;
   const temporal = new Client({ connection, namespace: h.temporal.options.namespace });
-  const jobs = createJobsClient({ pool, temporal, taskQueue: h.taskQueue, startTimeoutMs: 2_000 });
-  const app = buildApp({ pool, temporal, jobs, log: h.log, adminApiKey: undefined, webhookSecrets: {}, version: 'test' });
+  const jobs = createJobsClient({ jobs: defaultJobRegistry, pool, temporal, taskQueue: h.taskQueue, startTimeoutMs: 2_000 });
+  const app = buildApp({ jobTypes: defaultJobRegistry, pool, temporal, jobs, log: h.log, adminApiKey: undefined, webhookSecrets: {}, version: 'test' });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const port = (app.server.address() as { port: number }).port;
   return {

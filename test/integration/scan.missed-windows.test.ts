@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureSchedules, scanInputFor, scheduleIdFor, type ScheduleDeclaration } from '../../lib/schedules.js';
+import { ensureSchedules, scanInputFor, scheduleIdFor, type ScheduleDeclaration } from '../../services/schedules.js';
 import { listWindows } from '../../store/schedules.js';
-import type { ScanInput, ScanReport } from '../../workflows/scan.js';
+import type { ScanInput, ScanReport } from '../../contract/scan.js';
 import { startHarness, uid, waitFor, type Harness } from '../support/harness.js';
 
 const MINUTE = 60_000;

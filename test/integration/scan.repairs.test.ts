@@ -5,7 +5,7 @@ import { effectKeyFor, inputHash, jobIdFor, keyHash } from '../../lib/ids.js';
 import { beginEffect } from '../../store/effects.js';
 import { insertIntent } from '../../store/intents.js';
 import { insertOutbox } from '../../store/outbox.js';
-import type { ScanInput, ScanReport } from '../../workflows/scan.js';
+import type { ScanInput, ScanReport } from '../../contract/scan.js';
 import { startHarness, TENANTS, uid, type Harness } from '../support/harness.js';
 
 const HOUR = 3_600_000;

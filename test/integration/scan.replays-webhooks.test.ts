@@ -1,8 +1,9 @@
+import { defaultJobRegistry } from '../../jobs/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDeadLetterActivities } from '../../activities/dead-letters.js';
 import { effectKeyFor } from '../../lib/ids.js';
 import { recordDelivery } from '../../store/webhook-deliveries.js';
-import type { ScanInput, ScanReport } from '../../workflows/scan.js';
+import type { ScanInput, ScanReport } from '../../contract/scan.js';
 import { ADMIN_KEY, startHarness, uid, waitFor, type Harness } from '../support/harness.js';
 
 const HOUR = 3_600_000;
@@ -53,7 +54,7 @@ describe('compensation scan: replays left open by their replay request', () => {
   it('starts a replay job its request claimed but never started, as a replay, then ends the replay', async () => {
     const { jobId, deadLetterId } = await deadLetteredPurchase();
     // What a request terminated between `prepareReplay` and `startChild` leaves: claimed, no workflow.
-    const dl = createDeadLetterActivities({ pool: h.pool, log: h.log, codeVersion: 'test' });
+    const dl = createDeadLetterActivities({ pool: h.pool, log: h.log, codeVersion: 'test', jobs: defaultJobRegistry });
     const prep = await dl.prepareReplay({ deadLetterId, replayId: `replay-lost-${uid()}`, actor: 'admin:alice' });
     expect(prep).toMatchObject({ kind: 'start', replayJobId: `${jobId}-replay-1` });
     const replayJobId = `${jobId}-replay-1`;

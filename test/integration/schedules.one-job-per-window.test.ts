@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jobIdFor } from '../../lib/ids.js';
-import { ensureSchedules, SCHEDULE_DECLARATIONS, scheduleIdFor, type JobScheduleDeclaration } from '../../lib/schedules.js';
+import { ensureSchedules, SCHEDULE_DECLARATIONS, scheduleIdFor, type JobScheduleDeclaration } from '../../services/schedules.js';
 import { getWindow } from '../../store/schedules.js';
-import { windowContaining, windowKey, type ScheduleWindow } from '../../workflows/schedule-window.js';
+import { windowContaining, windowKey, type ScheduleWindow } from '../../contract/schedule-window.js';
 import { startHarness, TENANTS, uid, waitFor, type Harness } from '../support/harness.js';
 
 const HOUR = 3_600_000;

@@ -6,6 +6,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../server/app.js';
 import { ADMIN_KEY, startHarness, uid, waitFor, WEBHOOK_SECRET, type Harness } from '../support/harness.js';
+import { defaultJobRegistry } from '../../jobs/index.js';
 
 let h: Harness;
 const extraApps: FastifyInstance[] = [];
@@ -61,7 +62,7 @@ async function signalsReceived(jobId: string): Promise<number> {
 
 /** A second API on the same database (and by default the same Temporal), with its own secrets and logger. */
 async function extraApp(webhookSecrets: Record<string, string[]>, log = h.log, temporal = h.temporal) {
-  const app = buildApp({ pool: h.pool, temporal, jobs: h.jobs, log, adminApiKey: ADMIN_KEY, version: 'test', webhookSecrets });
+  const app = buildApp({ jobTypes: defaultJobRegistry, pool: h.pool, temporal, jobs: h.jobs, log, adminApiKey: ADMIN_KEY, version: 'test', webhookSecrets });
   extraApps.push(app);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const addr = app.server.address();

@@ -3,7 +3,7 @@ import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, type Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { createJobsClient, type JobsClient } from '../../client/jobs-client.js';
+import { createJobsClient, type JobsClient } from '../../services/intake.js';
 import { createPool } from '../../lib/db.js';
 import { createLogger, type Logger } from '../../lib/logger.js';
 import { migrate } from '../../lib/migrate.js';
@@ -11,6 +11,8 @@ import { buildApp } from '../../server/app.js';
 import { startSimulator, type Simulator } from '../../simulator/server.js';
 import { upsertTenant } from '../../store/tenants.js';
 import { bundleWorkflows, createWorker } from '../../workers/worker.js';
+import { defaultJobRegistry } from '../../jobs/index.js';
+import type { JobRegistry } from '../../job-api/registry.js';
 
 export const TENANTS = { a: { id: 'tenant-a', key: 'key-tenant-a' }, b: { id: 'tenant-b', key: 'key-tenant-b' } } as const;
 export const ADMIN_KEY = 'admin-key-for-tests';
@@ -22,9 +24,13 @@ export const uid = () => randomBytes(6).toString('hex');
 // TEST_SDK_LOG_LEVEL=WARN brings them back when debugging.
 Runtime.install({ logger: new DefaultLogger((process.env.TEST_SDK_LOG_LEVEL as 'WARN' | 'ERROR' | undefined) ?? 'ERROR') });
 
-let bundle: Promise<WorkflowBundleOption> | undefined;
-/** One workflow bundle per test file (bundling takes seconds; workers share it). */
-export const workflowBundle = () => (bundle ??= bundleWorkflows());
+const bundles = new Map<JobRegistry, Promise<WorkflowBundleOption>>();
+/** One workflow bundle per test file and registry (bundling takes seconds; workers share it). */
+export function workflowBundle(jobTypes: JobRegistry = defaultJobRegistry): Promise<WorkflowBundleOption> {
+  let b = bundles.get(jobTypes);
+  if (!b) bundles.set(jobTypes, (b = bundleWorkflows(jobTypes)));
+  return b;
+}
 
 /** A database of its own per test file, so files never see each other's rows. */
 export async function createTestDatabase(name: string, base = inject('databaseUrl')): Promise<string> {
@@ -82,7 +88,7 @@ export interface Harness {
  * Everything one test file needs, on the shared real Temporal and Postgres: its own
  * database, task queue, simulator, in-process workers and HTTP API on a free port.
  */
-export async function startHarness(name: string, opts: { workers?: number; webhookSecret?: string; temporalAddress?: string; postgresUrl?: string; fallbackProviderUrl?: string } = {}): Promise<Harness> {
+export async function startHarness(name: string, opts: { workers?: number; webhookSecret?: string; temporalAddress?: string; postgresUrl?: string; fallbackProviderUrl?: string; jobTypes?: JobRegistry } = {}): Promise<Harness> {
   const log = createLogger(`test-${name}`, process.env.TEST_LOG_LEVEL ?? 'silent');
   const databaseUrl = await createTestDatabase(name, opts.postgresUrl);
   const pool = createPool(databaseUrl, log);
@@ -92,9 +98,10 @@ export async function startHarness(name: string, opts: { workers?: number; webho
   const connection = await Connection.connect({ address: opts.temporalAddress ?? inject('temporalAddress') });
   const temporal = new Client({ connection, namespace });
   const taskQueue = `tq-${name}-${uid()}`;
-  const jobs = createJobsClient({ pool, temporal, taskQueue });
+  const jobTypes = opts.jobTypes ?? defaultJobRegistry;
+  const jobs = createJobsClient({ jobs: jobTypes, pool, temporal, taskQueue });
   const webhookSecrets = { sim: [opts.webhookSecret ?? WEBHOOK_SECRET] };
-  const app = buildApp({ pool, temporal, jobs, log, adminApiKey: ADMIN_KEY, version: 'test', webhookSecrets });
+  const app = buildApp({ jobTypes, pool, temporal, jobs, log, adminApiKey: ADMIN_KEY, version: 'test', webhookSecrets });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const addr = app.server.address();
   const baseUrl = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
@@ -107,7 +114,7 @@ export async function startHarness(name: string, opts: { workers?: number; webho
   async function startWorker(identity?: string): Promise<Worker> {
     const w = await createWorker({
       connection: nativeConnection, namespace, taskQueue, pool, providerUrl: sim.url, fallbackProviderUrl: opts.fallbackProviderUrl, log, codeVersion: 'test',
-      workflowBundle: await workflowBundle(), identity,
+      jobs: jobTypes, workflowBundle: await workflowBundle(jobTypes), identity,
     });
     workers.push(w);
     runs.push(w.run());

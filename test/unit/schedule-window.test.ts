@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { SCHEDULE_DECLARATIONS, scheduleOptionsFor, scanInputFor, type ScheduleDeclaration } from '../../lib/schedules.js';
+import { SCHEDULE_DECLARATIONS, scheduleOptionsFor, scanInputFor, type ScheduleDeclaration } from '../../services/schedules.js';
 import { IDEMPOTENCY_KEY_PATTERN } from '../../lib/ids.js';
-import { windowContaining, windowKey } from '../../workflows/schedule-window.js';
+import { windowContaining, windowKey } from '../../contract/schedule-window.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;

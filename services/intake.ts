@@ -1,24 +1,29 @@
 import type { Client } from '@temporalio/client';
-import { startJobWorkflow } from './start-job-workflow.js';
+import { startJobWorkflow } from './start-job.js';
 import type pg from 'pg';
-import { isConnectionError } from '../lib/db.js';
-import { IdempotencyConflictError, NotFoundError, StateConflictError, UnavailableError, ValidationError, type FieldIssue } from '../lib/errors.js';
+import { z } from 'zod';
+import { PRIORITIES, UNFINISHED_STATES, type JobArgs, type JobBudgets, type JobState, type JobType, type Priority } from '../contract/job-types.js';
+import type { JobDefinition } from '../job-api/define.js';
+import type { JobRegistry } from '../job-api/registry.js';
+import { pgOr503, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../lib/db.js';
+import { IdempotencyConflictError, NotFoundError, StateConflictError, UnavailableError, ValidationError } from '../lib/errors.js';
 import { findUnstorableText } from '../lib/json-safety.js';
 import { IDEMPOTENCY_KEY_PATTERN, inputHash, jobIdFor, keyHash } from '../lib/ids.js';
-import { JOB_INPUT_SCHEMAS, PRIORITY_SCHEMA } from '../lib/job-inputs.js';
+import { zodFieldIssues } from '../lib/validation.js';
 import { deleteUnstartedIntent, findIntent, findIntentByKey, insertIntent, markWorkflowStarted, type IntentRow, type NewIntent } from '../store/intents.js';
 import { lastSucceeded } from '../store/fallback.js';
-import { allowsStaleResult, isJobType, JOB_TYPES, type JobArgs, type JobBudget, type JobState, type JobType, type Priority } from '../workflows/job-types.js';
 import { toJobStatus, type JobStatus } from './job-status.js';
 
 export interface JobsClientDeps {
   pool: pg.Pool;
   temporal: Client;
   taskQueue: string;
+  /** The job types this intake accepts (`jobs/index.ts` `defaultJobRegistry`, or yours). */
+  jobs: JobRegistry;
   /** Deadline for one Temporal start call. Default 5000 ms. */
   startTimeoutMs?: number;
   /** Per job type overrides of the retry budget (config `JOB_BUDGETS`); default none. */
-  budgets?: Partial<Record<JobType, Partial<JobBudget>>>;
+  budgets?: JobBudgets;
   /** Retry-After advertised when Temporal or Postgres cannot take the job. Default 5 s. */
   unavailableRetryAfterSeconds?: number;
 }
@@ -41,36 +46,37 @@ export interface SubmitJobResult {
   retryAfterSeconds: number;
 }
 
-/** States in which a stale result may be offered: the job has no result of its own yet. */
-const STALE_OK: JobState[] = ['queued', 'running', 'retrying', 'deferred'];
+export const PRIORITY_SCHEMA = z.enum(PRIORITIES);
+
+/** The body of `POST /v1/jobs` (and of `submitJob` without its key): `input` is checked against the type's schema. */
+export const SUBMIT_BODY_SCHEMA = z.object({
+  type: z.string().min(1, 'type is required'),
+  input: z.record(z.string(), z.unknown()),
+  priority: PRIORITY_SCHEMA.optional(),
+}).strict();
 
 /** How long a client should wait before polling a job's status. */
 export const POLL_AFTER_SECONDS = 1;
 
-function validate(req: SubmitJobRequest): { type: JobType; input: unknown; priority: Priority } {
+function validate(jobs: JobRegistry, req: SubmitJobRequest): { definition: JobDefinition; type: JobType; input: unknown; priority: Priority } {
   if (typeof req.idempotencyKey !== 'string' || !IDEMPOTENCY_KEY_PATTERN.test(req.idempotencyKey)) {
     throw new ValidationError('Idempotency-Key must be 8-255 visible ASCII characters', [
       { path: 'Idempotency-Key', message: 'required; 8-255 visible ASCII characters (0x21-0x7E)' },
     ]);
   }
-  if (!isJobType(req.type)) {
+  const definition = typeof req.type === 'string' ? jobs.get(req.type) : undefined;
+  if (!definition) {
     throw new ValidationError(`unknown job type "${String(req.type).slice(0, 64)}"`, [
-      { path: 'type', message: `must be one of: ${Object.keys(JOB_TYPES).join(', ')}` },
+      { path: 'type', message: `must be one of: ${jobs.names.join(', ')}` },
     ]);
   }
   const priority = PRIORITY_SCHEMA.safeParse(req.priority ?? 'normal');
   if (!priority.success) throw new ValidationError('invalid priority', [{ path: 'priority', message: 'must be high, normal or low' }]);
-  const parsed = JOB_INPUT_SCHEMAS[req.type].safeParse(req.input);
-  if (!parsed.success) {
-    const fields: FieldIssue[] = parsed.error.issues.map((i) => ({
-      path: ['input', ...i.path.map(String)].join('.'),
-      message: i.message,
-    }));
-    throw new ValidationError(`invalid input for job type "${req.type}"`, fields);
-  }
+  const parsed = definition.input.safeParse(req.input);
+  if (!parsed.success) throw new ValidationError(`invalid input for job type "${definition.name}"`, zodFieldIssues(parsed.error, 'input'));
   const unstorable = findUnstorableText(parsed.data, 'input');
-  if (unstorable) throw new ValidationError(`invalid input for job type "${req.type}"`, [unstorable]);
-  return { type: req.type, input: parsed.data, priority: priority.data };
+  if (unstorable) throw new ValidationError(`invalid input for job type "${definition.name}"`, [unstorable]);
+  return { definition, type: definition.name, input: parsed.data, priority: priority.data };
 }
 
 /**
@@ -79,14 +85,15 @@ function validate(req: SubmitJobRequest): { type: JobType; input: unknown; prior
  */
 export function createJobsClient(deps: JobsClientDeps) {
   const startTimeoutMs = deps.startTimeoutMs ?? 5_000;
-  const retryAfter = deps.unavailableRetryAfterSeconds ?? 5;
+  const retryAfter = deps.unavailableRetryAfterSeconds ?? UNAVAILABLE_RETRY_AFTER_SECONDS;
 
   async function startWorkflow(base: JobArgs): Promise<void> {
+    const definition = deps.jobs.require(base.jobType);
     try {
       // false (a closed run had the ID) means the intent already ran: nothing to start.
-      await deps.temporal.connection.withDeadline(Date.now() + startTimeoutMs, () => startJobWorkflow(deps.temporal, deps.taskQueue, base, deps.budgets));
+      await deps.temporal.connection.withDeadline(Date.now() + startTimeoutMs, () => startJobWorkflow(deps.temporal, deps.taskQueue, definition, base, deps.budgets));
     } catch (err) {
-      throw new UnavailableError('Temporal cannot take the job right now', retryAfter, { cause: err });
+      throw new UnavailableError('Temporal cannot take the job right now', retryAfter, { dependency: 'temporal', cause: err });
     }
   }
 
@@ -99,12 +106,12 @@ export function createJobsClient(deps: JobsClientDeps) {
    * Concurrent duplicates collide on the unique index: one inserts, the others read its row.
    */
   async function submitJob(req: SubmitJobRequest): Promise<SubmitJobResult> {
-    const { type, input, priority } = validate(req);
+    const { type, input, priority } = validate(deps.jobs, req);
     const intent = {
       jobId: jobIdFor(req.tenantId, type, req.idempotencyKey), tenantId: req.tenantId, jobType: type,
       keyHash: keyHash(req.tenantId, req.idempotencyKey), inputHash: inputHash(type, input), input, priority,
     };
-    const inserted = await pgOr503(() => insertIntent(deps.pool, intent));
+    const inserted = await pgOr503(() => insertIntent(deps.pool, intent), 'Postgres cannot take the job right now', retryAfter);
     if (!inserted) return replay(intent);
     try {
       await startWorkflow({ jobId: intent.jobId, tenantId: intent.tenantId, jobType: type, priority });
@@ -133,9 +140,9 @@ export function createJobsClient(deps: JobsClientDeps) {
   }
 
   async function replay(intent: NewIntent & { jobType: JobType }): Promise<SubmitJobResult> {
-    const existing = await pgOr503(() => findIntentByKey(deps.pool, intent.tenantId, intent.keyHash!));
+    const existing = await pgOr503(() => findIntentByKey(deps.pool, intent.tenantId, intent.keyHash!), 'Postgres cannot take the job right now', retryAfter);
     // Removed between our insert and this read by a request whose start failed: try again.
-    if (!existing) throw new UnavailableError('the intent is being retried concurrently; retry', 1);
+    if (!existing) throw new UnavailableError('the intent is being retried concurrently; retry', 1, { dependency: 'contention' });
     if (existing.job_type !== intent.jobType || existing.input_hash !== intent.inputHash) {
       throw new IdempotencyConflictError('this Idempotency-Key was already used with a different type or input');
     }
@@ -147,23 +154,8 @@ export function createJobsClient(deps: JobsClientDeps) {
     return { jobId: existing.job_id, status: existing.status, replayed: true, retryAfterSeconds: POLL_AFTER_SECONDS };
   }
 
-  async function pgOr503<T>(fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn();
-    } catch (err) {
-      if (isConnectionError(err)) throw new UnavailableError('Postgres cannot take the job right now', retryAfter, { cause: err });
-      throw err;
-    }
-  }
-
   async function loadOwned(tenantId: string, jobId: string): Promise<IntentRow> {
-    let row: IntentRow | undefined;
-    try {
-      row = await findIntent(deps.pool, tenantId, jobId);
-    } catch (err) {
-      if (isConnectionError(err)) throw new UnavailableError('Postgres is not reachable', retryAfter, { cause: err });
-      throw err;
-    }
+    const row = await pgOr503(() => findIntent(deps.pool, tenantId, jobId), undefined, retryAfter);
     if (!row) throw new NotFoundError(`job ${jobId} not found`);
     return row;
   }
@@ -176,9 +168,9 @@ export function createJobsClient(deps: JobsClientDeps) {
   async function getJob(tenantId: string, jobId: string, opts: { allowStale?: boolean } = {}): Promise<JobStatus> {
     const row = await loadOwned(tenantId, jobId);
     const status = toJobStatus(row);
-    if (opts.allowStale && STALE_OK.includes(row.status) && isJobType(row.job_type) && allowsStaleResult(row.job_type)) {
-      const last = await lastSucceeded(deps.pool, { tenantId, jobType: row.job_type, inputHash: row.input_hash, exceptJobId: jobId })
-        .catch((err) => { if (isConnectionError(err)) throw new UnavailableError('Postgres is not reachable', retryAfter, { cause: err }); throw err; });
+    const noResultYet = (UNFINISHED_STATES as readonly JobState[]).includes(row.status);
+    if (opts.allowStale && noResultYet && deps.jobs.get(row.job_type)?.staleResult === true) {
+      const last = await pgOr503(() => lastSucceeded(deps.pool, { tenantId, jobType: row.job_type, inputHash: row.input_hash, exceptJobId: jobId }), undefined, retryAfter);
       if (last) status.staleResult = { stale: true, result: last.result, at: last.finished_at.toISOString(), fromJobId: last.job_id };
     }
     return status;
@@ -198,7 +190,7 @@ export function createJobsClient(deps: JobsClientDeps) {
         await deps.temporal.connection.withDeadline(Date.now() + startTimeoutMs, () => deps.temporal.workflow.getHandle(jobId).cancel());
       } catch (err) {
         const name = (err as Error).name;
-        if (name !== 'WorkflowNotFoundError') throw new UnavailableError('Temporal cannot take the cancellation right now', retryAfter, { cause: err });
+        if (name !== 'WorkflowNotFoundError') throw new UnavailableError('Temporal cannot take the cancellation right now', retryAfter, { dependency: 'temporal', cause: err });
       }
     }
     return toJobStatus(row);

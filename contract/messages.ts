@@ -8,10 +8,33 @@ export const jobProgressQuery = defineQuery<{ phase: string; detail: string }>('
 export interface TranscriptionEvent { webhookId: string; transcriptionId: string; status: string; text: string }
 export const transcriptionCompletedSignal = defineSignal<[TranscriptionEvent]>('transcriptionCompleted');
 
-export const JobStateKey = defineSearchAttributeKey('JobState', SearchAttributeType.KEYWORD);
-/** Same names as lib/temporal.ts (which workflow code cannot import): set on replay jobs. */
+/** The event type the provider sends when a transcription is done. */
+export const TRANSCRIPTION_COMPLETED = 'transcription.completed';
+/** The `transcribe` job's effect step that stores the provider's transcription ID: the webhook's subject. */
+export const TRANSCRIPTION_STEP = 'transcribe';
+
+/** Events carry their data as the provider sent it; the job only needs these fields (also the scan's re-signal). */
+export function toEvent(webhookId: string, payload: Record<string, unknown>): TranscriptionEvent {
+  return {
+    webhookId,
+    transcriptionId: String(payload.id),
+    status: String(payload.status ?? 'completed'),
+    text: typeof payload.text === 'string' ? payload.text : '',
+  };
+}
+
+/**
+ * Sent (best-effort) by `PUT /v1/admin/degradation` to deferred jobs so they re-check at
+ * once. Only a hint: the gate's own polling is what makes the pause hold and lift, also on
+ * a server where nobody sends it.
+ */
+export const degradationChangedSignal = defineSignal('degradationChanged');
+
+/** The product's search attributes (Keyword), the only declaration: every start sets them, every server registers them. */
 export const TenantIdKey = defineSearchAttributeKey('TenantId', SearchAttributeType.KEYWORD);
 export const JobTypeKey = defineSearchAttributeKey('JobType', SearchAttributeType.KEYWORD);
+export const JobStateKey = defineSearchAttributeKey('JobState', SearchAttributeType.KEYWORD);
+export const SEARCH_ATTRIBUTE_NAMES = [TenantIdKey.name, JobTypeKey.name, JobStateKey.name] as const;
 
 /** Dead-letter replay (workflows/replay.ts): add dead letters, pause, resume, stop; progress. */
 export const replayAddSignal = defineSignal<[{ ids: string[] }]>('replayAdd');

@@ -1,8 +1,8 @@
 import { ScheduleAlreadyRunning, ScheduleNotFoundError, type Client, type ScheduleDescription, type ScheduleOptions, type ScheduleOverlapPolicy, type ScheduleSpec } from '@temporalio/client';
 import { createHash } from 'node:crypto';
-import { canonicalJson } from './canonical-json.js';
-import type { ScanInput, ScannedSchedule } from '../workflows/scan.js';
-import type { TriggerArgs } from '../workflows/schedule-trigger.js';
+import { canonicalJson } from '../lib/canonical-json.js';
+import type { ScanInput, ScannedSchedule } from '../contract/scan.js';
+import type { TriggerArgs } from '../contract/scan.js';
 
 /**
  * Temporal Schedules replace cron. Each scheduled job type and the compensation scan is

@@ -1,15 +1,15 @@
-import { withTransaction } from '../lib/db.js';
-import { NonRetryableError } from '../lib/errors.js';
-import { claimEarlyDeliveries, lockSubject } from '../store/webhook-deliveries.js';
-import { budgetFor } from '../workflows/job-types.js';
-import type { TranscriptionEvent } from '../workflows/messages.js';
-import { completeWithOutbox, runStep, type StepArgs, type StepDeps } from './job-steps.js';
+import type { ActivityDeps } from '../../activities/deps.js';
+import { completeWithOutbox, runStep } from '../../activities/job-steps.js';
+import type { StepArgs } from '../../contract/job-types.js';
+import { toEvent, TRANSCRIPTION_COMPLETED, type TranscriptionEvent } from '../../contract/messages.js';
+import { withTransaction } from '../../lib/db.js';
+import { NonRetryableError } from '../../lib/errors.js';
+import { claimEarlyDeliveries, lockSubject } from '../../store/webhook-deliveries.js';
+import { budgetOf, type JobInput } from '../../job-api/define.js';
+import { jobType } from '../../job-api/registry.js';
+import { transcribe } from './job.js';
 
-interface TranscribeInput { audioUrl: string }
-
-/** The event type the provider sends when a transcription is done, and the step that creates one. */
-export const TRANSCRIPTION_COMPLETED = 'transcription.completed';
-export const TRANSCRIBE_STEP = 'transcribe';
+const TRANSCRIBE_STEP = transcribe.step('transcribe');
 
 export interface TranscriptionStarted {
   transcriptionId: string;
@@ -23,18 +23,8 @@ export interface TranscriptionPoll { status: string; text: string | null }
 
 export type TranscriptionArgs = StepArgs & { transcriptionId: string };
 
-/** Events carry their data as the provider sent it; the job only needs these fields (also the scan's re-signal). */
-export function toEvent(webhookId: string, payload: Record<string, unknown>): TranscriptionEvent {
-  return {
-    webhookId,
-    transcriptionId: String(payload.id),
-    status: String(payload.status ?? 'completed'),
-    text: typeof payload.text === 'string' ? payload.text : '',
-  };
-}
-
 /** Activities of the `transcribe` job. Each function name is its Temporal activity type. */
-export function createTranscribeActivities(deps: StepDeps) {
+export function createTranscribeActivities(deps: ActivityDeps) {
   return {
     /**
      * The effect `POST /v1/transcriptions` (effect key per job, so a retry never starts a
@@ -44,7 +34,7 @@ export function createTranscribeActivities(deps: StepDeps) {
      */
     async startTranscription(args: StepArgs): Promise<TranscriptionStarted> {
       return runStep(deps, args, TRANSCRIBE_STEP, async (ctx) => {
-        const input = await ctx.input<TranscribeInput>();
+        const input = await ctx.input<JobInput<typeof transcribe>>();
         const e = await ctx.effect(TRANSCRIBE_STEP, '/v1/transcriptions', { audioUrl: input.audioUrl });
         if (!e.providerId) throw new NonRetryableError('provider answered without a transcription ID', { errorClass: 'provider_contract' });
         const transcriptionId = e.providerId;
@@ -66,7 +56,7 @@ export function createTranscribeActivities(deps: StepDeps) {
     async pollTranscription(args: TranscriptionArgs & { giveUp: boolean }): Promise<TranscriptionPoll> {
       return runStep(deps, args, 'transcribe-poll', async () => {
         const path = `/v1/transcriptions/${encodeURIComponent(args.transcriptionId)}`;
-        const res = await deps.provider({ method: 'GET', path, tenantId: args.tenantId, timeoutMs: budgetFor(args).upstreamTimeoutMs });
+        const res = await deps.provider({ method: 'GET', path, tenantId: args.tenantId, timeoutMs: budgetOf(transcribe, args).upstreamTimeoutMs });
         const status = String(res.body.status ?? 'unknown');
         if (status === 'failed') throw new NonRetryableError(`transcription ${args.transcriptionId} failed at the provider`, { errorClass: 'transcription_failed' });
         if (status !== 'completed' && args.giveUp) {
@@ -89,3 +79,5 @@ export function createTranscribeActivities(deps: StepDeps) {
 }
 
 export type TranscribeActivities = ReturnType<typeof createTranscribeActivities>;
+
+export const transcribeJobType = jobType(transcribe, { workflows: new URL('./job.ts', import.meta.url), activities: createTranscribeActivities });

@@ -1,9 +1,9 @@
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
-import { JobStateKey, JobTypeKey, TenantIdKey } from '../lib/temporal.js';
-import { JOB_TYPES, type JobArgs, type JobBudget, type JobType } from '../workflows/job-types.js';
+import type { JobArgs, JobBudgets } from '../contract/job-types.js';
+import { JobStateKey, JobTypeKey, TenantIdKey } from '../contract/messages.js';
+import type { JobDefinition } from '../job-api/define.js';
 
-/** Per job type overrides of the retry budget (config `JOB_BUDGETS`). */
-export type JobBudgets = Partial<Record<JobType, Partial<JobBudget>>>;
+export type { JobBudgets } from '../contract/job-types.js';
 
 /** True for "a run with this ID already closed": over the worker's connection the error may arrive as raw gRPC ALREADY_EXISTS (6). */
 export function isAlreadyStarted(err: unknown): boolean {
@@ -21,8 +21,7 @@ export function isAlreadyStarted(err: unknown): boolean {
  * arguments so a running job keeps the budget it started with. Returns false when a closed
  * run already had the ID.
  */
-export async function startJobWorkflow(client: Client, taskQueue: string, base: JobArgs, budgets?: JobBudgets): Promise<boolean> {
-  const info = JOB_TYPES[base.jobType];
+export async function startJobWorkflow(client: Client, taskQueue: string, info: JobDefinition, base: JobArgs, budgets?: JobBudgets): Promise<boolean> {
   const budget = base.budget ?? budgets?.[base.jobType];
   const args: JobArgs = budget ? { ...base, budget } : base;
   try {
@@ -37,7 +36,7 @@ export async function startJobWorkflow(client: Client, taskQueue: string, base: 
         { key: JobTypeKey, value: args.jobType },
         { key: JobStateKey, value: 'queued' },
       ],
-      staticSummary: `${args.jobType} for tenant ${args.tenantId} (${args.priority} priority)`,
+      staticSummary: info.summary(args),
       staticDetails: `${info.description}. Input is stored in Postgres (job_intents), not in this history.`,
     });
     return true;

@@ -1,5 +1,5 @@
 import type { IntentRow } from '../store/intents.js';
-import type { JobState } from '../workflows/job-types.js';
+import type { JobState } from '../contract/job-types.js';
 
 /** What a user sees of a job. Timestamps are ISO 8601 UTC. */
 export interface JobStatus {

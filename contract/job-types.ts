@@ -1,0 +1,81 @@
+/**
+ * The workflow-safe contract of every job: budgets, arguments, states. Pure types and
+ * constants, imported by workflow code, activities, services and the store alike; it
+ * imports nothing of ours. A job type's own facts live in its definition (`jobs/<type>/job.ts`).
+ *
+ * Budgets, and why:
+ * - `heartbeatTimeout` is the lease: a killed worker's activity moves to another worker
+ *   after it, so it is seconds, not minutes.
+ * - `startToCloseTimeout` bounds one attempt; each upstream call has its own, shorter
+ *   timeout (`upstreamTimeoutMs`) so the call fails before the attempt does.
+ * - `maximumAttempts` and `scheduleToCloseTimeout` are the attempt and elapsed caps.
+ */
+export type Priority = 'high' | 'normal' | 'low';
+export const PRIORITIES = ['high', 'normal', 'low'] as const satisfies readonly Priority[];
+
+/** A job type's name (`summarize`, `purchase`, or one of yours): the `type` of `POST /v1/jobs`. */
+export type JobType = string;
+
+export interface JobBudget {
+  /** Lease. Default 10s. */
+  heartbeatTimeoutMs: number;
+  /** One attempt, including any wait for a concurrency slot. Default 5 min. */
+  startToCloseTimeoutMs: number;
+  /** Elapsed cap across all attempts. Default 10 min. */
+  scheduleToCloseTimeoutMs: number;
+  /** Attempt cap. Default 8. */
+  maximumAttempts: number;
+  /** Full-jitter base and cap for retries without Retry-After. Default 500 ms and 30 s. */
+  backoffBaseMs: number;
+  backoffCapMs: number;
+  /** Timeout of one upstream HTTP call; shorter than startToClose. Default 15 s. */
+  upstreamTimeoutMs: number;
+}
+
+/** Caps on concurrent upstream calls of one job type, per tenant and in total, across all workers. */
+export interface ConcurrencyLimits { perTenant: number; global: number }
+
+export const DEFAULT_BUDGET: JobBudget = {
+  heartbeatTimeoutMs: 10_000,
+  // Longer than one call needs: an attempt may first wait for a concurrency slot. A crashed
+  // worker is still detected within heartbeatTimeout; this only bounds a live, stuck one.
+  startToCloseTimeoutMs: 5 * 60_000,
+  scheduleToCloseTimeoutMs: 10 * 60_000,
+  maximumAttempts: 8,
+  backoffBaseMs: 500,
+  backoffCapMs: 30_000,
+  upstreamTimeoutMs: 15_000,
+};
+
+export const DEFAULT_CONCURRENCY: ConcurrencyLimits = { perTenant: 8, global: 32 };
+
+/** Per job type overrides of the retry budget (config `JOB_BUDGETS`). */
+export type JobBudgets = Partial<Record<JobType, Partial<JobBudget>>>;
+
+/** What every job workflow receives: references only, never the input itself. */
+export interface JobArgs {
+  jobId: string;
+  tenantId: string;
+  jobType: JobType;
+  priority: Priority;
+  /**
+   * Overrides of the type's budget, resolved at intake from configuration (`JOB_BUDGETS`).
+   * Carried in the workflow's arguments so a running job keeps the budget it started with.
+   */
+  budget?: Partial<JobBudget>;
+}
+
+/** Which job's effects a step uses: replays of a job reuse the original job's effects. */
+export type StepArgs = JobArgs & { effectScope?: string };
+
+export const JOB_STATES = ['queued', 'running', 'retrying', 'succeeded', 'dead_lettered', 'cancelled', 'deferred'] as const;
+export type JobState = (typeof JOB_STATES)[number];
+
+/** States a job never leaves. */
+export const TERMINAL_STATES = ['succeeded', 'dead_lettered', 'cancelled'] as const satisfies readonly JobState[];
+/** States of a job that has no result of its own yet. */
+export const UNFINISHED_STATES = ['queued', 'running', 'retrying', 'deferred'] as const satisfies readonly JobState[];
+
+export function isTerminalState(s: string): boolean {
+  return (TERMINAL_STATES as readonly string[]).includes(s);
+}

@@ -1,0 +1,108 @@
+/**
+ * The job-definition API: one `defineJob(...)` per job type holds every fact about it. The
+ * definition is workflow-safe (plain data, a zod schema and pure functions), so the type's
+ * workflow body sits in the same file and reads its budget and description from it. Its
+ * activities live beside it (`activities.ts`), joined to it by `jobType(...)` in the registry.
+ *
+ * Never rename `name`, `workflowType` or an effect step: the name is in every stored intent,
+ * the workflow type in every running history, and each step name is part of its effect key
+ * (`<jobId>:<step>`), which is what makes a retry or a replay reuse the effect it already made.
+ */
+import type { z } from 'zod';
+import {
+  DEFAULT_BUDGET, DEFAULT_CONCURRENCY, type ConcurrencyLimits, type JobArgs, type JobBudget,
+} from '../contract/job-types.js';
+
+export interface JobDefinitionOptions<S extends z.ZodType, E extends string> {
+  /** The job type's name: the `type` of `POST /v1/jobs`. Lower-case letters, digits and dashes. */
+  name: string;
+  /** The Temporal workflow type: the name of the workflow function the type's module exports. */
+  workflowType: string;
+  /** One line: shown in the Web UI (static details, current details) and the OpenAPI document. */
+  description: string;
+  /** Validates `input` at intake; the TypeScript input type is `z.infer` of it (`JobInput<typeof def>`). */
+  input: S;
+  /** Overrides of `DEFAULT_BUDGET` (lease 10 s, attempt 5 min, elapsed 10 min, 8 attempts, jitter 500 ms-30 s, call 15 s). */
+  budget?: Partial<JobBudget>;
+  /** Overrides of `DEFAULT_CONCURRENCY` (8 per tenant, 32 in total), before `CONCURRENCY_LIMITS`. */
+  concurrency?: Partial<ConcurrencyLimits>;
+  /**
+   * Every external effect the type can make, in order, by its stable step name. The single
+   * source for the effect keys the activities use (`definition.step('charge')`), the replay
+   * dry run and the docs.
+   */
+  effects: readonly E[];
+  /** The effects a job with this input makes (the dry run lists these). Default: all of `effects`. */
+  effectsFor?: (input: z.infer<S>) => readonly E[];
+  /**
+   * Whether a status read may ask for the last successful result of the same tenant, type and
+   * input while the job has none yet (`?allowStale=true`), always labelled stale with its
+   * time. Only for results still useful late. Default false.
+   */
+  staleResult?: boolean;
+  /**
+   * Whether the type may use the fallback upstream (`PROVIDER_FALLBACK_URL`), only while an
+   * operator has switched it there; never on its own. Only for effects whose business result
+   * does not depend on which provider made it. Default false.
+   */
+  fallback?: boolean;
+  /** The Web UI's one-line summary of a job. Default `<type> for tenant <t> (<priority> priority)`. */
+  summary?: (args: JobArgs) => string;
+  /** Accepted over `POST /v1/jobs`. Default true; false for types only schedules start. */
+  submittable?: boolean;
+}
+
+export interface JobDefinition<S extends z.ZodType = z.ZodType, E extends string = string> {
+  readonly name: string;
+  readonly workflowType: string;
+  readonly description: string;
+  readonly input: S;
+  readonly budget: JobBudget;
+  readonly concurrency: ConcurrencyLimits;
+  readonly effects: readonly E[];
+  effectsFor(input: z.infer<S>): readonly E[];
+  readonly staleResult: boolean;
+  readonly fallback: boolean;
+  readonly submittable: boolean;
+  summary(args: JobArgs): string;
+  /** A declared step name, checked by the compiler: the effect key's stable part. */
+  step(name: E): E;
+}
+
+export type JobInput<D> = D extends JobDefinition<infer S> ? z.infer<S> : never;
+
+const NAME = /^[a-z][a-z0-9-]{0,62}$/;
+const IDENT = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+
+export function defineJob<S extends z.ZodType, const E extends string>(o: JobDefinitionOptions<S, E>): JobDefinition<S, E> {
+  if (!NAME.test(o.name)) throw new Error(`job type name "${o.name}" must be lower-case letters, digits and dashes, starting with a letter`);
+  if (!IDENT.test(o.workflowType)) throw new Error(`job type ${o.name}: workflowType "${o.workflowType}" must be the name of an exported function`);
+  for (const e of o.effects) {
+    if (!NAME.test(e)) throw new Error(`job type ${o.name}: effect step "${e}" must be lower-case letters, digits and dashes`);
+  }
+  if (new Set(o.effects).size !== o.effects.length) throw new Error(`job type ${o.name}: effect steps must be unique`);
+  const effects = [...o.effects];
+  return {
+    name: o.name,
+    workflowType: o.workflowType,
+    description: o.description,
+    input: o.input,
+    budget: { ...DEFAULT_BUDGET, ...o.budget },
+    concurrency: { ...DEFAULT_CONCURRENCY, ...o.concurrency },
+    effects,
+    effectsFor: (input) => (o.effectsFor ? o.effectsFor(input) : effects),
+    staleResult: o.staleResult ?? false,
+    fallback: o.fallback ?? false,
+    submittable: o.submittable ?? true,
+    summary: o.summary ?? ((a) => `${a.jobType} for tenant ${a.tenantId} (${a.priority} priority)`),
+    step: (name) => {
+      if (!effects.includes(name)) throw new Error(`job type ${o.name} declares no effect step "${name}"`);
+      return name;
+    },
+  };
+}
+
+/** The budget a job runs with: its type's, with the overrides it was started with. */
+export function budgetOf(definition: Pick<JobDefinition, 'budget'>, args: Pick<JobArgs, 'budget'>): JobBudget {
+  return { ...definition.budget, ...args.budget };
+}

@@ -1,0 +1,72 @@
+/**
+ * The registry of job types: the one list the worker (workflows and activities), the intake
+ * (validation, workflow type, budgets), the OpenAPI document, the dead-letter dry run and the
+ * degradation settings read. `createJobRegistry([...])` takes one `jobType(...)` per type.
+ */
+import { fileURLToPath } from 'node:url';
+import type { ActivityDeps } from '../activities/deps.js';
+import type { ConcurrencyLimits, JobType } from '../contract/job-types.js';
+import type { JobDefinition } from './define.js';
+
+// Activity functions take and return anything serialisable; each job type's module types its own.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type ActivityFunction = (...args: any[]) => Promise<any>;
+
+export interface JobTypeModule {
+  definition: JobDefinition;
+  /** Absolute path of the module that exports the workflow function `definition.workflowType`. */
+  workflowsPath: string;
+  /** The type's activities, wired with the worker's dependencies. Each key is a Temporal activity type. */
+  activities: (deps: ActivityDeps) => Record<string, ActivityFunction>;
+}
+
+/**
+ * Joins a definition to its worker side: `workflows` is the module with the workflow body
+ * (pass `new URL('./job.ts', import.meta.url)`), `activities` its activity factory.
+ */
+export function jobType(definition: JobDefinition, worker: { workflows: URL | string; activities: JobTypeModule['activities'] }): JobTypeModule {
+  const workflowsPath = worker.workflows instanceof URL || worker.workflows.startsWith('file:') ? fileURLToPath(worker.workflows) : worker.workflows;
+  return { definition, workflowsPath, activities: worker.activities };
+}
+
+export interface JobRegistry {
+  readonly names: readonly JobType[];
+  readonly modules: readonly JobTypeModule[];
+  has(name: string): boolean;
+  get(name: string): JobDefinition | undefined;
+  /** The definition of a registered type; throws for an unknown one (a bug, not user input). */
+  require(name: string): JobDefinition;
+  /** Types that declare a fallback upstream: the only ones an operator may switch to it. */
+  readonly fallbackTypes: readonly JobType[];
+  /** Each type's concurrency caps, with the deployment's overrides (`CONCURRENCY_LIMITS`). */
+  concurrencyLimits(overrides?: Partial<Record<JobType, Partial<ConcurrencyLimits>>>): Record<JobType, ConcurrencyLimits>;
+}
+
+/** Workflow types of the product's own workflows: no job type may take one of these names. */
+export const SYSTEM_WORKFLOW_TYPES = ['scheduleTrigger', 'compensationScan', 'replayDeadLetters'] as const;
+
+export function createJobRegistry(modules: readonly JobTypeModule[]): JobRegistry {
+  const byName = new Map<string, JobTypeModule>();
+  const workflowTypes = new Set<string>(SYSTEM_WORKFLOW_TYPES);
+  for (const m of modules) {
+    const d = m.definition;
+    if (byName.has(d.name)) throw new Error(`job type ${d.name} is registered twice`);
+    if (workflowTypes.has(d.workflowType)) throw new Error(`job type ${d.name}: workflow type ${d.workflowType} is already taken`);
+    byName.set(d.name, m);
+    workflowTypes.add(d.workflowType);
+  }
+  const list = [...byName.values()];
+  return {
+    names: list.map((m) => m.definition.name),
+    modules: list,
+    has: (name) => byName.has(name),
+    get: (name) => byName.get(name)?.definition,
+    require(name) {
+      const m = byName.get(name);
+      if (!m) throw new Error(`job type ${name} is not registered in this process`);
+      return m.definition;
+    },
+    fallbackTypes: list.filter((m) => m.definition.fallback).map((m) => m.definition.name),
+    concurrencyLimits: (overrides = {}) => Object.fromEntries(list.map((m) => [m.definition.name, { ...m.definition.concurrency, ...overrides[m.definition.name] }])),
+  };
+}

@@ -1,0 +1,36 @@
+import type { ActivityDeps } from '../../activities/deps.js';
+import { completeWithOutbox, runStep } from '../../activities/job-steps.js';
+import type { StepArgs } from '../../contract/job-types.js';
+import type { DigestInput } from '../../contract/scan.js';
+import { getIntent } from '../../store/intents.js';
+import { countFinishedJobs } from '../../store/schedules.js';
+import { jobType } from '../../job-api/registry.js';
+import { digest } from './job.js';
+
+/** The `digest` activity. Its function name is its Temporal activity type. */
+export function createDigestActivities(deps: ActivityDeps) {
+  return {
+    /** `digest`: one notification per tenant and window, sent as an effect (its key is the job's). */
+    async sendDigest(args: StepArgs): Promise<{ resultStored: boolean }> {
+      return runStep(deps, args, 'digest', async (ctx) => {
+        const input = await ctx.input<DigestInput>();
+        const intent = await getIntent(deps.pool, args.jobId);
+        // Count only what finished before this intent existed: every attempt sends the same body.
+        const cutoff = new Date(Math.min(Date.parse(input.periodEnd), intent!.created_at.getTime()));
+        const counts = await countFinishedJobs(deps.pool, args.tenantId, input.periodStart, cutoff);
+        const lines = Object.entries(counts).map(([status, n]) => `${status}: ${n}`);
+        const e = await ctx.effect(digest.step('digest'), '/v1/notifications', {
+          to: `tenant:${args.tenantId}`,
+          subject: `Jobs digest ${input.periodStart} to ${input.periodEnd}`,
+          body: lines.length > 0 ? lines.join('\n') : 'no jobs finished in this period',
+        });
+        const result = { periodStart: input.periodStart, periodEnd: input.periodEnd, counts, notificationId: e.providerId };
+        return { resultStored: await completeWithOutbox(deps, ctx, result) };
+      });
+    },
+  };
+}
+
+export type DigestActivities = ReturnType<typeof createDigestActivities>;
+
+export const digestJobType = jobType(digest, { workflows: new URL('./job.ts', import.meta.url), activities: createDigestActivities });

@@ -1,0 +1,30 @@
+import type { StepArgs } from '../../contract/job-types.js';
+import type { ActivityDeps } from '../../activities/deps.js';
+import { completeWithOutbox, runStep } from '../../activities/job-steps.js';
+import type { JobInput } from '../../job-api/define.js';
+import { jobType } from '../../job-api/registry.js';
+import { summarize } from './job.js';
+
+export interface StepOutcome { resultStored: boolean; notify: boolean }
+
+/** The `summarize` activities. Each function name is its Temporal activity type: renaming one breaks running jobs. */
+export function createSummarizeActivities(deps: ActivityDeps) {
+  return {
+    async summarizeText(args: StepArgs): Promise<StepOutcome> {
+      return runStep(deps, args, 'summarize', async (ctx) => {
+        const input = await ctx.input<JobInput<typeof summarize>>();
+        const e = await ctx.effect(summarize.step('summarize'), '/v1/summaries', { text: input.text });
+        const result = { summary: e.response.summary, providerId: e.providerId, providerRequestId: e.providerRequestId };
+        const notification = input.notifyEmail
+          ? { kind: 'email', payload: { to: input.notifyEmail, subject: 'Your summary is ready', body: `Job ${args.jobId} succeeded.` } }
+          : undefined;
+        const resultStored = await completeWithOutbox(deps, ctx, result, notification);
+        return { resultStored, notify: notification !== undefined };
+      });
+    },
+  };
+}
+
+export type SummarizeActivities = ReturnType<typeof createSummarizeActivities>;
+
+export const summarizeJobType = jobType(summarize, { workflows: new URL('./job.ts', import.meta.url), activities: createSummarizeActivities });
