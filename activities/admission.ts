@@ -58,7 +58,8 @@ export function createAdmissionActivities(deps: AdmissionDeps) {
   return {
     async checkAdmission(args: AdmissionArgs): Promise<AdmissionDecision> {
       const intent = await getIntent(deps.pool, args.jobId);
-      // The intake commits the intent right after the workflow start; a worker can be faster.
+      // The intake commits the intent before the workflow start; only the delete-and-reinsert
+      // race in `confirmStarted` (services/intake.ts) can leave a started workflow without it briefly.
       if (!intent) throw new Error('job intent not visible yet; retrying');
       if (FINAL.includes(intent.status)) return { decision: 'admit' };
       const setting = await getSetting(deps.pool);

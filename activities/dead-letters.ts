@@ -2,10 +2,9 @@ import { createHash } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import type pg from 'pg';
 import { withTransaction } from '../lib/db.js';
-import { effectKeyFor, inputHash } from '../lib/ids.js';
 import type { Logger } from '../lib/logger.js';
 import {
-  deadLetterForJob, effectRequestIds, endReplay, failureWindow, getDeadLetter, insertAction, insertDeadLetter,
+  deadLetterForJob, effectRequestIds, endReplay, failureWindow, insertAction, insertDeadLetter,
   lockDeadLetter, markJobDeadLettered, markReplaying, replayStartedBy, type ProviderRequestRef,
 } from '../store/dead-letters.js';
 import { effectsForJob } from '../store/effects.js';
@@ -179,47 +178,3 @@ export function createDeadLetterActivities(deps: DeadLetterDeps) {
 }
 
 export type DeadLetterActivities = ReturnType<typeof createDeadLetterActivities>;
-
-export interface EffectPreview { step: string; effectKey: string; action: 'reuse' | 'execute'; state: 'succeeded' | 'failed' | 'pending' | 'absent'; inDoubt?: boolean }
-
-export interface ReplayPreview {
-  deadLetterId: string;
-  jobId: string;
-  jobType: string;
-  state: string;
-  replayJobId: string;
-  effects: EffectPreview[];
-  changed: { codeVersion: boolean; inputHash: boolean };
-  recorded: { codeVersion: string; buildId: string | null; inputHash: string };
-  current: { codeVersion: string; inputHash: string };
-}
-
-
-/**
- * The dry run for one dead letter: per effect, `reuse` (a stored success: no upstream call)
- * or `execute` (never ran, failed, or in doubt: called again with the same key), and what
- * changed since the failure. Unknown job types fall back to the effects already stored.
- */
-export async function previewReplay(pool: pg.Pool, jobs: Pick<JobRegistry, 'get'>, deadLetterId: string, currentCodeVersion: string): Promise<ReplayPreview | undefined> {
-  const dl = await getDeadLetter(pool, deadLetterId);
-  if (!dl) return undefined;
-  const input = ((await loadInput(pool, dl.job_id)) ?? {}) as Record<string, unknown>;
-  const rows = await effectsForJob(pool, dl.job_id);
-  // The type's declared effects for this input, in order (keys `<jobId>:<step>`).
-  const steps = [...(jobs.get(dl.job_type)?.effectsFor(input) ?? [])];
-  for (const r of rows) if (!steps.includes(r.step)) steps.push(r.step);
-  const effects = steps.map((step): EffectPreview => {
-    const key = effectKeyFor(dl.job_id, step);
-    const row = rows.find((r) => r.effect_key === key);
-    if (!row) return { step, effectKey: key, action: 'execute', state: 'absent' };
-    return { step, effectKey: key, action: row.state === 'succeeded' ? 'reuse' : 'execute', state: row.state, ...(row.state === 'pending' ? { inDoubt: row.was_in_doubt } : {}) };
-  });
-  const inputHashNow = inputHash(dl.job_type, input);
-  return {
-    deadLetterId: dl.id, jobId: dl.job_id, jobType: dl.job_type, state: dl.state,
-    replayJobId: `${dl.job_id}-replay-${dl.replay_count + 1}`, effects,
-    changed: { codeVersion: dl.code_version !== currentCodeVersion, inputHash: dl.input_hash !== inputHashNow },
-    recorded: { codeVersion: dl.code_version, buildId: dl.build_id, inputHash: dl.input_hash },
-    current: { codeVersion: currentCodeVersion, inputHash: inputHashNow },
-  };
-}

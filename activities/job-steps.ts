@@ -71,7 +71,8 @@ export async function runStep<T>(deps: StepDeps, args: StepArgs, step: string, b
     }),
     input: async <I>() => {
       const input = await loadInput(deps.pool, args.jobId);
-      // The intake commits the intent right after the start; a worker can be faster.
+      // The intake commits the intent before it starts the workflow, so this is reachable only
+      // in the race where a failed concurrent start removed the row and `confirmStarted` writes it again.
       if (input === undefined) throw new RetryableError('job intent not visible yet', { errorClass: 'intent_not_committed' });
       return input as I;
     },

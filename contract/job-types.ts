@@ -1,7 +1,7 @@
 /**
  * The workflow-safe contract of every job: budgets, arguments, states. Pure types and
  * constants, imported by workflow code, activities, services and the store alike; it
- * imports nothing of ours. A job type's own facts live in its definition (`jobs/<type>/job.ts`).
+ * imports nothing of ours. A job type's own facts live in its definition (`jobs/<type>/definition.ts`).
  *
  * Budgets, and why:
  * - `heartbeatTimeout` is the lease: a killed worker's activity moves to another worker

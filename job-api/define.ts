@@ -1,8 +1,9 @@
 /**
- * The job-definition API: one `defineJob(...)` per job type holds every fact about it. The
- * definition is workflow-safe (plain data, a zod schema and pure functions), so the type's
- * workflow body sits in the same file and reads its budget and description from it. Its
- * activities live beside it (`activities.ts`), joined to it by `jobType(...)` in the registry.
+ * The job-definition API: one `defineJob(...)` per job type (`jobs/<type>/definition.ts`) holds
+ * every fact about it. The definition is workflow-safe (plain data, a zod schema and pure
+ * functions), so the type's workflow body (`workflow.ts`) reads its budget and description
+ * from it inside Temporal's sandbox; its activities (`activities.ts`) read its effect steps,
+ * and `jobType(...)` there joins the three for the registry.
  *
  * Never rename `name`, `workflowType` or an effect step: the name is in every stored intent,
  * the workflow type in every running history, and each step name is part of its effect key

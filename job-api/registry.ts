@@ -4,12 +4,29 @@
  * degradation settings read. `createJobRegistry([...])` takes one `jobType(...)` per type.
  */
 import { fileURLToPath } from 'node:url';
-import type { ActivityDeps } from '../activities/deps.js';
-import type { ConcurrencyLimits, JobType } from '../contract/job-types.js';
+import type pg from 'pg';
+import type { Provider } from '../activities/provider.js';
+import type { ConcurrencyLimits, JobBudgets, JobType } from '../contract/job-types.js';
+import type { Logger } from '../lib/logger.js';
 import type { JobDefinition } from './define.js';
 
+/** What every activity may use: the worker wires these once (`workers/worker.ts`). */
+export interface ActivityDeps {
+  pool: pg.Pool;
+  provider: Provider;
+  /** Optional second upstream (`PROVIDER_FALLBACK_URL`): called only by an operator's recorded decision. */
+  fallbackProvider?: Provider | undefined;
+  log: Logger;
+  codeVersion: string;
+  /** The job types this worker runs. */
+  jobs: JobRegistry;
+  /** Caps on concurrent upstream calls per job type (config `CONCURRENCY_LIMITS` over each type's defaults). */
+  limits: Record<JobType, ConcurrencyLimits>;
+  /** Budget overrides (`JOB_BUDGETS`) for jobs that schedules and the scan start. */
+  jobBudgets?: JobBudgets | undefined;
+}
+
 // Activity functions take and return anything serialisable; each job type's module types its own.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type ActivityFunction = (...args: any[]) => Promise<any>;
 
 export interface JobTypeModule {
@@ -22,7 +39,7 @@ export interface JobTypeModule {
 
 /**
  * Joins a definition to its worker side: `workflows` is the module with the workflow body
- * (pass `new URL('./job.ts', import.meta.url)`), `activities` its activity factory.
+ * (pass `new URL('./workflow.ts', import.meta.url)`), `activities` its activity factory.
  */
 export function jobType(definition: JobDefinition, worker: { workflows: URL | string; activities: JobTypeModule['activities'] }): JobTypeModule {
   const workflowsPath = worker.workflows instanceof URL || worker.workflows.startsWith('file:') ? fileURLToPath(worker.workflows) : worker.workflows;

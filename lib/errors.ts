@@ -59,9 +59,16 @@ export class NotFoundError extends DurableJobsError {
   readonly code = 'not_found';
 }
 
-/** The job is in a state that does not allow the request (for example cancelling a finished job). */
+/**
+ * The resource is in a state that does not allow the request (cancelling a finished job,
+ * replaying a discarded dead letter). `slug` and `title` name the problem type clients
+ * branch on (default `state-conflict`); `status` is 409 unless the request can never apply (422).
+ */
 export class StateConflictError extends DurableJobsError {
   readonly code = 'state_conflict';
+  constructor(message: string, readonly problem: { slug?: string; title?: string; status?: 409 | 422; extra?: Record<string, unknown> } = {}) {
+    super(message);
+  }
 }
 
 export class ConfigError extends DurableJobsError {

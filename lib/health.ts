@@ -118,23 +118,7 @@ export function sparkline(values: Array<number | null>): string {
   }).join('');
 }
 
-/** The largest number of events inside any half-open window [t, t + windowMs) of sorted or unsorted times. */
-export function maxInSlidingWindow(timesMs: number[], windowMs: number): number {
-  const t = [...timesMs].sort((a, b) => a - b);
-  let best = 0;
-  let lo = 0;
-  for (let hi = 0; hi < t.length; hi++) {
-    while (t[hi]! - t[lo]! >= windowMs) lo++;
-    best = Math.max(best, hi - lo + 1);
-  }
-  return best;
-}
 
-/** Earliest time a ramped admission may take: evenly spaced at `ratePerMinute`, never in the past. */
-export function nextSlot(nowMs: number, lastSlotMs: number | null, ratePerMinute: number): number {
-  const spacing = 60_000 / ratePerMinute;
-  return lastSlotMs === null ? nowMs : Math.max(nowMs, lastSlotMs + spacing);
-}
 
 /**
  * The hard cap at admission: given the admission times of the last minute (any order),

@@ -38,5 +38,5 @@ export function effectKeyFor(jobId: string, step: string): string {
   return `${jobId}:${step}`;
 }
 
-/** Idempotency keys: 8-255 visible ASCII characters (API.md). */
+/** Idempotency keys: 8-255 visible ASCII characters (the HTTP contract: `Idempotency-Key` of `POST /v1/jobs`). */
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{8,255}$/;

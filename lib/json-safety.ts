@@ -1,6 +1,7 @@
 import type { FieldIssue } from './errors.js';
 
 /** A NUL character or a lone UTF-16 surrogate: Postgres cannot store either in text or jsonb. */
+// eslint-disable-next-line no-control-regex -- matching NUL is the point: Postgres cannot store it
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 export function hasUnstorableText(s: string): boolean {

@@ -1,12 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import { Client, Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { SEARCH_ATTRIBUTE_NAMES } from '../contract/messages.js';
 import type { Config } from './config.js';
 
-export const TenantIdKey = defineSearchAttributeKey('TenantId', SearchAttributeType.KEYWORD);
-export const JobTypeKey = defineSearchAttributeKey('JobType', SearchAttributeType.KEYWORD);
-export const JobStateKey = defineSearchAttributeKey('JobState', SearchAttributeType.KEYWORD);
+export { JobStateKey, JobTypeKey, TenantIdKey } from '../contract/messages.js';
 
 /** Connection options for a local dev server, a self-hosted cluster (mTLS) or Temporal Cloud (API key). */
 export interface TemporalConnectionOptions {
@@ -27,9 +25,10 @@ export async function connectionOptions(config: Config, address: string): Promis
   return opts;
 }
 
-export async function connectClient(config: Config, address: string): Promise<Client> {
+/** A client for the configured Temporal; `connection` is the concrete one (operator and health services). */
+export async function connectClient(config: Config, address: string): Promise<Client & { connection: Connection }> {
   const connection = await Connection.connect(await connectionOptions(config, address));
-  return new Client({ connection, namespace: config.temporalNamespace });
+  return Object.assign(new Client({ connection, namespace: config.temporalNamespace }), { connection });
 }
 
 /**
@@ -38,7 +37,7 @@ export async function connectClient(config: Config, address: string): Promise<Cl
  * attribute is skipped, so this is idempotent.
  */
 export async function ensureSearchAttributes(connection: Connection, namespace: string): Promise<string[]> {
-  const wanted = ['TenantId', 'JobType', 'JobState'];
+  const wanted: readonly string[] = SEARCH_ATTRIBUTE_NAMES;
   const existing = await connection.operatorService.listSearchAttributes({ namespace });
   const have = new Set(Object.keys(existing.customAttributes ?? {}));
   const missing = wanted.filter((n) => !have.has(n));

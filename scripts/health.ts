@@ -13,7 +13,7 @@ import { createPool } from '../lib/db.js';
 import { formatAge, formatCount, formatDuration, formatRate, sparkline, WINDOWS } from '../lib/health.js';
 import { createLogger } from '../lib/logger.js';
 import { connectClient } from '../lib/temporal.js';
-import { collectQueueHealth, type QueueHealth } from '../server/metrics.js';
+import { collectQueueHealth, type QueueHealth } from '../services/queue-health.js';
 import { defaultJobRegistry } from '../jobs/index.js';
 
 const HISTORY_MINUTES = 30;

@@ -11,10 +11,9 @@ import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../lib/config.js';
 import { createPool } from '../lib/db.js';
 import { createLogger } from '../lib/logger.js';
-import { migrate } from '../lib/migrate.js';
-import { connectClient, ensureSearchAttributes } from '../lib/temporal.js';
+import { connectClient } from '../lib/temporal.js';
+import { prepareStack } from '../services/stack.js';
 import { startSimulator } from '../simulator/server.js';
-import { upsertTenant } from '../store/tenants.js';
 import { startDevServer } from './lib/dev-server.js';
 import { startEmbeddedPostgres } from './lib/embedded-pg.js';
 import { superviseChild, type Supervised } from './lib/supervise.js';
@@ -89,12 +88,12 @@ async function bringUp(): Promise<void> {
 
   const log = createLogger('start', 'warn');
   const pool = createPool(databaseUrl, log);
-  const applied = await migrate(pool);
-  say(applied.length > 0 ? `migrations applied: ${applied.join(', ')}` : 'schema up to date');
-  for (const t of config.seedTenants) await upsertTenant(pool, t.tenantId, t.apiKey);
-  await pool.end();
   const temporal = await connectClient(config, temporalAddress);
-  const added = await ensureSearchAttributes(temporal.connection as never, config.temporalNamespace);
+  const { applied, searchAttributesAdded: added } = await prepareStack(pool, {
+    tenants: config.seedTenants, temporal: { connection: temporal.connection, namespace: config.temporalNamespace },
+  });
+  await pool.end();
+  say(applied.length > 0 ? `migrations applied: ${applied.join(', ')}` : 'schema up to date');
   if (added.length > 0) say(`registered search attributes: ${added.join(', ')}`);
   await temporal.connection.close();
 

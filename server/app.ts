@@ -3,15 +3,18 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type pg from 'pg';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { JobRegistry } from '../job-api/registry.js';
+import { createDeadLetterService } from '../services/dead-letters.js';
 import type { JobsClient } from '../services/intake.js';
+import { createWebhookService } from '../services/webhooks.js';
 import { hasUnstorableText } from '../lib/json-safety.js';
 import type { Logger } from '../lib/logger.js';
+import { registerScanMetrics } from './metrics.js';
 import { openApiDocument } from './openapi.js';
 import { noteUnavailable, problem, problemFromError, sendProblem } from './problems.js';
 import { registerDeadLetterRoutes } from './routes-dead-letters.js';
 import { registerAdminRoutes } from './routes-admin.js';
 import { registerJobRoutes } from './routes-jobs.js';
-import { registerWebhookRoutes } from './webhooks.js';
+import { registerWebhookRoutes } from './routes-webhooks.js';
 
 export interface AppDeps {
   pool: pg.Pool;
@@ -26,8 +29,6 @@ export interface AppDeps {
   version: string;
   /** Jobs task queue for replay workflows (dead letters). Default: the jobs client's queue. */
   taskQueue?: string;
-  /** Extra route groups (webhooks, admin, dead letters) register here. */
-  plugins?: Array<(app: FastifyInstance, registry: Registry) => void>;
 }
 
 /** 256 KiB: the contract's body limit for job submissions. */
@@ -86,8 +87,9 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   // Before the job routes: its onSend hook counts the intake's 503s.
   registerAdminRoutes(app, registry, { pool: deps.pool, temporal: deps.temporal, taskQueues: [deps.jobs.taskQueue], adminApiKey: deps.adminApiKey, log: deps.log, fallbackTypes: deps.jobTypes.fallbackTypes });
   registerJobRoutes(app, { pool: deps.pool, jobs: deps.jobs });
-  registerDeadLetterRoutes(app, { pool: deps.pool, temporal: deps.temporal, jobTypes: deps.jobTypes, adminApiKey: deps.adminApiKey, taskQueue: deps.taskQueue ?? deps.jobs.taskQueue, codeVersion: deps.version });
-  registerWebhookRoutes(app, deps, registry);
-  for (const plugin of deps.plugins ?? []) plugin(app, registry);
+  const deadLetters = createDeadLetterService({ pool: deps.pool, temporal: deps.temporal, jobTypes: deps.jobTypes, taskQueue: deps.taskQueue ?? deps.jobs.taskQueue, codeVersion: deps.version });
+  registerDeadLetterRoutes(app, { deadLetters, adminApiKey: deps.adminApiKey });
+  registerWebhookRoutes(app, { webhooks: createWebhookService(deps), adminApiKey: deps.adminApiKey, webhookSecrets: deps.webhookSecrets }, registry);
+  registerScanMetrics(registry, deps.pool);
   return app;
 }

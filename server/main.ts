@@ -6,12 +6,10 @@ import { createJobsClient } from '../services/intake.js';
 import { loadConfig } from '../lib/config.js';
 import { createPool } from '../lib/db.js';
 import { createLogger } from '../lib/logger.js';
-import { migrate } from '../lib/migrate.js';
-import { registerScanMetrics } from '../lib/scan-metrics.js';
 import { ensureSchedules } from '../services/schedules.js';
 import { exitWithParent, onShutdown } from '../lib/shutdown.js';
-import { connectClient, ensureSearchAttributes } from '../lib/temporal.js';
-import { upsertTenant } from '../store/tenants.js';
+import { connectClient } from '../lib/temporal.js';
+import { prepareStack } from '../services/stack.js';
 import { buildApp } from './app.js';
 import { defaultJobRegistry } from '../jobs/index.js';
 
@@ -23,11 +21,9 @@ if (!config.databaseUrl || !config.temporalAddress) {
   process.exit(2);
 }
 const pool = createPool(config.databaseUrl, log);
-const applied = await migrate(pool);
-if (applied.length > 0) log.info({ applied }, 'migrations applied');
-for (const t of config.seedTenants) await upsertTenant(pool, t.tenantId, t.apiKey);
 const temporal = await connectClient(config, config.temporalAddress);
-await ensureSearchAttributes(temporal.connection as never, config.temporalNamespace);
+const { applied } = await prepareStack(pool, { tenants: config.seedTenants, temporal: { connection: temporal.connection, namespace: config.temporalNamespace } });
+if (applied.length > 0) log.info({ applied }, 'migrations applied');
 // Schedules are declared in code (services/schedules.ts) and created or updated here, idempotently
 // (several API processes may start at once). A failure must not keep the API down: log it;
 // the next start tries again, and the Schedules that exist keep firing meanwhile.
@@ -36,8 +32,7 @@ await ensureSchedules(temporal, config.taskQueue).then(
   (err: Error) => log.error({ err: { message: err.message, name: err.name } }, 'could not ensure schedules'),
 );
 const jobs = createJobsClient({ pool, temporal, taskQueue: config.taskQueue, jobs: defaultJobRegistry, budgets: config.jobBudgets });
-const app = buildApp({ pool, temporal, jobs, jobTypes: defaultJobRegistry, log, adminApiKey: config.adminApiKey, webhookSecrets: config.webhookSecrets, version: config.codeVersion,
-  plugins: [(_app, registry) => registerScanMetrics(registry, pool)] });
+const app = buildApp({ pool, temporal, jobs, jobTypes: defaultJobRegistry, log, adminApiKey: config.adminApiKey, webhookSecrets: config.webhookSecrets, version: config.codeVersion });
 await app.listen({ port: config.httpPort, host: config.httpHost });
 onShutdown(async () => {
   await app.close();

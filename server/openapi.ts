@@ -2,8 +2,8 @@ import { z } from 'zod';
 import { JOB_STATES } from '../contract/job-types.js';
 import type { JobRegistry } from '../job-api/registry.js';
 import { SUBMIT_BODY_SCHEMA } from '../services/intake.js';
-import { degradationBody } from './routes-admin.js';
-import { DISCARD_SCHEMA, REPLAY_SCHEMA } from './routes-dead-letters.js';
+import { degradationBody } from '../services/degradation.js';
+import { DISCARD_SCHEMA, REPLAY_SCHEMA } from '../services/dead-letters.js';
 
 /**
  * The OpenAPI document, generated from the same zod schemas that validate requests, so the

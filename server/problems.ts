@@ -1,4 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { z } from 'zod';
+import { zodFieldIssues } from '../lib/validation.js';
 import {
   DurableJobsError, IdempotencyConflictError, NotFoundError, StateConflictError, UnavailableError, ValidationError,
   type Dependency, type FieldIssue,
@@ -38,12 +40,22 @@ export function problem(status: number, slug: string, title: string, detail?: st
   return { type: problemType(slug), title, status, ...(detail ? { detail } : {}), ...extra };
 }
 
+/** Validates with zod or throws a 400 naming each offending field (`what`: "replay request", "query"). */
+export function parseOr400<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
+  const r = schema.safeParse(value ?? {});
+  if (r.success) return r.data;
+  throw new ValidationError(`invalid ${what}`, zodFieldIssues(r.error));
+}
+
 /** Maps the coded error hierarchy onto problems; anything unknown is a 500 without internals. */
 export function problemFromError(err: unknown): Problem {
   if (err instanceof ValidationError) return problem(400, 'validation-error', 'Invalid request', err.message, { errors: err.fields });
   if (err instanceof IdempotencyConflictError) return problem(422, 'idempotency-key-reused', 'Idempotency-Key reused with a different request', err.message);
   if (err instanceof NotFoundError) return problem(404, 'not-found', 'Not found', err.message);
-  if (err instanceof StateConflictError) return problem(409, 'state-conflict', 'Conflict with the current state', err.message);
+  if (err instanceof StateConflictError) {
+    const p = err.problem;
+    return problem(p.status ?? 409, p.slug ?? 'state-conflict', p.title ?? 'Conflict with the current state', err.message, p.extra ?? {});
+  }
   if (err instanceof UnavailableError) return problem(503, 'unavailable', 'Temporarily unavailable', `${err.message}; nothing was changed: retry the same request later`, { retryAfterSeconds: err.retryAfterSeconds });
   if (err instanceof DurableJobsError) return problem(500, err.code, 'Internal error');
   const fe = err as { code?: string; statusCode?: number; message?: string };

@@ -69,7 +69,7 @@ export const SCHEDULE_DECLARATIONS: ScheduleDeclaration[] = [
   {
     kind: 'scan',
     name: 'compensation-scan',
-    description: 'finds and repairs missed windows, unstarted intents, stuck outbox rows and in-doubt effects',
+    description: 'finds and repairs missed windows, unstarted intents, stuck outbox rows, in-doubt effects, stuck replays and unsignalled webhooks',
     timing: { every: 10 * MINUTE },
     // A scan covers everything up to its own time: a skipped or missed scan needs no catch-up.
     overlap: 'SKIP',

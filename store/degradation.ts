@@ -117,15 +117,6 @@ export async function markSlotAdmitted(tx: pg.PoolClient, jobId: string, round: 
   await tx.query('UPDATE admissions SET admitted_at = clock_timestamp() WHERE job_id = $1 AND round = $2 AND admitted_at IS NULL', [jobId, round]);
 }
 
-/** The ledger as evidence (tests, drills): admission times in order. */
-export async function admissionTimes(db: Db, jobIds?: string[]): Promise<Array<{ job_id: string; slot_at: Date; admitted_at: Date }>> {
-  const r = await db.query(
-    `SELECT job_id, slot_at, admitted_at FROM admissions
-      WHERE admitted_at IS NOT NULL AND ($1::text[] IS NULL OR job_id = ANY($1)) ORDER BY admitted_at`,
-    [jobIds ?? null],
-  );
-  return r.rows;
-}
 
 /** Ramped admissions waiting for their slot (reserved, not yet admitted, slot not long past). */
 export async function pendingReservations(db: Db): Promise<{ n: number; last_slot: Date | null }> {

@@ -136,11 +136,6 @@ export async function overdueLeases(db: Db): Promise<number> {
   return r.rows[0]!.n;
 }
 
-export async function tableExists(db: Db, table: string): Promise<boolean> {
-  const r = await db.query<{ ok: boolean }>('SELECT to_regclass($1) IS NOT NULL AS ok', [table]);
-  return r.rows[0]!.ok;
-}
-
 export type DeadLetterRow = { open: number; oldest_open_s: number | null } & WindowRow<'new'>;
 
 /** Dead letters from their own table (schema 0003): open ones, the oldest open, growth per window. */
@@ -150,16 +145,6 @@ export async function deadLetterFigures(db: Db): Promise<DeadLetterRow> {
       extract(epoch FROM now() - min(created_at) FILTER (WHERE state = 'open'))::float8 AS oldest_open_s,
       ${windowCounts('created_at', 'new')}
     FROM dead_letters WHERE state = 'open' OR created_at > now() - ${LONGEST}`);
-  return r.rows[0]!;
-}
-
-/** Without the dead-letter table: dead-lettered jobs that no replay has picked up yet. */
-export async function deadLetteredJobFigures(db: Db): Promise<DeadLetterRow> {
-  const r = await db.query<DeadLetterRow>(`
-    SELECT count(*) FILTER (WHERE NOT EXISTS (SELECT 1 FROM job_intents x WHERE x.replay_of = j.job_id))::int AS open,
-      extract(epoch FROM now() - min(finished_at))::float8 AS oldest_open_s,
-      ${windowCounts('finished_at', 'new')}
-    FROM job_intents j WHERE status = 'dead_lettered'`);
   return r.rows[0]!;
 }
 
@@ -244,7 +229,7 @@ export async function recentSamples(db: Db, minutes: number): Promise<Array<{ mi
   return r.rows;
 }
 
-// ---- lease tracking (written by the worker, see activities/admission.ts) ----
+// ---- lease tracking (written by the worker, see activities/lease-tracking.ts) ----
 
 export interface LeaseKey { jobId: string; runId: string; activityId: string; attempt: number }
 

@@ -36,6 +36,3 @@ export async function markOutbox(db: Db, id: string, state: 'delivered' | 'faile
   );
 }
 
-export async function countOutboxAttempt(db: Db, id: string, error: string): Promise<void> {
-  await db.query('UPDATE outbox SET attempts = attempts + 1, last_error = $2 WHERE id = $1', [id, error]);
-}

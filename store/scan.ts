@@ -7,9 +7,10 @@ type Db = pg.Pool | pg.PoolClient;
 export interface UnstartedIntent { job_id: string; tenant_id: string; job_type: string; priority: Priority; created_at: Date }
 
 /**
- * Intents whose workflow never started, older than the grace period. The intake marks the
- * start in the same transaction as the insert, so a committed row without it was left by a
- * lost start (a crashed trigger, a dropped connection). Oldest first, bounded.
+ * Intents whose workflow never started, older than the grace period. The intake commits
+ * the intent first and marks it started after `workflow.start` succeeds, removing it when the
+ * start fails; a committed row still unmarked past the grace period was left by a lost start
+ * or a lost mark (a crashed API process or trigger, a dropped connection). Oldest first, bounded.
  */
 export async function listUnstartedIntents(db: Db, olderThan: Date, limit: number): Promise<UnstartedIntent[]> {
   const r = await db.query<UnstartedIntent>(
@@ -127,7 +128,3 @@ export async function scanTotals(db: Db): Promise<ScanCounts & { runs: number; l
   };
 }
 
-export async function lastScanRun(db: Db): Promise<Record<string, unknown> | undefined> {
-  const r = await db.query('SELECT * FROM scan_runs ORDER BY finished_at DESC LIMIT 1');
-  return r.rows[0];
-}

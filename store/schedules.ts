@@ -56,15 +56,7 @@ export async function filledWindowStarts(db: Db, jobType: string, starts: string
   return new Set(r.rows.map((x) => x.window_start.toISOString()));
 }
 
-export async function getWindow(db: Db, jobType: string, windowStart: string): Promise<WindowRow | undefined> {
-  const r = await db.query<WindowRow>('SELECT * FROM schedule_windows WHERE job_type = $1 AND window_start = $2', [jobType, windowStart]);
-  return r.rows[0];
-}
 
-export async function listWindows(db: Db, jobType: string): Promise<WindowRow[]> {
-  const r = await db.query<WindowRow>('SELECT * FROM schedule_windows WHERE job_type = $1 ORDER BY window_start', [jobType]);
-  return r.rows;
-}
 
 /** Every tenant gets its own job per window (per-tenant digests). */
 export async function listTenantIds(db: Db): Promise<string[]> {

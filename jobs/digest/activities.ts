@@ -5,7 +5,7 @@ import type { DigestInput } from '../../contract/scan.js';
 import { getIntent } from '../../store/intents.js';
 import { countFinishedJobs } from '../../store/schedules.js';
 import { jobType } from '../../job-api/registry.js';
-import { digest } from './job.js';
+import { digest } from './definition.js';
 
 /** The `digest` activity. Its function name is its Temporal activity type. */
 export function createDigestActivities(deps: ActivityDeps) {
@@ -33,4 +33,4 @@ export function createDigestActivities(deps: ActivityDeps) {
 
 export type DigestActivities = ReturnType<typeof createDigestActivities>;
 
-export const digestJobType = jobType(digest, { workflows: new URL('./job.ts', import.meta.url), activities: createDigestActivities });
+export const digestJobType = jobType(digest, { workflows: new URL('./workflow.ts', import.meta.url), activities: createDigestActivities });

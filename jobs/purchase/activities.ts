@@ -3,7 +3,7 @@ import type { ActivityDeps } from '../../activities/deps.js';
 import { completeWithOutbox, runStep } from '../../activities/job-steps.js';
 import type { JobInput } from '../../job-api/define.js';
 import { jobType } from '../../job-api/registry.js';
-import { purchase } from './job.js';
+import { purchase } from './definition.js';
 
 type PurchaseInput = JobInput<typeof purchase>;
 
@@ -32,4 +32,4 @@ export function createPurchaseActivities(deps: ActivityDeps) {
 
 export type PurchaseActivities = ReturnType<typeof createPurchaseActivities>;
 
-export const purchaseJobType = jobType(purchase, { workflows: new URL('./job.ts', import.meta.url), activities: createPurchaseActivities });
+export const purchaseJobType = jobType(purchase, { workflows: new URL('./workflow.ts', import.meta.url), activities: createPurchaseActivities });

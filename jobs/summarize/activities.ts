@@ -3,7 +3,7 @@ import type { ActivityDeps } from '../../activities/deps.js';
 import { completeWithOutbox, runStep } from '../../activities/job-steps.js';
 import type { JobInput } from '../../job-api/define.js';
 import { jobType } from '../../job-api/registry.js';
-import { summarize } from './job.js';
+import { summarize } from './definition.js';
 
 export interface StepOutcome { resultStored: boolean; notify: boolean }
 
@@ -27,4 +27,4 @@ export function createSummarizeActivities(deps: ActivityDeps) {
 
 export type SummarizeActivities = ReturnType<typeof createSummarizeActivities>;
 
-export const summarizeJobType = jobType(summarize, { workflows: new URL('./job.ts', import.meta.url), activities: createSummarizeActivities });
+export const summarizeJobType = jobType(summarize, { workflows: new URL('./workflow.ts', import.meta.url), activities: createSummarizeActivities });

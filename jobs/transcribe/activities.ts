@@ -7,7 +7,7 @@ import { NonRetryableError } from '../../lib/errors.js';
 import { claimEarlyDeliveries, lockSubject } from '../../store/webhook-deliveries.js';
 import { budgetOf, type JobInput } from '../../job-api/define.js';
 import { jobType } from '../../job-api/registry.js';
-import { transcribe } from './job.js';
+import { transcribe } from './definition.js';
 
 const TRANSCRIBE_STEP = transcribe.step('transcribe');
 
@@ -80,4 +80,4 @@ export function createTranscribeActivities(deps: ActivityDeps) {
 
 export type TranscribeActivities = ReturnType<typeof createTranscribeActivities>;
 
-export const transcribeJobType = jobType(transcribe, { workflows: new URL('./job.ts', import.meta.url), activities: createTranscribeActivities });
+export const transcribeJobType = jobType(transcribe, { workflows: new URL('./workflow.ts', import.meta.url), activities: createTranscribeActivities });

@@ -14,10 +14,9 @@ import { createJobsClient, type JobsClient } from '../../services/intake.js';
 import { loadConfig } from '../../lib/config.js';
 import { createPool } from '../../lib/db.js';
 import { createLogger, type Logger } from '../../lib/logger.js';
-import { migrate } from '../../lib/migrate.js';
+import { prepareStack } from '../../services/stack.js';
 import { buildApp } from '../../server/app.js';
 import { startSimulator, type Simulator } from '../../simulator/server.js';
-import { upsertTenant } from '../../store/tenants.js';
 import { bundleWorkflows, createWorker } from '../../workers/worker.js';
 import type { ConcurrencyLimits, JobType } from '../../contract/job-types.js';
 import { startDevServer } from '../lib/dev-server.js';
@@ -124,8 +123,7 @@ export async function startStack(o: { quick: boolean; log: (msg: string) => void
       url.pathname = `/${db}`;
       const p = createPool(url.toString(), silentLogger, 2);
       try {
-        await migrate(p);
-        await upsertTenant(p, TENANT.id, TENANT.key);
+        await prepareStack(p, { tenants: [{ tenantId: TENANT.id, apiKey: TENANT.key }] });
       } finally {
         await p.end();
       }

@@ -9,11 +9,9 @@ import { createJobsClient, type JobsClient } from '../../services/intake.js';
 import { loadConfig } from '../../lib/config.js';
 import { createPool } from '../../lib/db.js';
 import { createLogger, type Logger } from '../../lib/logger.js';
-import { migrate } from '../../lib/migrate.js';
-import { ensureSearchAttributes } from '../../lib/temporal.js';
+import { prepareStack } from '../../services/stack.js';
 import { buildApp } from '../../server/app.js';
 import { startSimulator, type Simulator } from '../../simulator/server.js';
-import { upsertTenant } from '../../store/tenants.js';
 import { freePort, startDevServer, type DevServer } from '../lib/dev-server.js';
 import { startEmbeddedPostgres, type EmbeddedPg } from '../lib/embedded-pg.js';
 import { resolveTemporalCli } from '../lib/temporal-cli.js';
@@ -82,10 +80,8 @@ export async function startDrillStack(say: (m: string) => void): Promise<DrillSt
   stops.unshift(async () => { await dev?.stop(); });
 
   const pool = createPool(databaseUrl, log);
-  await migrate(pool);
-  await upsertTenant(pool, DRILL_TENANT.id, DRILL_TENANT.key);
   const connection = await Connection.connect({ address: temporalAddress! });
-  await ensureSearchAttributes(connection, config.temporalNamespace);
+  await prepareStack(pool, { tenants: [{ tenantId: DRILL_TENANT.id, apiKey: DRILL_TENANT.key }], temporal: { connection, namespace: config.temporalNamespace } });
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
   const taskQueue = `drill-${Date.now().toString(36)}`;
   const jobs = createJobsClient({ jobs: defaultJobRegistry, pool, temporal, taskQueue });

@@ -74,7 +74,7 @@ describe('replay control', () => {
       const d = (await admin(`/v1/dead-letters/${item.deadLetterId}`)).body;
       // Back to open, with the new failure on record; the replay job points at the same evidence.
       expect(d).toMatchObject({ state: 'open', replayCount: 1 });
-      expect(d.actions.at(-1)).toMatchObject({ action: 'replay_failed', actor: 'admin:bob', details: { replayJobId: item.replayJobId, errorClass: 'invalid_request', statusCode: 400 } });
+      expect(d.actions.at(-1)).toMatchObject({ action: 'replay_failed', actor: 'bob', details: { replayJobId: item.replayJobId, errorClass: 'invalid_request', statusCode: 400 } });
       const job = (await h.api(`/v1/jobs/${item.replayJobId}`)).body;
       expect(job).toMatchObject({ status: 'dead_lettered', deadLetterId: d.id, replayOf: d.jobId });
     }

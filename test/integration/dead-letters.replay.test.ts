@@ -68,7 +68,7 @@ describe('replay of dead letters', () => {
     expect(replayJob).toMatchObject({ status: 'succeeded', replayOf: jobId });
     const d = (await admin(`/v1/dead-letters/${deadLetterId}`)).body;
     expect(d.actions.map((a: any) => a.action)).toEqual(['recorded', 'replay_requested', 'replay_started', 'replay_succeeded']);
-    expect(d.actions.slice(1).every((a: any) => a.actor === 'admin:alice')).toBe(true);
+    expect(d.actions.slice(1).every((a: any) => a.actor === 'alice')).toBe(true);
     expect(d.replays).toEqual([expect.objectContaining({ jobId: `${jobId}-replay-1`, status: 'succeeded' })]);
   });
 

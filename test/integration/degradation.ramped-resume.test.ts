@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { maxInSlidingWindow } from '../../lib/health.js';
-import { admissionTimes } from '../../store/degradation.js';
+import { admissionTimes, maxInSlidingWindow } from '../support/queries.js';
 import { ADMIN_KEY, startHarness, waitFor, type Harness } from '../support/harness.js';
 
 // 200 deferred jobs, one in-process worker; a high rate keeps the test near two minutes.

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureSchedules, scanInputFor, scheduleIdFor, type ScheduleDeclaration } from '../../services/schedules.js';
-import { listWindows } from '../../store/schedules.js';
+import { listWindows } from '../support/queries.js';
 import type { ScanInput, ScanReport } from '../../contract/scan.js';
 import { startHarness, uid, waitFor, type Harness } from '../support/harness.js';
 

@@ -1,6 +1,6 @@
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerScanMetrics } from '../../lib/scan-metrics.js';
+import { registerScanMetrics } from '../../server/metrics.js';
 import { effectKeyFor, inputHash, jobIdFor, keyHash } from '../../lib/ids.js';
 import { beginEffect } from '../../store/effects.js';
 import { insertIntent } from '../../store/intents.js';

@@ -48,14 +48,14 @@ describe('compensation scan: replays left open by their replay request', () => {
     const d = (await admin(`/v1/dead-letters/${deadLetterId}`)).body;
     expect(d.state).toBe('replayed');
     expect(d.actions.map((a: any) => a.action)).toEqual(['recorded', 'replay_requested', 'replay_started', 'replay_succeeded']);
-    expect(d.actions.at(-1)).toMatchObject({ actor: 'admin:alice', details: { replayJobId, recordedBy: 'compensation scan' } });
+    expect(d.actions.at(-1)).toMatchObject({ actor: 'alice', details: { replayJobId, recordedBy: 'compensation scan' } });
   });
 
   it('starts a replay job its request claimed but never started, as a replay, then ends the replay', async () => {
     const { jobId, deadLetterId } = await deadLetteredPurchase();
     // What a request terminated between `prepareReplay` and `startChild` leaves: claimed, no workflow.
     const dl = createDeadLetterActivities({ pool: h.pool, log: h.log, codeVersion: 'test', jobs: defaultJobRegistry });
-    const prep = await dl.prepareReplay({ deadLetterId, replayId: `replay-lost-${uid()}`, actor: 'admin:alice' });
+    const prep = await dl.prepareReplay({ deadLetterId, replayId: `replay-lost-${uid()}`, actor: 'alice' });
     expect(prep).toMatchObject({ kind: 'start', replayJobId: `${jobId}-replay-1` });
     const replayJobId = `${jobId}-replay-1`;
 

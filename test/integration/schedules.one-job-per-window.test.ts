@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jobIdFor } from '../../lib/ids.js';
 import { ensureSchedules, SCHEDULE_DECLARATIONS, scheduleIdFor, type JobScheduleDeclaration } from '../../services/schedules.js';
-import { getWindow } from '../../store/schedules.js';
+import { getWindow } from '../support/queries.js';
 import { windowContaining, windowKey, type ScheduleWindow } from '../../contract/schedule-window.js';
 import { startHarness, TENANTS, uid, waitFor, type Harness } from '../support/harness.js';
 

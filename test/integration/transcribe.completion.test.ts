@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_WEBHOOK_WAIT_MS } from '../../jobs/transcribe/job.js';
+import { DEFAULT_WEBHOOK_WAIT_MS } from '../../jobs/transcribe/workflow.js';
 import { ADMIN_KEY, startHarness, uid, type Harness } from '../support/harness.js';
 
 let h: Harness;

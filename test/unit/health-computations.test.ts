@@ -1,6 +1,7 @@
+import { maxInSlidingWindow } from '../support/queries.js';
 import { describe, expect, it } from 'vitest';
 import {
-  admissionWaitMs, formatAge, formatDuration, formatRate, maxInSlidingWindow, netDrain, nextSlot, perWindow,
+  admissionWaitMs, formatAge, formatDuration, formatRate, netDrain, perWindow,
   ratePerMinute, recovery, sparkline, unfinishedSeries,
 } from '../../lib/health.js';
 import { deferralPollMs } from '../../workflows/admission.js';
@@ -80,12 +81,6 @@ describe('backlog trend rebuilt from arrivals and completions', () => {
 });
 
 describe('admission ramp', () => {
-  it('spaces slots evenly at the rate, never in the past', () => {
-    expect(nextSlot(1_000, null, 120)).toBe(1_000);
-    expect(nextSlot(1_000, 900, 120)).toBe(1_400);
-    expect(nextSlot(5_000, 900, 120)).toBe(5_000);
-  });
-
   it('caps admissions per minute and says how long until one more fits', () => {
     const now = 100_000;
     expect(admissionWaitMs(now, [now - 1_000, now - 2_000], 3)).toBe(0);

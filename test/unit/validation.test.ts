@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { summarize } from '../../jobs/summarize/job.js';
+import { summarize } from '../../jobs/summarize/definition.js';
 import { SUBMIT_BODY_SCHEMA } from '../../services/intake.js';
 import { problemFromError } from '../../server/problems.js';
 import { IdempotencyConflictError, UnavailableError, ValidationError } from '../../lib/errors.js';

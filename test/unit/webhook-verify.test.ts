@@ -1,6 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import { parseEvent, subjectOf, verifyWebhook } from '../../server/webhooks.js';
+import { verifyWebhook } from '../../server/routes-webhooks.js';
+import { parseEvent, subjectOf } from '../../services/webhooks.js';
 
 const secret = (label: string) => `whsec_${Buffer.from(`unit-test-secret-${label}-0123456789`).toString('base64')}`;
 const OLD = secret('old');

@@ -1,22 +1,11 @@
 import { condition, proxyActivities, setHandler } from '@temporalio/workflow';
-import { z } from 'zod';
 import type { StepArgs } from '../../contract/job-types.js';
-import { transcriptionCompletedSignal, TRANSCRIPTION_STEP, type TranscriptionEvent } from '../../contract/messages.js';
+import { transcriptionCompletedSignal, type TranscriptionEvent } from '../../contract/messages.js';
 import { stepOptions } from '../../workflows/activity-options.js';
 import { runJob, type JobOutcome } from '../../workflows/lifecycle.js';
-import { budgetOf, defineJob } from '../../job-api/define.js';
+import { budgetOf } from '../../job-api/define.js';
+import { transcribe } from './definition.js';
 import type { TranscribeActivities } from './activities.js';
-
-export const transcribe = defineJob({
-  name: 'transcribe',
-  workflowType: 'transcribeJob',
-  description: "start a transcription, then complete on the provider's webhook (or by polling)",
-  input: z.object({
-    audioUrl: z.url({ protocol: /^https?$/, error: 'audioUrl must be an http(s) URL' }).max(2048, 'audioUrl must be at most 2048 characters'),
-  }).strict(),
-  // One effect: the provider's asynchronous work. Polling is a read and the result a local write.
-  effects: [TRANSCRIPTION_STEP],
-});
 
 /** How long the job waits for the provider's webhook before it polls. Default 30 s. */
 export const DEFAULT_WEBHOOK_WAIT_MS = 30_000;

@@ -1,0 +1,17 @@
+import { proxyActivities } from '@temporalio/workflow';
+import type { StepArgs } from '../../contract/job-types.js';
+import { stepOptions } from '../../workflows/activity-options.js';
+import { runJob, type JobOutcome } from '../../workflows/lifecycle.js';
+import { budgetOf } from '../../job-api/define.js';
+import { digest } from './definition.js';
+import type { DigestActivities } from './activities.js';
+
+/**
+ * `digest`: a scheduled job, one per tenant and window (its ID derives from both). It sends
+ * one notification whose effect key is the job's, so a retry or a second trigger never
+ * sends it twice.
+ */
+export async function digestJob(args: StepArgs): Promise<JobOutcome> {
+  const steps = proxyActivities<DigestActivities>(stepOptions(budgetOf(digest, args)));
+  return runJob(args, digest, () => steps.sendDigest(args));
+}

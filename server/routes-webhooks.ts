@@ -1,0 +1,109 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Registry } from 'prom-client';
+import { Webhook, WebhookVerificationError } from 'standardwebhooks';
+import { pgOr503 } from '../lib/db.js';
+import { parseEvent, SIGNAL_LEASE_MS, subjectOf, type WebhookService } from '../services/webhooks.js';
+import { requireAdmin } from './auth.js';
+import { registerWebhookMetrics } from './metrics.js';
+import { problem, sendProblem } from './problems.js';
+
+export interface WebhookRouteDeps {
+  webhooks: WebhookService;
+  adminApiKey: string | undefined;
+  /** source → `whsec_` secrets (first signs, all verify: rotation). */
+  webhookSecrets: Record<string, string[]>;
+}
+
+const MAX_WEBHOOK_ID = 255;
+
+type Verified = { ok: true; webhookId: string } | { ok: false; reason: string };
+
+/**
+ * Standard Webhooks verification over the raw bytes (the library: HMAC-SHA256 over
+ * `id.timestamp.body`, constant-time comparison, ±5 minutes). Any of the source's secrets
+ * may match: during a rotation the provider signs with the new one while old deliveries
+ * (and retries) still carry the old one.
+ */
+export function verifyWebhook(verifiers: Webhook[], raw: Buffer, headers: Record<string, string | string[] | undefined>): Verified {
+  const h: Record<string, string> = {};
+  for (const name of ['webhook-id', 'webhook-timestamp', 'webhook-signature']) {
+    const v = headers[name];
+    if (typeof v !== 'string' || v === '') return { ok: false, reason: `missing ${name} header` };
+    h[name] = v;
+  }
+  let reason = 'no matching signature';
+  for (const wh of verifiers) {
+    try {
+      wh.verify(raw, h, { jsonParse: false });
+      return { ok: true, webhookId: h['webhook-id']! };
+    } catch (err) {
+      if (!(err instanceof WebhookVerificationError)) throw err;
+      // The timestamp check does not depend on the secret: no other secret can pass it.
+      if (/timestamp|Signature Headers/i.test(err.message)) return { ok: false, reason: err.message };
+      reason = err.message;
+    }
+  }
+  return { ok: false, reason };
+}
+
+/** An unverified header may still be logged as a correlation hint, but only printable and short. */
+const safeId = (v: unknown) => (typeof v === 'string' ? v.replace(/[^\x21-\x7e]/g, '').slice(0, 100) : undefined);
+
+export function registerWebhookRoutes(app: FastifyInstance, deps: WebhookRouteDeps, registry: Registry): void {
+  const verifiers = new Map(Object.entries(deps.webhookSecrets).map(([source, secrets]) => [source, secrets.map((s) => new Webhook(s))]));
+  const deliveries = registerWebhookMetrics(registry);
+
+  async function receive(req: FastifyRequest<{ Params: { source: string } }>, reply: FastifyReply) {
+    const { source } = req.params;
+    const sourceVerifiers = verifiers.get(source);
+    if (!sourceVerifiers) return sendProblem(reply, problem(404, 'unknown-webhook-source', 'Unknown webhook source', `no webhook secrets are configured for source "${source}"`));
+    const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+    const verified = verifyWebhook(sourceVerifiers, raw, req.headers);
+    if (!verified.ok) {
+      deliveries.inc({ source, result: 'unauthorized' });
+      req.log.warn({ source, webhookId: safeId(req.headers['webhook-id']), outcome: 'unauthorized', reason: verified.reason }, 'webhook rejected');
+      return sendProblem(reply, problem(401, 'invalid-webhook-signature', 'Invalid webhook signature', `${verified.reason}; nothing was recorded`));
+    }
+    const { webhookId } = verified;
+    const malformed = (detail: string) => {
+      deliveries.inc({ source, result: 'malformed' });
+      req.log.warn({ source, webhookId: safeId(webhookId), outcome: 'malformed' }, 'webhook with a valid signature but an invalid body');
+      return sendProblem(reply, problem(400, 'malformed-webhook', 'Malformed webhook event', `${detail}; nothing was recorded`));
+    };
+    if (webhookId.length > MAX_WEBHOOK_ID) return malformed(`webhook-id must be at most ${MAX_WEBHOOK_ID} characters`);
+    const parsed = parseEvent(raw);
+    if (!parsed.ok) return malformed(parsed.detail);
+    const target = subjectOf(parsed.event);
+    if (target && 'error' in target) return malformed(target.error);
+    const event = parsed.event;
+
+    const { row, outcome, signalFailed, duplicate } = await pgOr503(() => deps.webhooks.accept(source, webhookId, event, target, req.log));
+    deliveries.inc({ source, result: duplicate ? 'duplicate' : outcome });
+    req.log.info({ source, webhookId, eventType: event.type, jobId: row.job_id, outcome, duplicate, timesReceived: row.times_received }, 'webhook received');
+    if (signalFailed) {
+      return sendProblem(reply, problem(503, 'webhook-pending', 'Recorded, not yet delivered to its job',
+        'the event is stored; redeliver it (same webhook-id) to complete the hand-off', { retryAfterSeconds: SIGNAL_LEASE_MS / 1000 }));
+    }
+    return reply.code(duplicate ? 200 : 202).send({ webhookId, outcome, duplicate });
+  }
+
+  // Its own scope and content-type handling: the body stays raw bytes (the signature covers
+  // exactly those), and the app-wide JSON parser cannot answer 400 before the signature is
+  // checked (a forged request with broken JSON must get 401).
+  app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+    scope.post('/v1/webhooks/:source', receive);
+  });
+
+  app.get('/v1/admin/webhook-deliveries/:source/:webhookId', async (req: FastifyRequest<{ Params: { source: string; webhookId: string } }>, reply) => {
+    if (!requireAdmin(deps.adminApiKey, req, reply)) return reply;
+    const row = await pgOr503(() => deps.webhooks.delivery(req.params.source, req.params.webhookId));
+    if (!row) return sendProblem(reply, problem(404, 'not-found', 'Not found', 'no delivery with this source and webhook-id was recorded'));
+    return {
+      source: row.source, webhookId: row.webhook_id, eventType: row.event_type, subject: row.subject, jobId: row.job_id,
+      outcome: row.outcome, timesReceived: row.times_received, firstSeenAt: row.first_seen_at.toISOString(),
+      lastReceivedAt: row.last_received_at.toISOString(), processedAt: row.processed_at?.toISOString() ?? null,
+    };
+  });
+}
