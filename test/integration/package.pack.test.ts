@@ -73,7 +73,7 @@ describe('durable-jobs as a package', () => {
     // 1. Pack: prepack builds dist/ from the public entries; `files` limits the tarball.
     const pack = await run('npm', ['pack', '--json', '--pack-destination', work], REPO);
     expectOk(pack, 'npm pack');
-    const [packed] = JSON.parse(pack.stdout.slice(pack.stdout.indexOf('['))) as { filename: string; size: number; entryCount: number; files: { path: string }[] }[];
+    const [packed] = JSON.parse(pack.stdout.slice(pack.stdout.search(/^\[\s*\{/m))) as { filename: string; size: number; entryCount: number; files: { path: string }[] }[];
     const tarball = path.join(work, packed!.filename);
     const paths = packed!.files.map((f) => f.path);
     console.log(`package: ${packed!.filename}, ${packed!.size} bytes, ${packed!.entryCount} files, pack+build ${pack.ms} ms`);
