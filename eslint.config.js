@@ -17,7 +17,7 @@ const ZONES = [
   layer('./contract', ['./lib', './store', './services', './server', './activities', './workflows', './jobs', './job-api', './workers', './scripts', './client', './simulator'], 'contract/ is the bottom layer: it imports nothing of ours'),
   layer('./lib', ['./store', './services', './server', './activities', './workflows', './jobs', './job-api', './workers', './scripts', './client', './simulator'], 'lib/ holds pure helpers: it may import only contract/'),
   layer('./store', ['./services', './server', './activities', './workflows', './jobs', './job-api', './workers', './scripts', './client', './simulator'], 'store/ owns the tables: it may import lib/ and contract/'),
-  layer('./job-api', ['./store', './services', './server', './workflows', './jobs', './workers', './scripts', './client', './simulator'], 'job-api/ is the job-definition API: contract/ and lib/ only'),
+  layer('./job-api/!(index|workflow).ts', ['./store', './services', './server', './workflows', './jobs', './workers', './scripts', './client', './simulator'], 'job-api/ is the job-definition API: contract/ and lib/ only'),
   layer('./services', ['./server', './activities', './jobs', './workers', './scripts', './client', './simulator'], 'services/ are the use cases: store/, lib/, contract/, job-api/ (never HTTP or Temporal activity code)'),
   layer('./activities', ['./server', './jobs', './workers', './scripts', './client', './simulator'], 'activities/ are Temporal activity shells over services/ and store/'),
   layer('./server/!(main).ts', ['./activities', './jobs', './workers', './scripts', './simulator'], 'server/ is HTTP only: it calls services/'),

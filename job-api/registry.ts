@@ -3,6 +3,7 @@
  * (validation, workflow type, budgets), the OpenAPI document, the dead-letter dry run and the
  * degradation settings read. `createJobRegistry([...])` takes one `jobType(...)` per type.
  */
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 import type { Provider } from '../activities/provider.js';
@@ -42,8 +43,16 @@ export interface JobTypeModule {
  * (pass `new URL('./workflow.ts', import.meta.url)`), `activities` its activity factory.
  */
 export function jobType(definition: JobDefinition, worker: { workflows: URL | string; activities: JobTypeModule['activities'] }): JobTypeModule {
-  const workflowsPath = worker.workflows instanceof URL || worker.workflows.startsWith('file:') ? fileURLToPath(worker.workflows) : worker.workflows;
-  return { definition, workflowsPath, activities: worker.activities };
+  return { definition, workflowsPath: modulePath(worker.workflows), activities: worker.activities };
+}
+
+/**
+ * A module's file: the `.ts` source when it exists (tsx, this repo), else the `.js` the
+ * package build emitted beside it (`dist/`), so one `new URL('./workflow.ts', ...)` works in both.
+ */
+export function modulePath(file: URL | string): string {
+  const p = file instanceof URL || file.startsWith('file:') ? fileURLToPath(file) : file;
+  return p.endsWith('.ts') && !existsSync(p) && existsSync(`${p.slice(0, -3)}.js`) ? `${p.slice(0, -3)}.js` : p;
 }
 
 export interface JobRegistry {

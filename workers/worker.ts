@@ -2,18 +2,17 @@ import { createHash } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleOption } from '@temporalio/worker';
 import type pg from 'pg';
 import { createActivities } from '../activities/index.js';
 import { createProvider } from '../activities/provider.js';
 import type { ConcurrencyLimits, JobBudgets, JobType } from '../contract/job-types.js';
 import { defaultJobRegistry } from '../jobs/index.js';
-import type { JobRegistry } from '../job-api/registry.js';
+import { modulePath, type JobRegistry } from '../job-api/registry.js';
 import type { Logger } from '../lib/logger.js';
 
 /** The product's own workflows (schedule trigger, scan, replay); job types add theirs. */
-export const SYSTEM_WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+export const SYSTEM_WORKFLOWS_PATH = modulePath(new URL('../workflows/index.ts', import.meta.url));
 
 /**
  * The bundle's entry for a registry: the system workflows and each job type's workflow

@@ -1,0 +1,34 @@
+/**
+ * `durable-jobs/client`: the typed client for backend code. It submits jobs, reads their
+ * status and cancels them over your own Temporal `Client` and `pg` Pool; a worker (this
+ * repository's `npm run worker`, or your own) runs them. Run `migrate(pool)` once before the
+ * first submit: the client reads and writes the same tables the workers do.
+ *
+ * Node-only. Nothing here reaches the HTTP server, the simulator or the scripts.
+ */
+import {
+  createJobsClient as createIntake, type JobsClient, type JobsClientDeps,
+} from '../services/intake.js';
+import { defaultJobRegistry } from '../jobs/index.js';
+
+export type ClientOptions = Omit<JobsClientDeps, 'jobs'> & {
+  /** The job types this client may submit. Default: the shipped ones (`summarize`, `purchase`, `transcribe`, `digest`). */
+  jobs?: JobsClientDeps['jobs'];
+};
+
+/** `createJobsClient({ pool, temporal, taskQueue })`: `submitJob`, `getJob`, `cancelJob`. Errors are the coded classes below. */
+export function createJobsClient(options: ClientOptions): JobsClient {
+  return createIntake({ ...options, jobs: options.jobs ?? defaultJobRegistry });
+}
+
+export type { JobsClient, JobsClientDeps, SubmitJobRequest, SubmitJobResult } from '../services/intake.js';
+export type { JobStatus, StaleResult } from '../services/job-status.js';
+export type { JobArgs, JobBudget, JobBudgets, JobState, JobType, Priority } from '../contract/job-types.js';
+export { JOB_STATES, PRIORITIES, TERMINAL_STATES, UNFINISHED_STATES, isTerminalState } from '../contract/job-types.js';
+export type { JobRegistry } from '../job-api/registry.js';
+export { defaultJobRegistry } from '../jobs/index.js';
+export {
+  ConfigError, DurableJobsError, IdempotencyConflictError, NonRetryableError, NotFoundError, RetryableError,
+  StateConflictError, UnavailableError, ValidationError, type Dependency, type FieldIssue,
+} from '../lib/errors.js';
+export { migrate } from '../lib/migrate.js';

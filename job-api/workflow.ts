@@ -1,0 +1,11 @@
+/**
+ * `durable-jobs/jobs/workflow`: what a job type's `definition.ts` and `workflow.ts`
+ * may import. Everything here is workflow-safe: Temporal bundles it into the workflow sandbox,
+ * so it must never reach Node built-ins, `pg` or activities (only their types).
+ */
+export { defineJob, budgetOf, type JobDefinition, type JobDefinitionOptions, type JobInput } from './define.js';
+export { runJob, type JobOutcome, type SetPhase } from '../workflows/lifecycle.js';
+export { stepOptions, bookkeepingActivities, BOOKKEEPING_OPTIONS } from '../workflows/activity-options.js';
+export {
+  DEFAULT_BUDGET, DEFAULT_CONCURRENCY, type ConcurrencyLimits, type JobArgs, type JobBudget, type StepArgs,
+} from '../contract/job-types.js';
