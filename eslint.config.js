@@ -45,6 +45,14 @@ export default tseslint.config(
     },
   },
   {
+    files: ['contract/**/*.ts', 'job-api/**/*.ts', 'jobs/**/*.ts', 'workflows/**/*.ts', 'activities/**/*.ts', 'services/**/*.ts', 'store/**/*.ts', 'lib/**/*.ts', 'server/**/*.ts', 'workers/**/*.ts', 'client/**/*.ts'],
+    rules: { 'max-lines': ['error', { max: 400 }] },
+  },
+  {
+    files: ['workflows/**/*.ts', 'jobs/*/workflow.ts'],
+    rules: { 'max-lines': ['error', { max: 150 }] },
+  },
+  {
     files: WORKFLOW_CODE,
     rules: {
       '@typescript-eslint/no-restricted-imports': ['error', {

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
-import { parseFaultRequest } from './faults.ts';
-import { errorReply, parseJsonObject, readBody, type Reply } from './http.ts';
-import type { SimState } from './state.ts';
+import { parseFaultRequest } from './faults.js';
+import { errorReply, parseJsonObject, readBody, type Reply } from './http.js';
+import type { SimState } from './state.js';
 
 export interface ControlDeps {
   state: SimState;

@@ -1,4 +1,4 @@
-import type { JsonObject } from './http.ts';
+import type { JsonObject } from './http.js';
 
 /** A queued answer for the next `remaining` POSTs to `path`. */
 export interface ResponseFault {

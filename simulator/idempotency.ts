@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { JsonObject } from './http.ts';
+import type { JsonObject } from './http.js';
 
 /** Key order and whitespace must not make the "same" request look different. */
 export function canonicalJson(value: unknown): string {

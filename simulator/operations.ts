@@ -1,5 +1,5 @@
-import { newId, type JsonObject } from './http.ts';
-import { startTranscription, type TranscriptionDeps } from './transcriptions.ts';
+import { newId, type JsonObject } from './http.js';
+import { startTranscription, type TranscriptionDeps } from './transcriptions.js';
 
 /** A POST endpoint's validation and effect; idempotency is handled around it. */
 export interface Operation {

@@ -1,13 +1,13 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { handleControl } from './control.ts';
-import { errorReply, headerValue, newId, send, type LogFn, type Reply } from './http.ts';
-import { keyDigest } from './idempotency.ts';
-import { createOperations } from './operations.ts';
-import { SimState } from './state.ts';
-import { TimerSet } from './timers.ts';
-import { handleUpstream, type UpstreamDeps } from './upstream.ts';
-import { createWebhookTarget } from './webhooks.ts';
+import { handleControl } from './control.js';
+import { errorReply, headerValue, newId, send, type LogFn, type Reply } from './http.js';
+import { keyDigest } from './idempotency.js';
+import { createOperations } from './operations.js';
+import { SimState } from './state.js';
+import { TimerSet } from './timers.js';
+import { handleUpstream, type UpstreamDeps } from './upstream.js';
+import { createWebhookTarget } from './webhooks.js';
 
 export interface SimulatorOptions {
   /** Port to listen on; 0 picks a random free port. */

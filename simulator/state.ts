@@ -1,5 +1,5 @@
-import { FaultQueue } from './faults.ts';
-import { IdempotencyStore } from './idempotency.ts';
+import { FaultQueue } from './faults.js';
+import { IdempotencyStore } from './idempotency.js';
 
 export interface KeyEffects {
   applied: number;

@@ -1,7 +1,7 @@
-import type { LogFn } from './http.ts';
-import type { SimState, Transcription } from './state.ts';
-import type { TimerSet } from './timers.ts';
-import { deliverWebhook, type WebhookTarget } from './webhooks.ts';
+import type { LogFn } from './http.js';
+import type { SimState, Transcription } from './state.js';
+import type { TimerSet } from './timers.js';
+import { deliverWebhook, type WebhookTarget } from './webhooks.js';
 
 export interface TranscriptionDeps {
   state: SimState;

@@ -1,9 +1,9 @@
 import type { IncomingMessage } from 'node:http';
-import { BodyTooLargeError, errorReply, headerValue, parseJsonObject, readBody, type Reply } from './http.ts';
-import { requestHash, type StoredResponse } from './idempotency.ts';
-import type { Operation } from './operations.ts';
-import type { SimState } from './state.ts';
-import type { TimerSet } from './timers.ts';
+import { BodyTooLargeError, errorReply, headerValue, parseJsonObject, readBody, type Reply } from './http.js';
+import { requestHash, type StoredResponse } from './idempotency.js';
+import type { Operation } from './operations.js';
+import type { SimState } from './state.js';
+import type { TimerSet } from './timers.js';
 
 export interface UpstreamDeps {
   state: SimState;

@@ -1,6 +1,6 @@
 import { Webhook } from 'standardwebhooks';
-import { newId, type LogFn } from './http.ts';
-import type { TimerSet } from './timers.ts';
+import { newId, type LogFn } from './http.js';
+import type { TimerSet } from './timers.js';
 
 export interface WebhookTarget {
   url: string;
