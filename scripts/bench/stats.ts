@@ -44,8 +44,10 @@ export function spread(samples: number[]): Spread {
     median: quantile(s, 0.5),
     min: s[0] ?? Number.NaN,
     max: s[s.length - 1] ?? Number.NaN,
-    iqr: s.length >= 4 ? quantile(s, 0.75) - quantile(s, 0.25) : 0,
-    samples: samples.map(round),
+    // Interpolated quartiles: defined for two samples or more (a single sample has no spread).
+    iqr: s.length >= 2 ? quantile(s, 0.75) - quantile(s, 0.25) : 0,
+    // Not `.map(round)`: map passes the index as `digits`, which rounded sample i to i decimals.
+    samples: samples.map((v) => round(v)),
   };
 }
 
