@@ -74,8 +74,11 @@ export async function runEffect(deps: EffectDeps, s: EffectSpec): Promise<Effect
     res = s.guard ? await s.guard(call) : await call();
   } catch (err) {
     if (err instanceof NonRetryableError) await recordEffectFailure(deps.pool, effectKey, null);
-    // 429 and 4xx mean "not applied"; 5xx, timeouts and resets leave the effect in doubt.
-    if (err instanceof RetryableError && err.details.statusCode !== undefined && err.details.statusCode < 500) await clearDoubt(deps.pool, effectKey);
+    // 429 and 4xx mean "not applied"; 5xx, timeouts and resets leave the effect in doubt. So
+    // does a 409 "key in progress": the request still running (often our own earlier
+    // attempt's) may apply it, so the next attempt must reconcile, not assume nothing happened.
+    if (err instanceof RetryableError && err.details.statusCode !== undefined && err.details.statusCode < 500
+      && err.details.errorClass !== 'request_in_progress') await clearDoubt(deps.pool, effectKey);
     throw err;
   }
   const providerId = typeof res.body.id === 'string' ? res.body.id : null;

@@ -7,6 +7,8 @@ export interface ControlDeps {
   state: SimState;
   /** Cancels background work (transcription timers, webhook deliveries) of the old state. */
   onReset: () => void;
+  /** Ends every held delay (fault `delayMs`) now, as if it had run out; returns how many. */
+  releaseHolds: () => number;
 }
 
 async function addFault(req: IncomingMessage, state: SimState): Promise<Reply> {
@@ -33,6 +35,10 @@ export async function handleControl(req: IncomingMessage, method: string, path: 
       deps.onReset();
       deps.state.reset();
       return { status: 204 };
+    case 'POST /__sim/holds/release':
+      // Lets a test decide when a held request finishes, instead of guessing a delay.
+      req.resume();
+      return { status: 200, body: { released: deps.releaseHolds() } };
     case 'GET /__sim/health':
       return { status: 200, body: { ok: true } };
     default:

@@ -5,6 +5,8 @@
  */
 export class TimerSet {
   private readonly timers = new Map<NodeJS.Timeout, () => void>();
+  /** Sleeps that `releaseSleeps` may end early (resolving `true`, as if their time had come). */
+  private readonly wakers = new Map<NodeJS.Timeout, () => void>();
   private readonly controllers = new Set<AbortController>();
 
   schedule(fn: () => void, ms: number): void {
@@ -20,10 +22,24 @@ export class TimerSet {
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.timers.delete(timer);
+        this.wakers.delete(timer);
         resolve(true);
       }, ms);
       this.timers.set(timer, () => resolve(false));
+      this.wakers.set(timer, () => resolve(true));
     });
+  }
+
+  /** Ends every pending sleep now, as if its time had come; returns how many it ended. */
+  releaseSleeps(): number {
+    const n = this.wakers.size;
+    for (const [timer, wake] of this.wakers) {
+      clearTimeout(timer);
+      this.timers.delete(timer);
+      wake();
+    }
+    this.wakers.clear();
+    return n;
   }
 
   /** An AbortController that cancelAll() aborts; call `release` when done with it. */
@@ -39,6 +55,7 @@ export class TimerSet {
       onCancel();
     }
     this.timers.clear();
+    this.wakers.clear();
     for (const controller of this.controllers) controller.abort();
     this.controllers.clear();
   }
