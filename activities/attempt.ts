@@ -20,11 +20,12 @@ export interface FailureDetails { errorClass: string; statusCode?: number; delay
  * stops sending them, so the server hands the attempt to another worker after
  * `heartbeatTimeout`. The SDK throttles the actual RPCs.
  */
-export async function withHeartbeat<T>(fn: () => Promise<T>): Promise<T> {
+export async function withHeartbeat<T>(fn: () => Promise<T>, details?: { step: string }): Promise<T> {
   const ctx = Context.current();
   const every = Math.max(200, Math.min(2_000, (ctx.info.heartbeatTimeoutMs ?? 10_000) / 4));
-  const timer = setInterval(() => ctx.heartbeat(), every);
-  ctx.heartbeat();
+  // The step in the details tells the next attempt which step a lost attempt was running.
+  const timer = setInterval(() => ctx.heartbeat(details), every);
+  ctx.heartbeat(details);
   try {
     return await fn();
   } finally {

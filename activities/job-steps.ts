@@ -91,7 +91,7 @@ export async function runStep<T>(deps: StepDeps, args: StepArgs, step: string, b
     return await withHeartbeat(async () => {
       await whenDatabaseIsBack(deps, args.jobId, () => markRunning(deps.pool, args.jobId, attempt));
       return body(ctx);
-    });
+    }, { step });
   } catch (err) {
     return failAttempt(deps, { jobId: args.jobId, step, budget, startedAt }, err);
   }
