@@ -6,12 +6,24 @@ import type { Logger } from '../lib/logger.js';
 import { attemptMarginMs, chooseDelay, exceedsBudget } from '../lib/retry.js';
 import { recordAttempt } from '../store/attempts.js';
 import { markRetrying } from '../store/intents.js';
+import type { AttemptFence } from '../store/fence.js';
 import type { JobBudget } from '../workflows/job-types.js';
 
 /** Delay after an attempt failed because our own Postgres was unreachable. */
 const DATABASE_RETRY_MS = 5_000;
 
 export interface AttemptDeps { pool: pg.Pool; log: Logger }
+
+/** This attempt's fence (store/fence.ts); undefined outside an activity. */
+export function currentFence(): AttemptFence | undefined {
+  try {
+    const info = Context.current().info;
+    if (!info.workflowExecution) return undefined;
+    return { workflowId: info.workflowExecution.workflowId, runId: info.workflowExecution.runId, activityId: info.activityId, attempt: info.attempt };
+  } catch {
+    return undefined;
+  }
+}
 
 export interface FailureDetails { errorClass: string; statusCode?: number; delayMs?: number; budgetExhausted?: boolean }
 
@@ -66,7 +78,8 @@ export async function failAttempt(deps: AttemptDeps, job: { jobId: string; step:
       throw ApplicationFailure.create({ message: `${retryable.message}; ${why}`, type: 'RetryBudgetExhausted', nonRetryable: true, details: [details] });
     }
     await safeRecord(deps, { ...base, outcome: 'retryable', errorClass: details.errorClass, statusCode: details.statusCode, delayMs });
-    await markRetrying(deps.pool, job.jobId, info.attempt, { errorClass: details.errorClass, message: retryable.message, statusCode: details.statusCode }, new Date(now + delayMs)).catch(() => undefined);
+    const marked = await markRetrying(deps.pool, job.jobId, info.attempt, { errorClass: details.errorClass, message: retryable.message, statusCode: details.statusCode }, new Date(now + delayMs), currentFence()).catch(() => undefined);
+    if (marked === false) deps.log.warn({ jobId: job.jobId, step: job.step, attempt: info.attempt }, 'stale attempt: a newer attempt superseded it; its status write was refused');
     deps.log.info({ jobId: job.jobId, step: job.step, attempt: info.attempt, errorClass: details.errorClass, statusCode: details.statusCode, delayMs }, 'attempt failed; retrying');
     throw ApplicationFailure.create({ message: retryable.message, type: 'RetryableError', nonRetryable: false, nextRetryDelay: delayMs, details: [details] });
   }

@@ -3,6 +3,7 @@ import type pg from 'pg';
 import type { Logger } from '../lib/logger.js';
 import { releaseSlot, renewSlot, tryAcquireSlot } from '../store/concurrency.js';
 import { markRunning, markWaiting } from '../store/intents.js';
+import { currentFence } from './attempt.js';
 import type { ConcurrencyLimits } from '../workflows/job-types.js';
 
 /** A lease outlives a few missed renewals, and a dead worker's slot returns within this time. */
@@ -22,7 +23,7 @@ export async function withSlot<T>(deps: { pool: pg.Pool; log: Logger }, s: SlotS
   const req = { jobType: s.jobType, tenantId: s.tenantId, holder: s.holder, perTenant: s.limits.perTenant, global: s.limits.global, ttlMs: SLOT_TTL_MS };
   let slot = await tryAcquireSlot(deps.pool, req);
   if (!slot) {
-    await markWaiting(deps.pool, s.jobId, `waiting for an upstream slot (at most ${s.limits.perTenant} per tenant, ${s.limits.global} in total for ${s.jobType})`);
+    await markWaiting(deps.pool, s.jobId, `waiting for an upstream slot (at most ${s.limits.perTenant} per tenant, ${s.limits.global} in total for ${s.jobType})`, currentFence());
     deps.log.info({ jobId: s.jobId, jobType: s.jobType }, 'waiting for a concurrency slot');
     let pause = 100;
     while (!slot) {
@@ -31,7 +32,7 @@ export async function withSlot<T>(deps: { pool: pg.Pool; log: Logger }, s: SlotS
       pause = Math.min(1_000, pause * 1.5);
       slot = await tryAcquireSlot(deps.pool, req);
     }
-    await markRunning(deps.pool, s.jobId, s.attempt);
+    await markRunning(deps.pool, s.jobId, s.attempt, currentFence());
   }
   const renew = setInterval(() => { renewSlot(deps.pool, slot!, SLOT_TTL_MS).catch(() => undefined); }, RENEW_EVERY_MS);
   try {

@@ -6,6 +6,7 @@ import { recordAttempt } from '../store/attempts.js';
 import { reopenFailedEffect } from '../store/dead-letters.js';
 import { beginEffect, clearDoubt, countReconciliation, recordEffectFailure, recordEffectSuccess } from '../store/effects.js';
 import { NonRetryableError, RetryableError } from '../lib/errors.js';
+import { currentFence } from './attempt.js';
 import { upstreamFor, type FallbackPlan } from './fallback.js';
 import type { Provider } from './provider.js';
 
@@ -51,7 +52,10 @@ export interface EffectResult {
 export async function runEffect(deps: EffectDeps, s: EffectSpec): Promise<EffectResult> {
   const effectKey = s.effectKey ?? effectKeyFor(s.effectScope, s.step);
   const attempt = Context.current().info.attempt;
-  const row = await beginEffect(deps.pool, { effectKey, jobId: s.effectScope, tenantId: s.tenantId, step: s.step, requestHash: inputHash(s.step, s.body) });
+  // Every effect-row write is fenced: a stale attempt (a newer one has started) changes nothing.
+  const fence = currentFence();
+  const row = await beginEffect(deps.pool, { effectKey, jobId: s.effectScope, tenantId: s.tenantId, step: s.step, requestHash: inputHash(s.step, s.body) }, fence);
+  if (!row) throw new RetryableError(`stale attempt ${attempt}: a newer attempt of this step has started`, { errorClass: 'stale_attempt' });
   const base = { jobId: s.jobId, step: s.step, attempt, startedAt: s.startedAt };
   if (row.state === 'succeeded') {
     await recordAttempt(deps.pool, { ...base, outcome: 'reused' });
@@ -65,7 +69,7 @@ export async function runEffect(deps: EffectDeps, s: EffectSpec): Promise<Effect
     deps.log.info({ jobId: s.jobId, effectKey, step: s.step }, 'replay: calling a previously refused effect again');
   }
   const reconciling = !row.inserted && row.was_in_doubt;
-  if (reconciling) await countReconciliation(deps.pool, effectKey);
+  if (reconciling) await countReconciliation(deps.pool, effectKey, fence);
   // Decided after the claim: an effect in doubt stays with the upstream it was sent to.
   const provider = s.fallback ? await upstreamFor(deps, { effectKey, jobId: s.jobId, row, plan: s.fallback }) : deps.provider;
   let res;
@@ -73,16 +77,18 @@ export async function runEffect(deps: EffectDeps, s: EffectSpec): Promise<Effect
     const call = () => provider({ path: s.path, body: s.body, effectKey, tenantId: s.tenantId, timeoutMs: s.timeoutMs, signal: Context.current().cancellationSignal });
     res = s.guard ? await s.guard(call) : await call();
   } catch (err) {
-    if (err instanceof NonRetryableError) await recordEffectFailure(deps.pool, effectKey, null);
+    if (err instanceof NonRetryableError) await recordEffectFailure(deps.pool, effectKey, null, fence);
     // 429 and 4xx mean "not applied"; 5xx, timeouts and resets leave the effect in doubt. So
     // does a 409 "key in progress": the request still running (often our own earlier
     // attempt's) may apply it, so the next attempt must reconcile, not assume nothing happened.
     if (err instanceof RetryableError && err.details.statusCode !== undefined && err.details.statusCode < 500
-      && err.details.errorClass !== 'request_in_progress') await clearDoubt(deps.pool, effectKey);
+      && err.details.errorClass !== 'request_in_progress') await clearDoubt(deps.pool, effectKey, fence);
     throw err;
   }
   const providerId = typeof res.body.id === 'string' ? res.body.id : null;
-  await recordEffectSuccess(deps.pool, effectKey, res.requestId, providerId, res.body);
+  if (!(await recordEffectSuccess(deps.pool, effectKey, res.requestId, providerId, res.body, fence))) {
+    deps.log.warn({ jobId: s.jobId, effectKey, step: s.step, attempt }, 'stale attempt: a newer attempt superseded it; its effect-row write was refused');
+  }
   await recordAttempt(deps.pool, { ...base, outcome: reconciling ? 'reconciled' : 'succeeded', statusCode: res.status });
   deps.log.info({ jobId: s.jobId, effectKey, step: s.step, providerId, reconciled: reconciling }, 'effect applied');
   return { effectKey, providerId, providerRequestId: res.requestId, response: res.body, via: reconciling ? 'reconciled' : 'executed' };

@@ -10,7 +10,7 @@ import { loadInput, markRunning, writeResultFenced } from '../store/intents.js';
 import { budgetFor, type ConcurrencyLimits, type JobArgs, type JobType } from '../workflows/job-types.js';
 import type { JobBudgets } from '../client/start-job-workflow.js';
 import { withSlot } from './concurrency.js';
-import { failAttempt, withHeartbeat } from './attempt.js';
+import { currentFence, failAttempt, withHeartbeat } from './attempt.js';
 import { runEffect, type EffectResult } from './effects.js';
 import { fallbackPlan } from './fallback.js';
 import type { Provider } from './provider.js';
@@ -89,7 +89,7 @@ export async function runStep<T>(deps: StepDeps, args: StepArgs, step: string, b
   };
   try {
     return await withHeartbeat(async () => {
-      await whenDatabaseIsBack(deps, args.jobId, () => markRunning(deps.pool, args.jobId, attempt));
+      await whenDatabaseIsBack(deps, args.jobId, async () => { await markRunning(deps.pool, args.jobId, attempt, currentFence()); });
       return body(ctx);
     }, { step });
   } catch (err) {

@@ -6,7 +6,7 @@
 export class TimerSet {
   private readonly timers = new Map<NodeJS.Timeout, () => void>();
   /** Sleeps that `releaseSleeps` may end early (resolving `true`, as if their time had come). */
-  private readonly wakers = new Map<NodeJS.Timeout, () => void>();
+  private readonly wakers = new Map<NodeJS.Timeout, { tag: string | undefined; wake: () => void }>();
   private readonly controllers = new Set<AbortController>();
 
   schedule(fn: () => void, ms: number): void {
@@ -18,7 +18,7 @@ export class TimerSet {
   }
 
   /** Resolves `true` after `ms`, or `false` as soon as the set is cancelled. */
-  sleep(ms: number): Promise<boolean> {
+  sleep(ms: number, tag?: string): Promise<boolean> {
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.timers.delete(timer);
@@ -26,19 +26,21 @@ export class TimerSet {
         resolve(true);
       }, ms);
       this.timers.set(timer, () => resolve(false));
-      this.wakers.set(timer, () => resolve(true));
+      this.wakers.set(timer, { tag, wake: () => resolve(true) });
     });
   }
 
-  /** Ends every pending sleep now, as if its time had come; returns how many it ended. */
-  releaseSleeps(): number {
-    const n = this.wakers.size;
-    for (const [timer, wake] of this.wakers) {
+  /** Ends pending sleeps now (those with `tag`, or all), as if their time had come; returns how many. */
+  releaseSleeps(tag?: string): number {
+    let n = 0;
+    for (const [timer, w] of this.wakers) {
+      if (tag !== undefined && w.tag !== tag) continue;
       clearTimeout(timer);
       this.timers.delete(timer);
-      wake();
+      this.wakers.delete(timer);
+      w.wake();
+      n++;
     }
-    this.wakers.clear();
     return n;
   }
 

@@ -59,7 +59,7 @@ async function processPost(req: IncomingMessage, path: string, op: Operation, re
     if (!parsed.ok) return parsed.reply;
     const hash = requestHash(path, parsed.value);
     if (stored) return replay(stored, path, hash);
-    if (processingMs > 0 && !(await deps.holds.sleep(processingMs))) return undefined;
+    if (processingMs > 0 && !(await deps.holds.sleep(processingMs, path))) return undefined;
     const invalid = op.validate(parsed.value);
     if (invalid) return errorReply(400, invalid.error, { message: invalid.message });
     const body = { ...op.apply(parsed.value), requestId };
@@ -83,14 +83,14 @@ export async function handlePost(req: IncomingMessage, path: string, op: Operati
   const fault = deps.state.faults.take(path);
   if (fault && fault.status !== 200) {
     req.resume();
-    if (fault.delayMs > 0 && !(await deps.holds.sleep(fault.delayMs))) return undefined;
+    if (fault.delayMs > 0 && !(await deps.holds.sleep(fault.delayMs, path))) return undefined;
     return faultReply(fault.status, fault.retryAfter);
   }
   const slowProcessing = fault?.hold === 'processing' ? fault.delayMs : 0;
   const reply = await processPost(req, path, op, requestId, deps, slowProcessing);
   req.resume();
   if (reply === undefined) return undefined;
-  if (fault && !slowProcessing && fault.delayMs > 0 && !(await deps.holds.sleep(fault.delayMs))) return undefined;
+  if (fault && !slowProcessing && fault.delayMs > 0 && !(await deps.holds.sleep(fault.delayMs, path))) return undefined;
   return reply;
 }
 

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type { JobState, Priority } from '../workflows/job-types.js';
+import { fenceParams, notSuperseded, type AttemptFence } from './fence.js';
 
 type Db = pg.Pool | pg.PoolClient;
 
@@ -82,32 +83,36 @@ export async function deleteUnstartedIntent(db: Db, jobId: string): Promise<void
 /** Terminal states never move again: a late writer cannot resurrect a finished job. */
 const TERMINAL = `('succeeded', 'dead_lettered', 'cancelled')`;
 
-export async function markRunning(db: Db, jobId: string, attempt: number): Promise<void> {
-  await db.query(
+/** Only for an attempt no newer one has superseded. Returns false when the write was refused. */
+export async function markRunning(db: Db, jobId: string, attempt: number, fence?: AttemptFence): Promise<boolean> {
+  const r = await db.query(
     `UPDATE job_intents
         SET status = 'running', status_reason = NULL, attempts = greatest(attempts, $2), next_attempt_at = NULL,
             first_started_at = coalesce(first_started_at, now()), updated_at = now()
-      WHERE job_id = $1 AND status NOT IN ${TERMINAL}`,
-    [jobId, attempt],
+      WHERE job_id = $1 AND status NOT IN ${TERMINAL} AND ${notSuperseded(3)}`,
+    [jobId, attempt, ...fenceParams(fence)],
   );
+  return r.rowCount === 1;
 }
 
 /** Waiting for a concurrency slot: visible as queued with the reason, never as failing. */
-export async function markWaiting(db: Db, jobId: string, reason: string): Promise<void> {
-  await db.query(
+export async function markWaiting(db: Db, jobId: string, reason: string, fence?: AttemptFence): Promise<boolean> {
+  const r = await db.query(
     `UPDATE job_intents SET status = 'queued', status_reason = $2, updated_at = now()
-      WHERE job_id = $1 AND status NOT IN ${TERMINAL}`,
-    [jobId, reason],
+      WHERE job_id = $1 AND status NOT IN ${TERMINAL} AND ${notSuperseded(3)}`,
+    [jobId, reason, ...fenceParams(fence)],
   );
+  return r.rowCount === 1;
 }
 
-export async function markRetrying(db: Db, jobId: string, attempt: number, error: { errorClass: string; message: string; statusCode?: number }, nextAttemptAt: Date): Promise<void> {
-  await db.query(
+export async function markRetrying(db: Db, jobId: string, attempt: number, error: { errorClass: string; message: string; statusCode?: number }, nextAttemptAt: Date, fence?: AttemptFence): Promise<boolean> {
+  const r = await db.query(
     `UPDATE job_intents
         SET status = 'retrying', attempts = greatest(attempts, $2), last_error = $3, next_attempt_at = $4, updated_at = now()
-      WHERE job_id = $1 AND status NOT IN ${TERMINAL}`,
-    [jobId, attempt, JSON.stringify(error), nextAttemptAt],
+      WHERE job_id = $1 AND status NOT IN ${TERMINAL} AND ${notSuperseded(5)}`,
+    [jobId, attempt, JSON.stringify(error), nextAttemptAt, ...fenceParams(fence)],
   );
+  return r.rowCount === 1;
 }
 
 export async function setStatus(db: Db, jobId: string, status: JobState, reason: string | null, error?: unknown): Promise<void> {
