@@ -83,13 +83,22 @@ export async function deleteUnstartedIntent(db: Db, jobId: string): Promise<void
 /** Terminal states never move again: a late writer cannot resurrect a finished job. */
 const TERMINAL = `('succeeded', 'dead_lettered', 'cancelled')`;
 
-/** Only for an attempt no newer one has superseded. Returns false when the write was refused. */
+/**
+ * Only for an attempt no newer one has superseded. The attempt count rises even on a
+ * finished job: an attempt that runs after the result was stored (its completion never
+ * reached Temporal, e.g. in an outage) is an attempt too, and job_attempts holds its row.
+ * The status itself never leaves a terminal state. Returns false when the write was refused.
+ */
 export async function markRunning(db: Db, jobId: string, attempt: number, fence?: AttemptFence): Promise<boolean> {
   const r = await db.query(
     `UPDATE job_intents
-        SET status = 'running', status_reason = NULL, attempts = greatest(attempts, $2), next_attempt_at = NULL,
-            first_started_at = coalesce(first_started_at, now()), updated_at = now()
-      WHERE job_id = $1 AND status NOT IN ${TERMINAL} AND ${notSuperseded(3)}`,
+        SET attempts = greatest(attempts, $2),
+            status = CASE WHEN status IN ${TERMINAL} THEN status ELSE 'running' END,
+            status_reason = CASE WHEN status IN ${TERMINAL} THEN status_reason END,
+            next_attempt_at = CASE WHEN status IN ${TERMINAL} THEN next_attempt_at END,
+            first_started_at = CASE WHEN status IN ${TERMINAL} THEN first_started_at ELSE coalesce(first_started_at, now()) END,
+            updated_at = now()
+      WHERE job_id = $1 AND (status NOT IN ${TERMINAL} OR attempts < $2) AND ${notSuperseded(3)}`,
     [jobId, attempt, ...fenceParams(fence)],
   );
   return r.rowCount === 1;
@@ -128,13 +137,19 @@ export async function setStatus(db: Db, jobId: string, status: JobState, reason:
 /**
  * The fenced result write: it lands only if `fence` is newer than the stored one, so a
  * stale attempt that finishes late cannot overwrite the newer attempt's result.
- * Returns false when the write was refused.
+ * On a job that already succeeded (an attempt ran again after its completion was lost, and
+ * reused the stored effect) only the fence moves: the result, its first finish time and the
+ * notification's state stay as they were. Returns false when the write was refused.
  */
 export async function writeResultFenced(db: Db, jobId: string, fence: number, result: unknown, notificationState: 'pending' | null): Promise<boolean> {
   const r = await db.query(
     `UPDATE job_intents
-        SET result = $3, result_fence = $2, status = 'succeeded', status_reason = NULL, next_attempt_at = NULL,
-            notification_state = $4, finished_at = now(), updated_at = now()
+        SET result_fence = $2,
+            result = CASE WHEN status = 'succeeded' THEN result ELSE $3 END,
+            notification_state = CASE WHEN status = 'succeeded' THEN notification_state ELSE $4 END,
+            finished_at = CASE WHEN status = 'succeeded' THEN finished_at ELSE now() END,
+            updated_at = CASE WHEN status = 'succeeded' THEN updated_at ELSE now() END,
+            status = 'succeeded', status_reason = NULL, next_attempt_at = NULL
       WHERE job_id = $1 AND result_fence < $2 AND status NOT IN ('dead_lettered', 'cancelled')`,
     [jobId, fence, JSON.stringify(result), notificationState],
   );
