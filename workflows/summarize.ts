@@ -2,7 +2,7 @@ import { ActivityFailure, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import type { StepArgs } from '../activities/job-steps.js';
 import { budgetFor } from './job-types.js';
-import { runJob, stepOptions, type JobOutcome } from './lifecycle.js';
+import { resultStored, runJob, stepOptions, type JobOutcome } from './lifecycle.js';
 
 const bookkeeping = proxyActivities<Activities>({ startToCloseTimeout: '30s' });
 
@@ -18,6 +18,7 @@ export async function summarizeJob(args: StepArgs): Promise<JobOutcome> {
   return runJob(args, async () => {
     const outcome = await steps.summarizeText(args);
     if (outcome.notify) {
+      if (outcome.resultStored) resultStored();
       try {
         await notify.deliverOutbox(args);
       } catch (err) {
