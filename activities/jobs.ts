@@ -1,5 +1,6 @@
 import { Context } from '@temporalio/activity';
-import { markOutbox, pendingOutboxForJob } from '../store/outbox.js';
+import { withTransaction } from '../lib/db.js';
+import { failPendingOutbox, markOutbox, pendingOutboxForJob } from '../store/outbox.js';
 import { setNotificationState, setStatus } from '../store/intents.js';
 import { runEffect } from './effects.js';
 import { failAttempt, withHeartbeat } from './attempt.js';
@@ -73,8 +74,12 @@ export function createJobActivities(deps: StepDeps) {
       }
     },
 
+    /** The notification failed for good: the job says so, and its outbox rows end `failed` with evidence. */
     async markNotificationFailed(args: StepArgs): Promise<void> {
-      await setNotificationState(deps.pool, args.jobId, 'failed');
+      await withTransaction(deps.pool, async (tx) => {
+        await failPendingOutbox(tx, args.jobId);
+        await setNotificationState(tx, args.jobId, 'failed');
+      });
     },
 
     /** Records a terminal or waiting state the workflow decided (cancelled, deferred, dead-lettered). */

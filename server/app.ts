@@ -7,6 +7,7 @@ import { hasUnstorableText } from '../lib/json-safety.js';
 import type { Logger } from '../lib/logger.js';
 import { openApiDocument } from './openapi.js';
 import { problem, problemFromError, sendProblem } from './problems.js';
+import { registerOutboxRoutes } from './routes-outbox.js';
 import { registerDeadLetterRoutes } from './routes-dead-letters.js';
 import { registerAdminRoutes } from './routes-admin.js';
 import { registerJobRoutes } from './routes-jobs.js';
@@ -83,6 +84,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   registerAdminRoutes(app, registry, { pool: deps.pool, temporal: deps.temporal, taskQueues: [deps.jobs.taskQueue], adminApiKey: deps.adminApiKey, log: deps.log });
   registerJobRoutes(app, { pool: deps.pool, jobs: deps.jobs });
   registerDeadLetterRoutes(app, { pool: deps.pool, temporal: deps.temporal, adminApiKey: deps.adminApiKey, taskQueue: deps.taskQueue ?? deps.jobs.taskQueue, codeVersion: deps.version });
+  registerOutboxRoutes(app, { pool: deps.pool, temporal: deps.temporal, adminApiKey: deps.adminApiKey, taskQueue: deps.taskQueue ?? deps.jobs.taskQueue });
   registerWebhookRoutes(app, deps, registry);
   for (const plugin of deps.plugins ?? []) plugin(app, registry);
   return app;

@@ -6,3 +6,4 @@ export { digestJob } from './digest.js';
 export { scheduleTrigger } from './schedule-trigger.js';
 export { compensationScan } from './scan.js';
 export { replayDeadLetters } from './replay.js';
+export { redeliverOutbox } from './outbox-replay.js';
