@@ -6,7 +6,7 @@ import { effectKeyFor } from '../lib/ids.js';
 import type { Logger } from '../lib/logger.js';
 import { recordAttempt } from '../store/attempts.js';
 import { insertOutbox } from '../store/outbox.js';
-import { loadInput, markRunning, writeResultFenced } from '../store/intents.js';
+import { addExecutionSpan, loadInput, markRunning, writeResultFenced } from '../store/intents.js';
 import { budgetFor, type ConcurrencyLimits, type JobArgs, type JobType } from '../workflows/job-types.js';
 import type { JobBudgets } from '../client/start-job-workflow.js';
 import { withSlot } from './concurrency.js';
@@ -67,6 +67,7 @@ export async function runStep<T>(deps: StepDeps, args: StepArgs, step: string, b
   const startedAt = new Date();
   const attempt = Context.current().info.attempt;
   const budget = budgetFor(args);
+  let waitedMs = 0;
   const ctx: StepContext = {
     args,
     attempt,
@@ -78,6 +79,7 @@ export async function runStep<T>(deps: StepDeps, args: StepArgs, step: string, b
       guard: (call) => withSlot(deps, {
         jobId: args.jobId, jobType: args.jobType, tenantId: args.tenantId, attempt,
         holder: `${args.jobId}:${name}#${attempt}`, limits: deps.limits[args.jobType],
+        attemptStartedAt: startedAt, onWaited: (ms) => { waitedMs += ms; },
       }, call),
     }),
     input: async <I>() => {
@@ -87,12 +89,21 @@ export async function runStep<T>(deps: StepDeps, args: StepArgs, step: string, b
       return input as I;
     },
   };
+  let ran = false;
+  // Execution time is this span, slot waits excluded; back-offs fall between spans.
+  const recordSpan = () => ran
+    ? addExecutionSpan(deps.pool, args.jobId, Date.now() - startedAt.getTime() - waitedMs, startedAt).catch((e: Error) => deps.log.warn({ jobId: args.jobId, err: e.message }, 'could not record execution time'))
+    : undefined;
   try {
-    return await withHeartbeat(async () => {
+    const result = await withHeartbeat(async () => {
       await whenDatabaseIsBack(deps, args.jobId, async () => { await markRunning(deps.pool, args.jobId, attempt, currentFence()); });
+      ran = true;
       return body(ctx);
     }, { step });
+    await recordSpan();
+    return result;
   } catch (err) {
+    await recordSpan();
     return failAttempt(deps, { jobId: args.jobId, step, budget, startedAt }, err);
   }
 }

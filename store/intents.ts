@@ -20,6 +20,8 @@ export interface IntentRow {
   replay_of: string | null;
   workflow_started_at: Date | null;
   first_started_at: Date | null;
+  /** Sum of the attempts' execution spans (migration 0011); NULL for older jobs. */
+  execution_ms: string | null;
   finished_at: Date | null;
   created_at: Date;
   updated_at: Date;
@@ -89,19 +91,39 @@ const TERMINAL = `('succeeded', 'dead_lettered', 'cancelled')`;
  * reached Temporal, e.g. in an outage) is an attempt too, and job_attempts holds its row.
  * The status itself never leaves a terminal state. Returns false when the write was refused.
  */
-export async function markRunning(db: Db, jobId: string, attempt: number, fence?: AttemptFence): Promise<boolean> {
+export async function markRunning(db: Db, jobId: string, attempt: number, fence?: AttemptFence, slot?: { attemptStartedAt: Date }): Promise<boolean> {
+  // After a wait for a concurrency slot (`slot`), execution starts now: if this attempt is
+  // the one that set first_started_at (at its start), it moves here, so the wait counts as
+  // queue time, not execution time.
   const r = await db.query(
     `UPDATE job_intents
         SET attempts = greatest(attempts, $2),
             status = CASE WHEN status IN ${TERMINAL} THEN status ELSE 'running' END,
             status_reason = CASE WHEN status IN ${TERMINAL} THEN status_reason END,
             next_attempt_at = CASE WHEN status IN ${TERMINAL} THEN next_attempt_at END,
-            first_started_at = CASE WHEN status IN ${TERMINAL} THEN first_started_at ELSE coalesce(first_started_at, now()) END,
+            first_started_at = CASE WHEN status IN ${TERMINAL} THEN first_started_at
+                                    WHEN $7::timestamptz IS NOT NULL AND first_started_at >= $7::timestamptz THEN now()
+                                    ELSE coalesce(first_started_at, now()) END,
             updated_at = now()
       WHERE job_id = $1 AND (status NOT IN ${TERMINAL} OR attempts < $2) AND ${notSuperseded(3)}`,
-    [jobId, attempt, ...fenceParams(fence)],
+    [jobId, attempt, ...fenceParams(fence), slot?.attemptStartedAt ?? null],
   );
   return r.rowCount === 1;
+}
+
+/**
+ * At the end of each attempt that ran (success or failure): adds its execution span, which
+ * begins when the attempt could run (after any slot wait) and ends now. Back-offs between
+ * attempts fall outside every span. Not fenced: a stale attempt's span was real work too.
+ */
+export async function addExecutionSpan(db: Db, jobId: string, spanMs: number, attemptStartedAt: Date): Promise<void> {
+  // Not for an attempt that started after the job had finished (its completion was lost and
+  // it reused the stored result): the job's execution time was already complete.
+  await db.query(
+    `UPDATE job_intents SET execution_ms = coalesce(execution_ms, 0) + $2
+      WHERE job_id = $1 AND (finished_at IS NULL OR finished_at >= $3)`,
+    [jobId, Math.max(0, Math.round(spanMs)), attemptStartedAt],
+  );
 }
 
 /** Waiting for a concurrency slot: visible as queued with the reason, never as failing. */

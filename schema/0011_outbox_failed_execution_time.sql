@@ -13,3 +13,8 @@ ALTER TABLE outbox
   ADD COLUMN resolution_reason text,
   ADD COLUMN resolved_at       timestamptz;
 CREATE INDEX outbox_failed ON outbox (failed_at) WHERE state = 'failed';
+
+-- Execution time is the sum of the attempts' execution spans (each from when the attempt
+-- could run, after any wait for a concurrency slot, to its end), so slot waits and retry
+-- back-offs are not counted as execution. NULL for jobs finished before this column.
+ALTER TABLE job_intents ADD COLUMN execution_ms bigint;
