@@ -7,7 +7,7 @@ import type { Logger } from '../lib/logger.js';
 import { recordAttempt } from '../store/attempts.js';
 import { insertOutbox } from '../store/outbox.js';
 import { addExecutionSpan, loadInput, markRunning, writeResultFenced } from '../store/intents.js';
-import { budgetFor, type ConcurrencyLimits, type JobArgs, type JobType } from '../workflows/job-types.js';
+import { budgetFor, upstreamFor, type ConcurrencyLimits, type JobArgs, type JobType } from '../workflows/job-types.js';
 import type { JobBudgets } from '../client/start-job-workflow.js';
 import { withSlot } from './concurrency.js';
 import { currentFence, failAttempt, withHeartbeat } from './attempt.js';
@@ -75,7 +75,7 @@ export async function runStep<T>(deps: StepDeps, args: StepArgs, step: string, b
     effect: async (name, path, reqBody) => runEffect(deps, {
       effectScope: args.effectScope ?? args.jobId, jobId: args.jobId, tenantId: args.tenantId,
       step: name, path, body: reqBody, timeoutMs: budget.upstreamTimeoutMs, startedAt,
-      fallback: await fallbackPlan(deps.pool, args.jobType),
+      fallback: await fallbackPlan(deps.pool, args.jobType), upstream: upstreamFor(args.jobType),
       guard: (call) => withSlot(deps, {
         jobId: args.jobId, jobType: args.jobType, tenantId: args.tenantId, attempt,
         holder: `${args.jobId}:${name}#${attempt}`, limits: deps.limits[args.jobType],

@@ -60,6 +60,16 @@ export interface JobTypeInfo {
    * Only for effects whose business result does not depend on which provider made it.
    */
   fallback?: { allowed: true };
+  /**
+   * What the upstream does with a request whose effect is in doubt (an earlier attempt may
+   * have reached it unseen). `idempotentByKey`: a re-send with the same Idempotency-Key is
+   * answered with the first response, never applied twice; if false, an in-doubt effect is
+   * never re-sent blind (without `lookupByKey` it stops for an operator, `effect_in_doubt`).
+   * `lookupByKey`: the upstream answers `GET /v1/idempotency/{key}`; the next attempt asks it
+   * first and records a completed effect without calling again. Default: idempotent by key,
+   * no lookup.
+   */
+  upstream?: { idempotentByKey: boolean; lookupByKey?: boolean };
 }
 
 export const DEFAULT_CONCURRENCY: ConcurrencyLimits = { perTenant: 8, global: 32 };
@@ -78,6 +88,8 @@ export const JOB_TYPES = {
     description: 'charge a customer, then send the receipt: two effects in sequence',
     budget: DEFAULT_BUDGET,
     concurrency: DEFAULT_CONCURRENCY,
+    // A charge in doubt is looked up before anything is sent again.
+    upstream: { idempotentByKey: true, lookupByKey: true },
   },
   transcribe: {
     workflowType: 'transcribeJob',
@@ -119,6 +131,12 @@ export function allowsStaleResult(t: JobType): boolean {
 
 /** Job types that declare a fallback upstream: the only ones an operator may switch to it. */
 export const FALLBACK_JOB_TYPES = (Object.keys(JOB_TYPES) as JobType[]).filter((t) => (JOB_TYPES[t] as JobTypeInfo).fallback?.allowed === true);
+
+/** The type's upstream idempotency declaration (default: idempotent by key, no lookup). */
+export function upstreamFor(t: JobType): { idempotentByKey: boolean; lookupByKey: boolean } {
+  const u = (JOB_TYPES[t] as JobTypeInfo).upstream;
+  return { idempotentByKey: u?.idempotentByKey ?? true, lookupByKey: u?.lookupByKey ?? false };
+}
 
 export function budgetFor(args: Pick<JobArgs, 'jobType' | 'budget'>): JobBudget {
   return { ...JOB_TYPES[args.jobType].budget, ...args.budget };
