@@ -6,12 +6,24 @@ import type { Logger } from '../lib/logger.js';
 import { attemptMarginMs, chooseDelay, exceedsBudget } from '../lib/retry.js';
 import { recordAttempt } from '../store/attempts.js';
 import { markRetrying } from '../store/intents.js';
+import type { AttemptFence } from '../store/fence.js';
 import type { JobBudget } from '../contract/job-types.js';
 
 /** Delay after an attempt failed because our own Postgres was unreachable. */
 const DATABASE_RETRY_MS = 5_000;
 
 export interface AttemptDeps { pool: pg.Pool; log: Logger }
+
+/** This attempt's fence (store/fence.ts); undefined outside an activity. */
+export function currentFence(): AttemptFence | undefined {
+  try {
+    const info = Context.current().info;
+    if (!info.workflowExecution) return undefined;
+    return { workflowId: info.workflowExecution.workflowId, runId: info.workflowExecution.runId, activityId: info.activityId, attempt: info.attempt };
+  } catch {
+    return undefined;
+  }
+}
 
 export interface FailureDetails { errorClass: string; statusCode?: number; delayMs?: number; budgetExhausted?: boolean }
 
@@ -20,11 +32,12 @@ export interface FailureDetails { errorClass: string; statusCode?: number; delay
  * stops sending them, so the server hands the attempt to another worker after
  * `heartbeatTimeout`. The SDK throttles the actual RPCs.
  */
-export async function withHeartbeat<T>(fn: () => Promise<T>): Promise<T> {
+export async function withHeartbeat<T>(fn: () => Promise<T>, details?: { step: string }): Promise<T> {
   const ctx = Context.current();
   const every = Math.max(200, Math.min(2_000, (ctx.info.heartbeatTimeoutMs ?? 10_000) / 4));
-  const timer = setInterval(() => ctx.heartbeat(), every);
-  ctx.heartbeat();
+  // The step in the details tells the next attempt which step a lost attempt was running.
+  const timer = setInterval(() => ctx.heartbeat(details), every);
+  ctx.heartbeat(details);
   try {
     return await fn();
   } finally {
@@ -65,7 +78,8 @@ export async function failAttempt(deps: AttemptDeps, job: { jobId: string; step:
       throw ApplicationFailure.create({ message: `${retryable.message}; ${why}`, type: 'RetryBudgetExhausted', nonRetryable: true, details: [details] });
     }
     await safeRecord(deps, { ...base, outcome: 'retryable', errorClass: details.errorClass, statusCode: details.statusCode, delayMs });
-    await markRetrying(deps.pool, job.jobId, info.attempt, { errorClass: details.errorClass, message: retryable.message, statusCode: details.statusCode }, new Date(now + delayMs)).catch(() => undefined);
+    const marked = await markRetrying(deps.pool, job.jobId, info.attempt, { errorClass: details.errorClass, message: retryable.message, statusCode: details.statusCode }, new Date(now + delayMs), currentFence()).catch(() => undefined);
+    if (marked === false) deps.log.warn({ jobId: job.jobId, step: job.step, attempt: info.attempt }, 'stale attempt: a newer attempt superseded it; its status write was refused');
     deps.log.info({ jobId: job.jobId, step: job.step, attempt: info.attempt, errorClass: details.errorClass, statusCode: details.statusCode, delayMs }, 'attempt failed; retrying');
     throw ApplicationFailure.create({ message: retryable.message, type: 'RetryableError', nonRetryable: false, nextRetryDelay: delayMs, details: [details] });
   }

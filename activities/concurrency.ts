@@ -3,13 +3,20 @@ import type pg from 'pg';
 import type { Logger } from '../lib/logger.js';
 import { releaseSlot, renewSlot, tryAcquireSlot } from '../store/concurrency.js';
 import { markRunning, markWaiting } from '../store/intents.js';
+import { currentFence } from './attempt.js';
 import type { ConcurrencyLimits } from '../contract/job-types.js';
 
 /** A lease outlives a few missed renewals, and a dead worker's slot returns within this time. */
 const SLOT_TTL_MS = 15_000;
 const RENEW_EVERY_MS = 5_000;
 
-export interface SlotScope { jobId: string; jobType: string; tenantId: string; holder: string; attempt: number; limits: ConcurrencyLimits }
+export interface SlotScope {
+  jobId: string; jobType: string; tenantId: string; holder: string; attempt: number; limits: ConcurrencyLimits;
+  /** When the attempt started: a wait moves the job's first execution start past it. */
+  attemptStartedAt?: Date;
+  /** Told how long this call waited for its slot (0 when one was free): not execution time. */
+  onWaited?: (ms: number) => void;
+}
 
 /**
  * Runs `fn` holding one upstream slot for the job's tenant and type. While no slot is free
@@ -22,7 +29,8 @@ export async function withSlot<T>(deps: { pool: pg.Pool; log: Logger }, s: SlotS
   const req = { jobType: s.jobType, tenantId: s.tenantId, holder: s.holder, perTenant: s.limits.perTenant, global: s.limits.global, ttlMs: SLOT_TTL_MS };
   let slot = await tryAcquireSlot(deps.pool, req);
   if (!slot) {
-    await markWaiting(deps.pool, s.jobId, `waiting for an upstream slot (at most ${s.limits.perTenant} per tenant, ${s.limits.global} in total for ${s.jobType})`);
+    const waitStarted = Date.now();
+    await markWaiting(deps.pool, s.jobId, `waiting for an upstream slot (at most ${s.limits.perTenant} per tenant, ${s.limits.global} in total for ${s.jobType})`, currentFence());
     deps.log.info({ jobId: s.jobId, jobType: s.jobType }, 'waiting for a concurrency slot');
     let pause = 100;
     while (!slot) {
@@ -31,7 +39,8 @@ export async function withSlot<T>(deps: { pool: pg.Pool; log: Logger }, s: SlotS
       pause = Math.min(1_000, pause * 1.5);
       slot = await tryAcquireSlot(deps.pool, req);
     }
-    await markRunning(deps.pool, s.jobId, s.attempt);
+    s.onWaited?.(Date.now() - waitStarted);
+    await markRunning(deps.pool, s.jobId, s.attempt, currentFence(), s.attemptStartedAt ? { attemptStartedAt: s.attemptStartedAt } : undefined);
   }
   const renew = setInterval(() => { renewSlot(deps.pool, slot!, SLOT_TTL_MS).catch(() => undefined); }, RENEW_EVERY_MS);
   try {

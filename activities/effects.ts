@@ -6,6 +6,7 @@ import { recordAttempt } from '../store/attempts.js';
 import { reopenFailedEffect } from '../store/dead-letters.js';
 import { beginEffect, clearDoubt, countReconciliation, recordEffectFailure, recordEffectSuccess } from '../store/effects.js';
 import { NonRetryableError, RetryableError } from '../lib/errors.js';
+import { currentFence } from './attempt.js';
 import { upstreamFor, type FallbackPlan } from './fallback.js';
 import type { Provider } from './provider.js';
 
@@ -28,6 +29,8 @@ export interface EffectSpec {
   guard?: <T>(call: () => Promise<T>) => Promise<T>;
   /** Set when the job type declares a fallback upstream: the operator's decision for it (activities/fallback.ts). */
   fallback?: FallbackPlan | undefined;
+  /** The job type's upstream declaration (JobTypeInfo.upstream). Default: idempotent by key, no lookup. */
+  upstream?: { idempotentByKey: boolean; lookupByKey: boolean } | undefined;
 }
 
 export interface EffectResult {
@@ -51,7 +54,10 @@ export interface EffectResult {
 export async function runEffect(deps: EffectDeps, s: EffectSpec): Promise<EffectResult> {
   const effectKey = s.effectKey ?? effectKeyFor(s.effectScope, s.step);
   const attempt = Context.current().info.attempt;
-  const row = await beginEffect(deps.pool, { effectKey, jobId: s.effectScope, tenantId: s.tenantId, step: s.step, requestHash: inputHash(s.step, s.body) });
+  // Every effect-row write is fenced: a stale attempt (a newer one has started) changes nothing.
+  const fence = currentFence();
+  const row = await beginEffect(deps.pool, { effectKey, jobId: s.effectScope, tenantId: s.tenantId, step: s.step, requestHash: inputHash(s.step, s.body) }, fence);
+  if (!row) throw new RetryableError(`stale attempt ${attempt}: a newer attempt of this step has started`, { errorClass: 'stale_attempt' });
   const base = { jobId: s.jobId, step: s.step, attempt, startedAt: s.startedAt };
   if (row.state === 'succeeded') {
     await recordAttempt(deps.pool, { ...base, outcome: 'reused' });
@@ -65,22 +71,69 @@ export async function runEffect(deps: EffectDeps, s: EffectSpec): Promise<Effect
     deps.log.info({ jobId: s.jobId, effectKey, step: s.step }, 'replay: calling a previously refused effect again');
   }
   const reconciling = !row.inserted && row.was_in_doubt;
-  if (reconciling) await countReconciliation(deps.pool, effectKey);
+  if (reconciling) await countReconciliation(deps.pool, effectKey, fence);
   // Decided after the claim: an effect in doubt stays with the upstream it was sent to.
   const provider = s.fallback ? await upstreamFor(deps, { effectKey, jobId: s.jobId, row, plan: s.fallback }) : deps.provider;
+  if (reconciling) {
+    const known = await lookUpInDoubt(deps, s, provider, effectKey, fence);
+    if (known) {
+      await recordAttempt(deps.pool, { ...base, outcome: 'reconciled', statusCode: known.status });
+      deps.log.info({ jobId: s.jobId, effectKey, step: s.step, providerId: known.providerId }, 'in-doubt effect was applied upstream (looked up by key); not calling again');
+      return { effectKey, providerId: known.providerId, providerRequestId: known.requestId, response: known.body, via: 'reconciled' };
+    }
+  }
   let res;
   try {
     const call = () => provider({ path: s.path, body: s.body, effectKey, tenantId: s.tenantId, timeoutMs: s.timeoutMs, signal: Context.current().cancellationSignal });
     res = s.guard ? await s.guard(call) : await call();
   } catch (err) {
-    if (err instanceof NonRetryableError) await recordEffectFailure(deps.pool, effectKey, null);
-    // 429 and 4xx mean "not applied"; 5xx, timeouts and resets leave the effect in doubt.
-    if (err instanceof RetryableError && err.details.statusCode !== undefined && err.details.statusCode < 500) await clearDoubt(deps.pool, effectKey);
+    if (err instanceof NonRetryableError) await recordEffectFailure(deps.pool, effectKey, null, fence);
+    // 429 and 4xx mean "not applied"; 5xx, timeouts and resets leave the effect in doubt. So
+    // does a 409 "key in progress": the request still running (often our own earlier
+    // attempt's) may apply it, so the next attempt must reconcile, not assume nothing happened.
+    if (err instanceof RetryableError && err.details.statusCode !== undefined && err.details.statusCode < 500
+      && err.details.errorClass !== 'request_in_progress') await clearDoubt(deps.pool, effectKey, fence);
     throw err;
   }
   const providerId = typeof res.body.id === 'string' ? res.body.id : null;
-  await recordEffectSuccess(deps.pool, effectKey, res.requestId, providerId, res.body);
+  if (!(await recordEffectSuccess(deps.pool, effectKey, res.requestId, providerId, res.body, fence))) {
+    deps.log.warn({ jobId: s.jobId, effectKey, step: s.step, attempt }, 'stale attempt: a newer attempt superseded it; its effect-row write was refused');
+  }
   await recordAttempt(deps.pool, { ...base, outcome: reconciling ? 'reconciled' : 'succeeded', statusCode: res.status });
   deps.log.info({ jobId: s.jobId, effectKey, step: s.step, providerId, reconciled: reconciling }, 'effect applied');
   return { effectKey, providerId, providerRequestId: res.requestId, response: res.body, via: reconciling ? 'reconciled' : 'executed' };
+}
+
+/**
+ * Before re-sending an in-doubt effect: for an upstream that answers lookups by key, ask
+ * whether it was applied. Completed: its stored response is recorded and returned (no second
+ * call). In progress: retry later, the effect stays in doubt. Unknown key (404): not applied,
+ * so the call below sends it. Without a lookup, an upstream that is not idempotent by key
+ * is never re-sent blind: the effect stops for an operator.
+ */
+async function lookUpInDoubt(deps: EffectDeps, s: EffectSpec, provider: Provider, effectKey: string, fence: ReturnType<typeof currentFence>):
+  Promise<{ status: number; body: Record<string, unknown>; requestId: string | null; providerId: string | null } | undefined> {
+  const upstream = s.upstream ?? { idempotentByKey: true, lookupByKey: false };
+  if (!upstream.lookupByKey) {
+    if (upstream.idempotentByKey) return undefined;
+    throw new NonRetryableError(`effect ${s.step} is in doubt and its upstream is not idempotent by key: not sending it again`, { errorClass: 'effect_in_doubt' });
+  }
+  let found;
+  try {
+    found = await provider({ method: 'GET', path: `/v1/idempotency/${encodeURIComponent(effectKey)}`, tenantId: s.tenantId, timeoutMs: s.timeoutMs, signal: Context.current().cancellationSignal });
+  } catch (err) {
+    if (err instanceof NonRetryableError && err.details.statusCode === 404) return undefined;
+    throw err;
+  }
+  const b = found.body as { state?: string; path?: string; status?: number; response?: Record<string, unknown> };
+  if (b.state === 'in_progress') {
+    throw new RetryableError(`effect ${s.step} is still in progress upstream`, { errorClass: 'request_in_progress', statusCode: 409, retryAfterMs: 1_000 });
+  }
+  // A key stored for another path is not this effect: let the call below get the upstream's own answer.
+  if (b.state !== 'completed' || !b.response || b.path !== s.path) return undefined;
+  const response = b.response;
+  const requestId = typeof response.requestId === 'string' ? response.requestId : null;
+  const providerId = typeof response.id === 'string' ? response.id : null;
+  await recordEffectSuccess(deps.pool, effectKey, requestId, providerId, response, fence);
+  return { status: b.status ?? 200, body: response, requestId, providerId };
 }

@@ -4,12 +4,12 @@ import { RetryableError } from '../lib/errors.js';
 import { effectKeyFor } from '../lib/ids.js';
 import { recordAttempt } from '../store/attempts.js';
 import { insertOutbox } from '../store/outbox.js';
-import { loadInput, markRunning, writeResultFenced } from '../store/intents.js';
+import { addExecutionSpan, loadInput, markRunning, writeResultFenced } from '../store/intents.js';
 import type { StepArgs } from '../contract/job-types.js';
 import { budgetOf } from '../job-api/define.js';
 import type { ActivityDeps } from './deps.js';
 import { withSlot } from './concurrency.js';
-import { failAttempt, withHeartbeat } from './attempt.js';
+import { currentFence, failAttempt, withHeartbeat } from './attempt.js';
 import { runEffect, type EffectResult } from './effects.js';
 import { fallbackPlan } from './fallback.js';
 
@@ -56,6 +56,7 @@ export async function runStep<T>(deps: StepDeps, args: StepArgs, step: string, b
   const attempt = Context.current().info.attempt;
   const definition = deps.jobs.require(args.jobType);
   const budget = budgetOf(definition, args);
+  let waitedMs = 0;
   const ctx: StepContext = {
     args,
     attempt,
@@ -63,10 +64,11 @@ export async function runStep<T>(deps: StepDeps, args: StepArgs, step: string, b
     effect: async (name, path, reqBody) => runEffect(deps, {
       effectScope: args.effectScope ?? args.jobId, jobId: args.jobId, tenantId: args.tenantId,
       step: name, path, body: reqBody, timeoutMs: budget.upstreamTimeoutMs, startedAt,
-      fallback: await fallbackPlan(deps.pool, args.jobType, definition.fallback),
+      fallback: await fallbackPlan(deps.pool, args.jobType, definition.fallback), upstream: definition.upstream,
       guard: (call) => withSlot(deps, {
         jobId: args.jobId, jobType: args.jobType, tenantId: args.tenantId, attempt,
         holder: `${args.jobId}:${name}#${attempt}`, limits: deps.limits[args.jobType] ?? definition.concurrency,
+        attemptStartedAt: startedAt, onWaited: (ms) => { waitedMs += ms; },
       }, call),
     }),
     input: async <I>() => {
@@ -77,12 +79,21 @@ export async function runStep<T>(deps: StepDeps, args: StepArgs, step: string, b
       return input as I;
     },
   };
+  let ran = false;
+  // Execution time is this span, slot waits excluded; back-offs fall between spans.
+  const recordSpan = () => ran
+    ? addExecutionSpan(deps.pool, args.jobId, Date.now() - startedAt.getTime() - waitedMs, startedAt).catch((e: Error) => deps.log.warn({ jobId: args.jobId, err: e.message }, 'could not record execution time'))
+    : undefined;
   try {
-    return await withHeartbeat(async () => {
-      await whenDatabaseIsBack(deps, args.jobId, () => markRunning(deps.pool, args.jobId, attempt));
+    const result = await withHeartbeat(async () => {
+      await whenDatabaseIsBack(deps, args.jobId, async () => { await markRunning(deps.pool, args.jobId, attempt, currentFence()); });
+      ran = true;
       return body(ctx);
-    });
+    }, { step });
+    await recordSpan();
+    return result;
   } catch (err) {
+    await recordSpan();
     return failAttempt(deps, { jobId: args.jobId, step, budget, startedAt }, err);
   }
 }

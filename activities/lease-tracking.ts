@@ -1,4 +1,5 @@
 import { CancelledFailure, Context } from '@temporalio/activity';
+import { recordLostAttempt } from '../store/attempts.js';
 import { flagLeaseExpired, leaseEnded, leaseStarted, type LeaseKey } from '../store/health.js';
 import type { AdmissionDeps } from './admission.js';
 
@@ -28,7 +29,12 @@ export function withLeaseTracking<T extends object>(deps: AdmissionDeps, activit
       await bestEffort(deps, key, () => leaseStarted(deps.pool, { ...key, activityType: info.activityType, startToCloseMs: info.startToCloseTimeoutMs }));
       if (info.attempt > 1) {
         const flagged = await bestEffort(deps, key, () => flagLeaseExpired(deps.pool, { ...key, attempt: info.attempt - 1 }, info.heartbeatDetails));
-        if (flagged) deps.log.warn({ jobId: key.jobId, activityType: info.activityType, attempt: info.attempt - 1 }, 'previous attempt lost its lease (no outcome recorded)');
+        if (flagged) {
+          deps.log.warn({ jobId: key.jobId, activityType: info.activityType, attempt: info.attempt - 1 }, 'previous attempt lost its lease (no outcome recorded)');
+          // A job step's lost attempt also goes into job_attempts: counting attempts there must count it.
+          const step = (info.heartbeatDetails as { step?: unknown } | undefined)?.step;
+          if (typeof step === 'string') await bestEffort(deps, key, () => recordLostAttempt(deps.pool, { ...key, attempt: info.attempt - 1 }, step));
+        }
       }
       try {
         const result = await fn(...args);

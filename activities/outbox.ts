@@ -1,6 +1,7 @@
 import { DEFAULT_BUDGET, type StepArgs } from '../contract/job-types.js';
 import { setNotificationState } from '../store/intents.js';
-import { markOutbox, pendingOutboxForJob } from '../store/outbox.js';
+import { withTransaction } from '../lib/db.js';
+import { failPendingOutbox, markOutbox, pendingOutboxForJob } from '../store/outbox.js';
 import { failAttempt, withHeartbeat } from './attempt.js';
 import type { ActivityDeps } from './deps.js';
 import { runEffect } from './effects.js';
@@ -38,8 +39,12 @@ export function createOutboxActivities(deps: ActivityDeps) {
       }
     },
 
+    /** The notification failed for good: the job says so, and its outbox rows end `failed` with evidence. */
     async markNotificationFailed(args: StepArgs): Promise<void> {
-      await setNotificationState(deps.pool, args.jobId, 'failed');
+      await withTransaction(deps.pool, async (tx) => {
+        await failPendingOutbox(tx, args.jobId);
+        await setNotificationState(tx, args.jobId, 'failed');
+      });
     },
   };
 }

@@ -49,10 +49,11 @@ export function createProvider(baseUrl: string) {
     try { body = text ? JSON.parse(text) : {}; } catch { body = { raw: text.slice(0, 200) }; }
     if (res.ok) return { status: res.status, body, requestId };
     const message = `upstream answered ${res.status} on ${c.path}${requestId ? ` (request ${requestId})` : ''}`;
-    if (classifyStatus(res.status) === 'retryable') {
+    const sent = { idempotencyKeySent: c.effectKey !== undefined };
+    if (classifyStatus(res.status, sent) === 'retryable') {
       throw new RetryableError(message, {
         statusCode: res.status,
-        errorClass: errorClassForStatus(res.status),
+        errorClass: errorClassForStatus(res.status, sent),
         retryAfterMs: parseRetryAfter(res.headers.get('retry-after'), Date.now()),
       });
     }

@@ -47,6 +47,15 @@ export interface JobDefinitionOptions<S extends z.ZodType, E extends string> {
    * does not depend on which provider made it. Default false.
    */
   fallback?: boolean;
+  /**
+   * What the upstream does with a request whose effect is in doubt (an earlier attempt may
+   * have reached it unseen). `idempotentByKey`: a re-send with the same Idempotency-Key is
+   * answered with the first response, never applied twice; if false, an in-doubt effect is
+   * never re-sent blind (without `lookupByKey` it stops for an operator, `effect_in_doubt`).
+   * `lookupByKey`: the upstream answers `GET /v1/idempotency/{key}`; the next attempt asks it
+   * first and records a completed effect without calling again. Default: idempotent by key, no lookup.
+   */
+  upstream?: { idempotentByKey: boolean; lookupByKey?: boolean };
   /** The Web UI's one-line summary of a job. Default `<type> for tenant <t> (<priority> priority)`. */
   summary?: (args: JobArgs) => string;
   /** Accepted over `POST /v1/jobs`. Default true; false for types only schedules start. */
@@ -65,6 +74,7 @@ export interface JobDefinition<S extends z.ZodType = z.ZodType, E extends string
   readonly staleResult: boolean;
   readonly fallback: boolean;
   readonly submittable: boolean;
+  readonly upstream: { idempotentByKey: boolean; lookupByKey: boolean };
   summary(args: JobArgs): string;
   /** A declared step name, checked by the compiler: the effect key's stable part. */
   step(name: E): E;
@@ -95,6 +105,7 @@ export function defineJob<S extends z.ZodType, const E extends string>(o: JobDef
     staleResult: o.staleResult ?? false,
     fallback: o.fallback ?? false,
     submittable: o.submittable ?? true,
+    upstream: { idempotentByKey: o.upstream?.idempotentByKey ?? true, lookupByKey: o.upstream?.lookupByKey ?? false },
     summary: o.summary ?? ((a) => `${a.jobType} for tenant ${a.tenantId} (${a.priority} priority)`),
     step: (name) => {
       if (!effects.includes(name)) throw new Error(`job type ${o.name} declares no effect step "${name}"`);

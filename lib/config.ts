@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { createRequire } from 'node:module';
+import { detectCodeVersion } from './code-version.js';
 import { ConfigError } from './errors.js';
 import type { ConcurrencyLimits, JobBudget, JobType } from '../contract/job-types.js';
 
@@ -128,7 +129,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { jobTypes: readonly Jo
   const modeRaw = opts.mode ?? env.DURABLE_JOBS_MODE ?? 'production';
   if (modeRaw !== 'dev' && modeRaw !== 'production') throw new ConfigError('DURABLE_JOBS_MODE must be "dev" or "production"');
   const mode: Mode = modeRaw;
-  const codeVersion = opts.codeVersion ?? env.CODE_VERSION ?? PACKAGE_VERSION;
+  const codeVersion = opts.codeVersion ?? (env.CODE_VERSION || undefined) ?? detectCodeVersion(PACKAGE_VERSION);
   const schema = z.object({
     HTTP_PORT: port('HTTP_PORT', 8080),
     HTTP_HOST: z.string().min(1).optional(),

@@ -11,14 +11,30 @@ export const MAX_RETRY_AFTER_MS = 10 * 60_000;
 
 export type OutcomeClass = 'retryable' | 'non_retryable';
 
-/** 429, 408 and 5xx retry; other 4xx are permanent (validation, auth, compliance, conflict). */
-export function classifyStatus(status: number): OutcomeClass {
+/** What besides the status decides the class: whether the request carried an `Idempotency-Key`. */
+export interface StatusContext { idempotencyKeySent?: boolean }
+
+/**
+ * 429, 408 and 5xx retry; other 4xx are permanent (validation, auth, compliance, conflict).
+ * One exception: a 409 to a request that carried an `Idempotency-Key` means "a request with
+ * this key is still in progress" (IETF Idempotency-Key draft; Stripe's `idempotency_key_in_use`):
+ * typically our own earlier attempt, which the upstream is still applying. It must be retried
+ * with the same key, never dead-lettered: the first request may well succeed.
+ */
+export function classifyStatus(status: number, c: StatusContext = {}): OutcomeClass {
   if (status === 408 || status === 425 || status === 429 || status >= 500) return 'retryable';
+  if (status === 409 && c.idempotencyKeySent) return 'retryable';
   return 'non_retryable';
 }
 
+/** A 409 "key in progress": the effect may be applied by the request still running, so it stays in doubt. */
+export function isKeyInProgress(status: number, c: StatusContext = {}): boolean {
+  return status === 409 && c.idempotencyKeySent === true;
+}
+
 /** Stable class names shown in attempts, job status and dead letters. */
-export function errorClassForStatus(status: number): string {
+export function errorClassForStatus(status: number, c: StatusContext = {}): string {
+  if (isKeyInProgress(status, c)) return 'request_in_progress';
   if (status === 429) return 'rate_limited';
   if (status >= 500) return 'upstream_unavailable';
   if (status === 401 || status === 403) return 'permission_denied';

@@ -4,6 +4,7 @@ import type pg from 'pg';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { JobRegistry } from '../job-api/registry.js';
 import { createDeadLetterService } from '../services/dead-letters.js';
+import { createOutboxService } from '../services/outbox.js';
 import type { JobsClient } from '../services/intake.js';
 import { createWebhookService } from '../services/webhooks.js';
 import { hasUnstorableText } from '../lib/json-safety.js';
@@ -11,6 +12,7 @@ import type { Logger } from '../lib/logger.js';
 import { registerScanMetrics } from './metrics.js';
 import { openApiDocument } from './openapi.js';
 import { noteUnavailable, problem, problemFromError, sendProblem } from './problems.js';
+import { registerOutboxRoutes } from './routes-outbox.js';
 import { registerDeadLetterRoutes } from './routes-dead-letters.js';
 import { registerAdminRoutes } from './routes-admin.js';
 import { registerJobRoutes } from './routes-jobs.js';
@@ -91,5 +93,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   registerDeadLetterRoutes(app, { deadLetters, adminApiKey: deps.adminApiKey });
   registerWebhookRoutes(app, { webhooks: createWebhookService(deps), adminApiKey: deps.adminApiKey, webhookSecrets: deps.webhookSecrets }, registry);
   registerScanMetrics(registry, deps.pool);
+  const outbox = createOutboxService({ pool: deps.pool, temporal: deps.temporal, taskQueue: deps.taskQueue ?? deps.jobs.taskQueue, jobTypes: deps.jobTypes, log: deps.log });
+  registerOutboxRoutes(app, { outbox, adminApiKey: deps.adminApiKey });
   return app;
 }

@@ -16,11 +16,11 @@ export interface JobStatus {
   nextAttemptAt?: string;
   notification?: string;
   replayOf?: string;
-  /** Time spent waiting in the queue before the first attempt started executing (created → first started; includes any deferral). */
+  /** Time spent waiting before the first attempt started executing (created → first started; includes any deferral and any wait for a concurrency slot). */
   queuedMs?: number;
   /** When the first attempt started executing (UTC): queue time ends, execution time begins. */
   firstStartedAt?: string;
-  /** Time spent executing (first started → finished): worker and upstream time, never queue time. */
+  /** Time spent executing: the sum of the attempts' execution spans (worker and upstream time), never slot waits, back-offs or queue time. */
   executionMs?: number;
   finishedAt?: string;
   /** While `deferred`: since when it has been held back (the reason is `statusReason`). */
@@ -61,7 +61,10 @@ export function toJobStatus(row: IntentRow & { dead_letter_id?: string | null; d
   if (row.first_started_at) s.queuedMs = Math.max(0, row.first_started_at.getTime() - row.created_at.getTime());
   if (row.first_started_at) s.firstStartedAt = row.first_started_at.toISOString();
   if (row.finished_at) s.finishedAt = row.finished_at.toISOString();
-  if (row.first_started_at && row.finished_at) s.executionMs = Math.max(0, row.finished_at.getTime() - row.first_started_at.getTime());
+  // The sum of the attempts' execution spans; jobs finished before it was kept: first start → finish.
+  if (row.first_started_at && row.finished_at) {
+    s.executionMs = row.execution_ms != null ? Number(row.execution_ms) : Math.max(0, row.finished_at.getTime() - row.first_started_at.getTime());
+  }
   if (row.status === 'deferred' && row.deferred_at) s.deferredSince = row.deferred_at.toISOString();
   if (row.deferred_at && row.admitted_at) s.deferredMs = Math.max(0, row.admitted_at.getTime() - row.deferred_at.getTime());
   if (row.dead_letter_id) s.deadLetterId = row.dead_letter_id;

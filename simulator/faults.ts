@@ -8,6 +8,13 @@ export interface ResponseFault {
   status: number;
   retryAfter?: string;
   delayMs: number;
+  /**
+   * For 200 rules: where the delay happens. `answer` (default): the effect is applied at once
+   * and the answer held. `processing`: the request holds its Idempotency-Key claim for the
+   * delay before applying, so a second request with the key meanwhile gets 409
+   * `request_in_progress` (a slow upstream that is still working on the first request).
+   */
+  hold?: 'answer' | 'processing';
 }
 
 export type FaultRequest =
@@ -59,6 +66,11 @@ function parseResponseFault(body: JsonObject, path: string): Parsed {
   if (!retryAfter.ok) return retryAfter;
   const fault: ResponseFault = { path, remaining: times, status: status.value, delayMs };
   if (retryAfter.value !== undefined) fault.retryAfter = retryAfter.value;
+  if (body.hold !== undefined) {
+    if (body.hold !== 'answer' && body.hold !== 'processing') return { ok: false, message: 'hold must be "answer" or "processing"' };
+    if (status.value !== 200) return { ok: false, message: 'hold applies only to status 200 rules' };
+    fault.hold = body.hold;
+  }
   return { ok: true, value: { kind: 'response', fault } };
 }
 

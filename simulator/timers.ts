@@ -5,6 +5,8 @@
  */
 export class TimerSet {
   private readonly timers = new Map<NodeJS.Timeout, () => void>();
+  /** Sleeps that `releaseSleeps` may end early (resolving `true`, as if their time had come). */
+  private readonly wakers = new Map<NodeJS.Timeout, { tag: string | undefined; wake: () => void }>();
   private readonly controllers = new Set<AbortController>();
 
   schedule(fn: () => void, ms: number): void {
@@ -16,14 +18,30 @@ export class TimerSet {
   }
 
   /** Resolves `true` after `ms`, or `false` as soon as the set is cancelled. */
-  sleep(ms: number): Promise<boolean> {
+  sleep(ms: number, tag?: string): Promise<boolean> {
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.timers.delete(timer);
+        this.wakers.delete(timer);
         resolve(true);
       }, ms);
       this.timers.set(timer, () => resolve(false));
+      this.wakers.set(timer, { tag, wake: () => resolve(true) });
     });
+  }
+
+  /** Ends pending sleeps now (those with `tag`, or all), as if their time had come; returns how many. */
+  releaseSleeps(tag?: string): number {
+    let n = 0;
+    for (const [timer, w] of this.wakers) {
+      if (tag !== undefined && w.tag !== tag) continue;
+      clearTimeout(timer);
+      this.timers.delete(timer);
+      this.wakers.delete(timer);
+      w.wake();
+      n++;
+    }
+    return n;
   }
 
   /** An AbortController that cancelAll() aborts; call `release` when done with it. */
@@ -39,6 +57,7 @@ export class TimerSet {
       onCancel();
     }
     this.timers.clear();
+    this.wakers.clear();
     for (const controller of this.controllers) controller.abort();
     this.controllers.clear();
   }

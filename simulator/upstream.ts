@@ -45,19 +45,21 @@ async function readJson(req: IncomingMessage): Promise<{ ok: true; value: Record
  * second request with the same key arriving meanwhile gets 409 rather than a second
  * effect. Only a completed 2xx is stored: a validation error can be fixed and retried.
  */
-async function processPost(req: IncomingMessage, path: string, op: Operation, requestId: string, deps: UpstreamDeps): Promise<Reply> {
+async function processPost(req: IncomingMessage, path: string, op: Operation, requestId: string, deps: UpstreamDeps, processingMs = 0): Promise<Reply | undefined> {
   const key = headerValue(req, 'idempotency-key');
   if (!key) return errorReply(400, 'missing_idempotency_key');
   if (key.length > MAX_KEY_LENGTH) return errorReply(400, 'invalid_idempotency_key', { message: `at most ${MAX_KEY_LENGTH} characters` });
   const store = deps.state.idempotency;
   const stored = store.get(key);
   const release = stored ? undefined : store.claim(key, path);
-  if (!stored && !release) return errorReply(409, 'request_in_progress');
+  // Retry-After as real upstreams send it: the first request is still running, ask again soon.
+  if (!stored && !release) return { ...errorReply(409, 'request_in_progress'), headers: { 'Retry-After': '1' } };
   try {
     const parsed = await readJson(req);
     if (!parsed.ok) return parsed.reply;
     const hash = requestHash(path, parsed.value);
     if (stored) return replay(stored, path, hash);
+    if (processingMs > 0 && !(await deps.holds.sleep(processingMs, path))) return undefined;
     const invalid = op.validate(parsed.value);
     if (invalid) return errorReply(400, invalid.error, { message: invalid.message });
     const body = { ...op.apply(parsed.value), requestId };
@@ -81,12 +83,14 @@ export async function handlePost(req: IncomingMessage, path: string, op: Operati
   const fault = deps.state.faults.take(path);
   if (fault && fault.status !== 200) {
     req.resume();
-    if (fault.delayMs > 0 && !(await deps.holds.sleep(fault.delayMs))) return undefined;
+    if (fault.delayMs > 0 && !(await deps.holds.sleep(fault.delayMs, path))) return undefined;
     return faultReply(fault.status, fault.retryAfter);
   }
-  const reply = await processPost(req, path, op, requestId, deps);
+  const slowProcessing = fault?.hold === 'processing' ? fault.delayMs : 0;
+  const reply = await processPost(req, path, op, requestId, deps, slowProcessing);
   req.resume();
-  if (fault && fault.delayMs > 0 && !(await deps.holds.sleep(fault.delayMs))) return undefined;
+  if (reply === undefined) return undefined;
+  if (fault && !slowProcessing && fault.delayMs > 0 && !(await deps.holds.sleep(fault.delayMs, path))) return undefined;
   return reply;
 }
 

@@ -4,8 +4,12 @@ export interface AttemptRecord {
   jobId: string;
   step: string;
   attempt: number;
-  /** `fenced`: the attempt finished but its result write was refused (a newer attempt won). */
-  outcome: 'succeeded' | 'retryable' | 'non_retryable' | 'reused' | 'reconciled' | 'fenced';
+  /**
+   * `fenced`: the attempt finished but its result write was refused (a newer attempt won).
+   * `lease_expired`: it never reported (its worker died, or it lost its lease); recorded by
+   * the next attempt, from the lease row.
+   */
+  outcome: 'succeeded' | 'retryable' | 'non_retryable' | 'reused' | 'reconciled' | 'fenced' | 'lease_expired';
   errorClass?: string;
   statusCode?: number;
   delayMs?: number;
@@ -29,4 +33,18 @@ export async function attemptsForJob(db: pg.Pool, jobId: string): Promise<Array<
     [jobId],
   );
   return r.rows;
+}
+
+/**
+ * The attempt that lost its lease, as the next attempt found it: started when its lease row
+ * did, ended when the loss was detected. Called only right after `flagLeaseExpired` flagged
+ * it, which happens once per attempt, so it is recorded once.
+ */
+export async function recordLostAttempt(db: pg.Pool | pg.PoolClient, k: { jobId: string; runId: string; activityId: string; attempt: number }, step: string): Promise<void> {
+  await db.query(
+    `INSERT INTO job_attempts (job_id, step, attempt, outcome, error_class, started_at, finished_at)
+     SELECT job_id, $5, attempt, 'lease_expired', 'lease_lost', started_at, coalesce(expired_detected_at, now())
+       FROM activity_leases WHERE job_id = $1 AND run_id = $2 AND activity_id = $3 AND attempt = $4`,
+    [k.jobId, k.runId, k.activityId, k.attempt, step],
+  );
 }

@@ -72,6 +72,9 @@ export interface CompletionRow extends WindowRow<'done'> {
 }
 
 /** Jobs that finished (any terminal state) per window, with attempts and time split for the longest window. */
+/** Execution seconds: the attempts' spans summed (slot waits and back-offs excluded); older rows: first start → finish. */
+const EXECUTION_S = `coalesce(execution_ms / 1000.0, extract(epoch FROM finished_at - first_started_at))`;
+
 export async function completionsByType(db: Db): Promise<CompletionRow[]> {
   const r = await db.query<CompletionRow>(`
     SELECT job_type,
@@ -83,8 +86,8 @@ export async function completionsByType(db: Db): Promise<CompletionRow[]> {
       max(attempts)::int AS attempts_max,
       percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM first_started_at - coalesce(admitted_at, created_at))) FILTER (WHERE first_started_at IS NOT NULL) AS queue_p50_s,
       percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM first_started_at - coalesce(admitted_at, created_at))) FILTER (WHERE first_started_at IS NOT NULL) AS queue_p95_s,
-      percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - first_started_at)) FILTER (WHERE first_started_at IS NOT NULL) AS exec_p50_s,
-      percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - first_started_at)) FILTER (WHERE first_started_at IS NOT NULL) AS exec_p95_s
+      percentile_cont(0.5) WITHIN GROUP (ORDER BY ${EXECUTION_S}) FILTER (WHERE first_started_at IS NOT NULL) AS exec_p50_s,
+      percentile_cont(0.95) WITHIN GROUP (ORDER BY ${EXECUTION_S}) FILTER (WHERE first_started_at IS NOT NULL) AS exec_p95_s
     FROM job_intents WHERE finished_at > now() - ${LONGEST}
     GROUP BY job_type`);
   return r.rows;

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type { JobState, Priority } from '../contract/job-types.js';
+import { fenceParams, notSuperseded, type AttemptFence } from './fence.js';
 
 type Db = pg.Pool | pg.PoolClient;
 
@@ -19,6 +20,8 @@ export interface IntentRow {
   replay_of: string | null;
   workflow_started_at: Date | null;
   first_started_at: Date | null;
+  /** Sum of the attempts' execution spans (migration 0011); NULL for older jobs. */
+  execution_ms: string | null;
   finished_at: Date | null;
   created_at: Date;
   updated_at: Date;
@@ -82,32 +85,65 @@ export async function deleteUnstartedIntent(db: Db, jobId: string): Promise<void
 /** Terminal states never move again: a late writer cannot resurrect a finished job. */
 const TERMINAL = `('succeeded', 'dead_lettered', 'cancelled')`;
 
-export async function markRunning(db: Db, jobId: string, attempt: number): Promise<void> {
-  await db.query(
+/**
+ * Only for an attempt no newer one has superseded. The attempt count rises even on a
+ * finished job: an attempt that runs after the result was stored (its completion never
+ * reached Temporal, e.g. in an outage) is an attempt too, and job_attempts holds its row.
+ * The status itself never leaves a terminal state. Returns false when the write was refused.
+ */
+export async function markRunning(db: Db, jobId: string, attempt: number, fence?: AttemptFence, slot?: { attemptStartedAt: Date }): Promise<boolean> {
+  // After a wait for a concurrency slot (`slot`), execution starts now: if this attempt is
+  // the one that set first_started_at (at its start), it moves here, so the wait counts as
+  // queue time, not execution time.
+  const r = await db.query(
     `UPDATE job_intents
-        SET status = 'running', status_reason = NULL, attempts = greatest(attempts, $2), next_attempt_at = NULL,
-            first_started_at = coalesce(first_started_at, now()), updated_at = now()
-      WHERE job_id = $1 AND status NOT IN ${TERMINAL}`,
-    [jobId, attempt],
+        SET attempts = greatest(attempts, $2),
+            status = CASE WHEN status IN ${TERMINAL} THEN status ELSE 'running' END,
+            status_reason = CASE WHEN status IN ${TERMINAL} THEN status_reason END,
+            next_attempt_at = CASE WHEN status IN ${TERMINAL} THEN next_attempt_at END,
+            first_started_at = CASE WHEN status IN ${TERMINAL} THEN first_started_at
+                                    WHEN $7::timestamptz IS NOT NULL AND first_started_at >= $7::timestamptz THEN now()
+                                    ELSE coalesce(first_started_at, now()) END,
+            updated_at = now()
+      WHERE job_id = $1 AND (status NOT IN ${TERMINAL} OR attempts < $2) AND ${notSuperseded(3)}`,
+    [jobId, attempt, ...fenceParams(fence), slot?.attemptStartedAt ?? null],
+  );
+  return r.rowCount === 1;
+}
+
+/**
+ * At the end of each attempt that ran (success or failure): adds its execution span, which
+ * begins when the attempt could run (after any slot wait) and ends now. Back-offs between
+ * attempts fall outside every span. Not fenced: a stale attempt's span was real work too.
+ */
+export async function addExecutionSpan(db: Db, jobId: string, spanMs: number, attemptStartedAt: Date): Promise<void> {
+  // Not for an attempt that started after the job had finished (its completion was lost and
+  // it reused the stored result): the job's execution time was already complete.
+  await db.query(
+    `UPDATE job_intents SET execution_ms = coalesce(execution_ms, 0) + $2
+      WHERE job_id = $1 AND (finished_at IS NULL OR finished_at >= $3)`,
+    [jobId, Math.max(0, Math.round(spanMs)), attemptStartedAt],
   );
 }
 
 /** Waiting for a concurrency slot: visible as queued with the reason, never as failing. */
-export async function markWaiting(db: Db, jobId: string, reason: string): Promise<void> {
-  await db.query(
+export async function markWaiting(db: Db, jobId: string, reason: string, fence?: AttemptFence): Promise<boolean> {
+  const r = await db.query(
     `UPDATE job_intents SET status = 'queued', status_reason = $2, updated_at = now()
-      WHERE job_id = $1 AND status NOT IN ${TERMINAL}`,
-    [jobId, reason],
+      WHERE job_id = $1 AND status NOT IN ${TERMINAL} AND ${notSuperseded(3)}`,
+    [jobId, reason, ...fenceParams(fence)],
   );
+  return r.rowCount === 1;
 }
 
-export async function markRetrying(db: Db, jobId: string, attempt: number, error: { errorClass: string; message: string; statusCode?: number }, nextAttemptAt: Date): Promise<void> {
-  await db.query(
+export async function markRetrying(db: Db, jobId: string, attempt: number, error: { errorClass: string; message: string; statusCode?: number }, nextAttemptAt: Date, fence?: AttemptFence): Promise<boolean> {
+  const r = await db.query(
     `UPDATE job_intents
         SET status = 'retrying', attempts = greatest(attempts, $2), last_error = $3, next_attempt_at = $4, updated_at = now()
-      WHERE job_id = $1 AND status NOT IN ${TERMINAL}`,
-    [jobId, attempt, JSON.stringify(error), nextAttemptAt],
+      WHERE job_id = $1 AND status NOT IN ${TERMINAL} AND ${notSuperseded(5)}`,
+    [jobId, attempt, JSON.stringify(error), nextAttemptAt, ...fenceParams(fence)],
   );
+  return r.rowCount === 1;
 }
 
 export async function setStatus(db: Db, jobId: string, status: JobState, reason: string | null, error?: unknown): Promise<void> {
@@ -123,20 +159,26 @@ export async function setStatus(db: Db, jobId: string, status: JobState, reason:
 /**
  * The fenced result write: it lands only if `fence` is newer than the stored one, so a
  * stale attempt that finishes late cannot overwrite the newer attempt's result.
- * Returns false when the write was refused.
+ * On a job that already succeeded (an attempt ran again after its completion was lost, and
+ * reused the stored effect) only the fence moves: the result, its first finish time and the
+ * notification's state stay as they were. Returns false when the write was refused.
  */
 export async function writeResultFenced(db: Db, jobId: string, fence: number, result: unknown, notificationState: 'pending' | null): Promise<boolean> {
   const r = await db.query(
     `UPDATE job_intents
-        SET result = $3, result_fence = $2, status = 'succeeded', status_reason = NULL, next_attempt_at = NULL,
-            notification_state = $4, finished_at = now(), updated_at = now()
+        SET result_fence = $2,
+            result = CASE WHEN status = 'succeeded' THEN result ELSE $3 END,
+            notification_state = CASE WHEN status = 'succeeded' THEN notification_state ELSE $4 END,
+            finished_at = CASE WHEN status = 'succeeded' THEN finished_at ELSE now() END,
+            updated_at = CASE WHEN status = 'succeeded' THEN updated_at ELSE now() END,
+            status = 'succeeded', status_reason = NULL, next_attempt_at = NULL
       WHERE job_id = $1 AND result_fence < $2 AND status NOT IN ('dead_lettered', 'cancelled')`,
     [jobId, fence, JSON.stringify(result), notificationState],
   );
   return r.rowCount === 1;
 }
 
-export async function setNotificationState(db: Db, jobId: string, state: 'sent' | 'failed'): Promise<void> {
+export async function setNotificationState(db: Db, jobId: string, state: 'pending' | 'sent' | 'failed'): Promise<void> {
   await db.query('UPDATE job_intents SET notification_state = $2, updated_at = now() WHERE job_id = $1', [jobId, state]);
 }
 

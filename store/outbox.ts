@@ -8,8 +8,18 @@ export interface OutboxRow {
   kind: string;
   effect_key: string;
   payload: Record<string, unknown>;
-  state: 'pending' | 'delivered' | 'failed';
+  state: 'pending' | 'delivered' | 'failed' | 'discarded';
   attempts: number;
+  last_error: string | null;
+  error_class: string | null;
+  status_code: number | null;
+  failed_at: Date | null;
+  replays: number;
+  resolved_by: string | null;
+  resolution_reason: string | null;
+  resolved_at: Date | null;
+  created_at: Date;
+  delivered_at: Date | null;
 }
 
 /** Written in the same transaction as the job's result; ON CONFLICT keeps it once per effect key. */
@@ -36,3 +46,55 @@ export async function markOutbox(db: Db, id: string, state: 'delivered' | 'faile
   );
 }
 
+/**
+ * The job's notification failed for good: its pending rows end `failed`, with the last
+ * delivery attempt's class, status and message as evidence (from job_attempts, where every
+ * attempt left a row), so they leave the pending figures and an operator can act on them.
+ */
+export async function failPendingOutbox(db: Db, jobId: string): Promise<number> {
+  const r = await db.query(
+    `WITH last AS (
+       SELECT error_class, status_code, count(*) OVER () AS n FROM job_attempts
+        WHERE job_id = $1 AND step = 'notify' ORDER BY id DESC LIMIT 1)
+     UPDATE outbox SET state = 'failed', failed_at = now(),
+            error_class = coalesce((SELECT error_class FROM last), 'notification_failed'),
+            status_code = (SELECT status_code FROM last),
+            attempts = greatest(attempts, coalesce((SELECT n FROM last), 0)::int),
+            last_error = coalesce(last_error, (SELECT error_class || coalesce(' (HTTP ' || status_code || ')', '') FROM last))
+      WHERE job_id = $1 AND state = 'pending'`,
+    [jobId],
+  );
+  return r.rowCount ?? 0;
+}
+
+export async function getOutboxRow(db: Db, id: string): Promise<OutboxRow | undefined> {
+  if (!/^\d{1,18}$/.test(id)) return undefined;
+  const r = await db.query<OutboxRow>('SELECT * FROM outbox WHERE id = $1', [id]);
+  return r.rows[0];
+}
+
+export async function listOutbox(db: Db, state: OutboxRow['state'], limit: number): Promise<Array<OutboxRow & { tenant_id: string }>> {
+  const r = await db.query<OutboxRow & { tenant_id: string }>(
+    `SELECT o.*, j.tenant_id FROM outbox o JOIN job_intents j ON j.job_id = o.job_id
+      WHERE o.state = $1 ORDER BY coalesce(o.failed_at, o.created_at) DESC LIMIT $2`,
+    [state, limit],
+  );
+  return r.rows;
+}
+
+/**
+ * An operator's decision on a failed row, only from `failed` (so two operators cannot both
+ * act): `replay` puts it back to `pending` for a new delivery with the same effect key,
+ * `discard` ends it. Returns the row as it is now, or undefined if it was not `failed`.
+ */
+export async function resolveFailedOutbox(db: Db, id: string, action: 'replay' | 'discard', by: string, reason: string | null): Promise<OutboxRow | undefined> {
+  const r = await db.query<OutboxRow>(
+    `UPDATE outbox SET state = CASE WHEN $2 = 'replay' THEN 'pending' ELSE 'discarded' END,
+            replays = replays + CASE WHEN $2 = 'replay' THEN 1 ELSE 0 END,
+            deliver_by = CASE WHEN $2 = 'replay' THEN now() + interval '15 minutes' ELSE deliver_by END,
+            resolved_by = $3, resolution_reason = $4, resolved_at = now()
+      WHERE id = $1 AND state = 'failed' RETURNING *`,
+    [id, action, by, reason],
+  );
+  return r.rows[0];
+}

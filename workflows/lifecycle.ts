@@ -1,5 +1,5 @@
 import {
-  ActivityFailure, ApplicationFailure, CancellationScope, isCancellation,
+  ActivityFailure, ApplicationFailure, CancellationScope, isCancellation, patched,
   setCurrentDetails, setHandler, TimeoutFailure, upsertSearchAttributes, workflowInfo,
 } from '@temporalio/workflow';
 import type { JobState, StepArgs } from '../contract/job-types.js';
@@ -40,6 +40,41 @@ function failureEvidence(err: ActivityFailure): { errorClass: string; message: s
 }
 
 /**
+ * The `JobState` search attribute next to the API's `status`, at each moment a user can see:
+ *
+ * | moment                                          | API `status`                 | `JobState`      |
+ * | ----------------------------------------------- | ---------------------------- | --------------- |
+ * | accepted, no worker has taken it yet            | `queued`                     | `queued`        |
+ * | held back by the degradation gate               | `deferred`                   | `deferred`      |
+ * | admitted, step scheduled, no attempt running yet | `queued` (with slot reason)  | `running`       |
+ * | an attempt is running                           | `running`                    | `running`       |
+ * | between attempts (back-off)                     | `retrying`                   | `running`       |
+ * | result stored, notification still going out     | `succeeded`                  | `succeeded`     |
+ * | dead-lettered / cancelled                       | `dead_lettered` / `cancelled`| same            |
+ *
+ * Why the two differ where they do: the workflow sees a step only as scheduled or finished.
+ * Temporal retries an activity on the server without telling the workflow, so `retrying`
+ * (and "scheduled but not yet picked up") exist only in Postgres, where the attempts write
+ * them; a search-attribute update per attempt would also cost a history event each. So
+ * `JobState="running"` means "admitted and not finished": it covers `queued`-after-admission,
+ * `running` and `retrying`. Each change reaches the search attribute in the workflow task
+ * after the activity that wrote the API's row, so it may lag the API by that one task.
+ */
+export const SEARCH_STATE_FOR_STATUS: Record<JobState, JobState> = {
+  queued: 'queued', deferred: 'deferred', running: 'running', retrying: 'running',
+  succeeded: 'succeeded', dead_lettered: 'dead_lettered', cancelled: 'cancelled',
+};
+
+/**
+ * For job bodies: the result is stored, so the job has succeeded for the API; work that
+ * follows (the notification) must not hold the Web UI's `JobState` at `running`.
+ * Patched: workflows started before this change replay without the extra update.
+ */
+export function resultStored(setPhase: SetPhase): void {
+  if (patched('jobstate-succeeded-on-result')) setPhase('succeeded', 'result stored; notification pending');
+}
+
+/**
  * The lifecycle every job workflow shares: visible state (search attribute, current
  * details, query), cancellation recorded as `cancelled`, and a terminal failure recorded
  * as `dead_lettered` before the workflow fails, so the Web UI and the API agree.
@@ -48,10 +83,14 @@ export async function runJob(args: StepArgs, job: { description: string }, body:
   const progress: JobProgress = { phase: 'queued', detail: '' };
   const setPhase = visibleState(progress);
   setHandler(jobProgressQuery, () => ({ ...progress }));
-  setPhase('running', job.description);
+  // `queued` (as set at the start) until the gate admits the job, like the API; older runs
+  // set `running` here and replay that way.
+  const queuedUntilAdmitted = patched('jobstate-queued-until-admitted');
+  if (!queuedUntilAdmitted) setPhase('running', job.description);
   try {
     // Degradation gate: a paused priority waits here, visibly `deferred`, before any step runs.
     await admissionGate(args, setPhase);
+    if (queuedUntilAdmitted && progress.phase !== 'running') setPhase('running', job.description);
     const result = await body(setPhase);
     setPhase('succeeded', '');
     return { state: 'succeeded', result };

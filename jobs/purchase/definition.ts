@@ -12,4 +12,6 @@ export const purchase = defineJob({
     receiptEmail: z.email('receiptEmail must be an e-mail address'),
   }).strict(),
   effects: ['charge', 'receipt'],
+  // A charge in doubt is looked up before anything is sent again.
+  upstream: { idempotentByKey: true, lookupByKey: true },
 });

@@ -1,7 +1,7 @@
 import { ActivityFailure, proxyActivities } from '@temporalio/workflow';
 import type { StepArgs } from '../../contract/job-types.js';
 import { bookkeepingActivities, stepOptions } from '../../workflows/activity-options.js';
-import { runJob, type JobOutcome } from '../../workflows/lifecycle.js';
+import { resultStored, runJob, type JobOutcome } from '../../workflows/lifecycle.js';
 import { budgetOf } from '../../job-api/define.js';
 import { summarize } from './definition.js';
 import type { SystemActivities } from '../../activities/index.js';
@@ -16,9 +16,10 @@ export async function summarizeJob(args: StepArgs): Promise<JobOutcome> {
     ...stepOptions({ ...budget, maximumAttempts: 10, scheduleToCloseTimeoutMs: 30 * 60_000 }),
     summary: 'deliver the notification from the outbox',
   });
-  return runJob(args, summarize, async () => {
+  return runJob(args, summarize, async (setPhase) => {
     const outcome = await steps.summarizeText(args);
     if (outcome.notify) {
+      if (outcome.resultStored) resultStored(setPhase);
       try {
         await notify.deliverOutbox(args);
       } catch (err) {

@@ -37,8 +37,10 @@ describe('a worker dies after the upstream applied the effect, before the result
     expect((await h.simEffects()).byKey[key]).toMatchObject({ applied: 1, requests: 2 });
     const effect = await h.pool.query('SELECT state, reconciliations, attempts FROM effects WHERE effect_key = $1', [key]);
     expect(effect.rows[0]).toEqual({ state: 'succeeded', reconciliations: 1, attempts: 2 });
+    // The killed attempt recorded nothing itself; the next one recorded it from its lease.
     const attempts = await attemptsForJob(h.pool, r.body.jobId);
-    expect(attempts.map((a) => [a.attempt, a.outcome])).toEqual([[2, 'reconciled']]);
+    expect(attempts.map((a) => [a.attempt, a.step, a.outcome, a.errorClass])).toEqual([[1, 'summarize', 'lease_expired', 'lease_lost'], [2, 'summarize', 'reconciled', null]]);
+    expect(attempts[0]!.startedAt.getTime()).toBeLessThanOrEqual(attempts[0]!.finishedAt.getTime());
   });
 });
 

@@ -129,7 +129,9 @@ describe('queue health under a generated load', () => {
     expect(last.firstStartedAt).toMatch(/Z$/);
     expect(last.finishedAt).toMatch(/Z$/);
     expect(last.queuedMs).toBe(Date.parse(last.firstStartedAt) - Date.parse(last.createdAt));
-    expect(last.executionMs).toBe(Date.parse(last.finishedAt) - Date.parse(last.firstStartedAt));
+    // One attempt, no slot wait: its execution span is first start → finish (measured in the
+    // worker, so within a database round trip of the row's timestamps).
+    expect(Math.abs(last.executionMs - (Date.parse(last.finishedAt) - Date.parse(last.firstStartedAt)))).toBeLessThanOrEqual(250);
     expect(last.queuedMs).toBeGreaterThan(60_000);
     expect(last.executionMs).toBeGreaterThanOrEqual(1_000); // the simulator held the call 1.2 s
     expect(last.executionMs).toBeLessThan(last.queuedMs);

@@ -14,6 +14,12 @@ describe('classification', () => {
     expect(errorClassForStatus(403)).toBe('permission_denied');
     expect(errorClassForStatus(400)).toBe('invalid_request');
   });
+  it('retries a 409 to a keyed request: the key is still in progress upstream', () => {
+    expect(classifyStatus(409, { idempotencyKeySent: true })).toBe('retryable');
+    expect(errorClassForStatus(409, { idempotencyKeySent: true })).toBe('request_in_progress');
+    expect(classifyStatus(409, { idempotencyKeySent: false })).toBe('non_retryable');
+    expect(errorClassForStatus(409)).toBe('conflict');
+  });
 });
 
 describe('Retry-After', () => {
