@@ -2,9 +2,8 @@ import type pg from 'pg';
 import { withTransaction } from '../lib/db.js';
 import { admissionWaitMs } from '../lib/health.js';
 import type { Logger } from '../lib/logger.js';
-import {
-  admittedLastMinute, findReservation, getSetting, lockAdmissions, markSlotAdmitted, reserveSlot, type Reservation,
-} from '../store/degradation.js';
+import { getSetting } from '../store/degradation.js';
+import { admittedLastMinute, findReservation, lockAdmissions, markSlotAdmitted, reserveSlot, type Reservation } from '../store/admissions.js';
 import { getIntent, markAdmitted, markDeferred, othersDeferred } from '../store/intents.js';
 import type { JobArgs, Priority } from '../contract/job-types.js';
 

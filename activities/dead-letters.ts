@@ -3,12 +3,10 @@ import { Context } from '@temporalio/activity';
 import type pg from 'pg';
 import { withTransaction } from '../lib/db.js';
 import type { Logger } from '../lib/logger.js';
-import {
-  deadLetterForJob, effectRequestIds, endReplay, failureWindow, insertAction, insertDeadLetter,
-  lockDeadLetter, markJobDeadLettered, markReplaying, replayStartedBy, type ProviderRequestRef,
-} from '../store/dead-letters.js';
-import { effectsForJob } from '../store/effects.js';
-import { getIntent, insertIntent, loadInput, markWorkflowStarted } from '../store/intents.js';
+import { deadLetterForJob, endReplay, insertAction, insertDeadLetter, lockDeadLetter, markReplaying, replayStartedBy } from '../store/dead-letters.js';
+import { failureWindow } from '../store/attempts.js';
+import { effectRequestIds, effectsForJob, type ProviderRequestRef } from '../store/effects.js';
+import { getIntent, insertIntent, loadInput, markJobDeadLettered, markWorkflowStarted } from '../store/intents.js';
 import type { JobArgs, StepArgs } from '../contract/job-types.js';
 import type { JobRegistry } from '../job-api/registry.js';
 

@@ -2,7 +2,8 @@ import type pg from 'pg';
 import { RetryableError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { getSetting } from '../store/degradation.js';
-import { setEffectUpstream, setJobUpstream, type Upstream } from '../store/fallback.js';
+import { setEffectUpstream, type Upstream } from '../store/effects.js';
+import { setJobUpstream } from '../store/intents.js';
 import type { JobType } from '../contract/job-types.js';
 import type { Provider } from './provider.js';
 

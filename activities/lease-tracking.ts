@@ -1,6 +1,6 @@
 import { CancelledFailure, Context } from '@temporalio/activity';
 import { recordLostAttempt } from '../store/attempts.js';
-import { flagLeaseExpired, leaseEnded, leaseStarted, type LeaseKey } from '../store/health.js';
+import { flagLeaseExpired, leaseEnded, leaseStarted, type LeaseKey } from '../store/activity-leases.js';
 import type { AdmissionDeps } from './admission.js';
 
 /**

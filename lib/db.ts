@@ -4,6 +4,8 @@ import type { Logger } from './logger.js';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
+/** What a store function runs on: the pool, or a client inside a transaction. */
+export type Db = pg.Pool | pg.PoolClient;
 
 /**
  * A pool that survives a Postgres restart: idle clients emit 57P01 errors when the server

@@ -2,7 +2,7 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import type { JobType } from '../contract/job-types.js';
 import type { Logger } from '../lib/logger.js';
 import { addIntakeRejections } from '../store/health.js';
-import { scanTotals } from '../store/scan.js';
+import { scanTotals } from '../store/scan-runs.js';
 import type pg from 'pg';
 import { WINDOWS, type PerWindow } from '../lib/health.js';
 import { collectQueueHealth, type Flow, type HealthDeps, type QueueHealth, type TaskQueueStats } from '../services/queue-health.js';

@@ -14,12 +14,9 @@ import type { JobRegistry } from '../job-api/registry.js';
 import { UNAVAILABLE_RETRY_AFTER_SECONDS, withTransaction } from '../lib/db.js';
 import { NotFoundError, StateConflictError, UnavailableError } from '../lib/errors.js';
 import { effectKeyFor, inputHash } from '../lib/ids.js';
-import {
-  actionsFor, DEAD_LETTER_STATES, getDeadLetter, insertAction, listDeadLetters, lockDeadLetter, markDiscarded,
-  replayJobsOf, type DeadLetterFilter, type DeadLetterRow,
-} from '../store/dead-letters.js';
+import { actionsFor, DEAD_LETTER_STATES, getDeadLetter, insertAction, listDeadLetters, lockDeadLetter, markDiscarded, type DeadLetterFilter, type DeadLetterRow } from '../store/dead-letters.js';
 import { effectsForJob } from '../store/effects.js';
-import { loadInput } from '../store/intents.js';
+import { loadInput, replayJobsOf } from '../store/intents.js';
 import type { replayDeadLetters } from '../workflows/replay.js';
 
 /** The API's view of a dead letter: evidence only, never input. Times are ISO 8601 UTC. */

@@ -10,8 +10,7 @@ import { IdempotencyConflictError, NotFoundError, StateConflictError, Unavailabl
 import { findUnstorableText } from '../lib/json-safety.js';
 import { IDEMPOTENCY_KEY_PATTERN, inputHash, jobIdFor, keyHash } from '../lib/ids.js';
 import { zodFieldIssues } from '../lib/validation.js';
-import { deleteUnstartedIntent, findIntent, findIntentByKey, insertIntent, markWorkflowStarted, type IntentRow, type NewIntent } from '../store/intents.js';
-import { lastSucceeded } from '../store/fallback.js';
+import { deleteUnstartedIntent, findIntent, findIntentByKey, insertIntent, type IntentRow, lastSucceeded, markWorkflowStarted, type NewIntent } from '../store/intents.js';
 import { toJobStatus, type JobStatus } from './job-status.js';
 
 export interface JobsClientDeps {

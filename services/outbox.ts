@@ -13,7 +13,7 @@ import type { JobRegistry } from '../job-api/registry.js';
 import { withTransaction } from '../lib/db.js';
 import { NotFoundError, StateConflictError, UnavailableError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
-import { reopenFailedEffect } from '../store/dead-letters.js';
+import { reopenFailedEffect } from '../store/effects.js';
 import { getIntent, setNotificationState } from '../store/intents.js';
 import { getOutboxRow, listOutbox, resolveFailedOutbox, type OutboxRow } from '../store/outbox.js';
 

@@ -5,8 +5,9 @@ import {
   formatCount, formatDuration, formatRate, HEADLINE_WINDOW, netDrain, perWindow, ratePerMinute, recovery, unfinishedSeries,
   type PerWindow, type Recovery, type WindowKey,
 } from '../lib/health.js';
-import { getSetting, pendingReservations, type DegradationSetting } from '../store/degradation.js';
-import { fallbackUsedByType } from '../store/fallback.js';
+import { getSetting, type DegradationSetting } from '../store/degradation.js';
+import { pendingReservations } from '../store/admissions.js';
+import { fallbackUsedByType } from '../store/health.js';
 import * as q from '../store/health.js';
 
 /**

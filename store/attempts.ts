@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import type { Db } from '../lib/db.js';
 
 export interface AttemptRecord {
   jobId: string;
@@ -47,4 +48,16 @@ export async function recordLostAttempt(db: pg.Pool | pg.PoolClient, k: { jobId:
        FROM activity_leases WHERE job_id = $1 AND run_id = $2 AND activity_id = $3 AND attempt = $4`,
     [k.jobId, k.runId, k.activityId, k.attempt, step],
   );
+}
+
+/** Attempts and the failure window of a job, from its recorded attempts. */
+export async function failureWindow(db: Db, jobId: string): Promise<{ attempts: number; first_failure_at: Date | null; last_failure_at: Date | null }> {
+  const r = await db.query(
+    `SELECT count(*)::int AS attempts,
+            min(finished_at) FILTER (WHERE outcome IN ('retryable', 'non_retryable')) AS first_failure_at,
+            max(finished_at) FILTER (WHERE outcome IN ('retryable', 'non_retryable')) AS last_failure_at
+       FROM job_attempts WHERE job_id = $1`,
+    [jobId],
+  );
+  return r.rows[0];
 }

@@ -1,13 +1,11 @@
 import type pg from 'pg';
-
-type Db = pg.Pool | pg.PoolClient;
+import type { Db } from '../lib/db.js';
+import type { ProviderRequestRef } from './effects.js';
 
 export type DeadLetterState = 'open' | 'replaying' | 'replayed' | 'discarded';
 export const DEAD_LETTER_STATES: readonly DeadLetterState[] = ['open', 'replaying', 'replayed', 'discarded'];
 
 export type DeadLetterAction = 'recorded' | 'replay_requested' | 'replay_started' | 'replay_succeeded' | 'replay_failed' | 'replay_skipped' | 'discarded';
-
-export interface ProviderRequestRef { step: string; requestId: string; outcome: 'succeeded' | 'failed' | 'pending' }
 
 export interface DeadLetterRow {
   id: string;
@@ -127,44 +125,6 @@ export async function replayStartedBy(db: Db, deadLetterId: string): Promise<str
   return r.rows[0]?.actor;
 }
 
-/** Attempts and the failure window of a job, from its recorded attempts. */
-export async function failureWindow(db: Db, jobId: string): Promise<{ attempts: number; first_failure_at: Date | null; last_failure_at: Date | null }> {
-  const r = await db.query(
-    `SELECT count(*)::int AS attempts,
-            min(finished_at) FILTER (WHERE outcome IN ('retryable', 'non_retryable')) AS first_failure_at,
-            max(finished_at) FILTER (WHERE outcome IN ('retryable', 'non_retryable')) AS last_failure_at
-       FROM job_attempts WHERE job_id = $1`,
-    [jobId],
-  );
-  return r.rows[0];
-}
-
-/** Provider request IDs the job's effects stored (the scope is the original job for replays). */
-export async function effectRequestIds(db: Db, effectScope: string): Promise<ProviderRequestRef[]> {
-  const r = await db.query<ProviderRequestRef>(
-    `SELECT step, provider_request_id AS "requestId", state AS outcome FROM effects
-      WHERE job_id = $1 AND provider_request_id IS NOT NULL ORDER BY first_attempt_at`,
-    [effectScope],
-  );
-  return r.rows;
-}
-
-/**
- * The job's visible status and its pointer to the evidence. A job that is already
- * dead-lettered (a retried recording) only gets the pointer; finished jobs never move.
- */
-export async function markJobDeadLettered(db: Db, jobId: string, deadLetterId: string, reason: string, error: unknown): Promise<void> {
-  await db.query(
-    `UPDATE job_intents
-        SET status = 'dead_lettered', dead_letter_id = $2, status_reason = coalesce(status_reason, $3),
-            last_error = coalesce($4, last_error), next_attempt_at = NULL,
-            finished_at = coalesce(finished_at, now()), updated_at = now()
-      WHERE job_id = $1 AND status NOT IN ('succeeded', 'cancelled')
-        AND (status <> 'dead_lettered' OR dead_letter_id IS NULL)`,
-    [jobId, deadLetterId, reason, JSON.stringify(error)],
-  );
-}
-
 export async function markReplaying(db: Db, id: string, replayId: string, replayJobId: string, replayCount: number): Promise<void> {
   await db.query(
     `UPDATE dead_letters SET state = 'replaying', replay_id = $2, replay_job_id = $3, replay_count = $4, updated_at = now()
@@ -202,21 +162,6 @@ export async function listStuckReplays(db: Db, updatedBefore: Date, limit: numbe
 
 export async function markDiscarded(db: Db, id: string, reason: string): Promise<void> {
   await db.query(`UPDATE dead_letters SET state = 'discarded', discard_reason = $2, updated_at = now() WHERE id = $1 AND state = 'open'`, [id, reason]);
-}
-
-/**
- * A replay may run a permanently failed effect again (the operator fixed its cause):
- * back to pending, and not in doubt, since the upstream refused it definitely.
- */
-export async function reopenFailedEffect(db: Db, effectKey: string): Promise<void> {
-  await db.query(`UPDATE effects SET state = 'pending', in_doubt = false, updated_at = now() WHERE effect_key = $1 AND state = 'failed'`, [effectKey]);
-}
-
-export interface ReplayJobRow { job_id: string; status: string; created_at: Date; finished_at: Date | null }
-
-export async function replayJobsOf(db: Db, jobId: string): Promise<ReplayJobRow[]> {
-  const r = await db.query<ReplayJobRow>('SELECT job_id, status, created_at, finished_at FROM job_intents WHERE replay_of = $1 ORDER BY created_at', [jobId]);
-  return r.rows;
 }
 
 /** For the health report: how many dead letters wait, and for how long the oldest has. */

@@ -1,9 +1,8 @@
 import type pg from 'pg';
 import type { Priority } from '../contract/job-types.js';
+import type { Db } from '../lib/db.js';
 
 /** The degradation setting, its audit trail, and the admission ledger. One function per statement. */
-type Db = pg.Pool | pg.PoolClient;
-
 export interface DegradationSetting {
   pausedPriorities: Priority[];
   /** Per paused priority: when it was first paused (ISO 8601 UTC). */
@@ -69,62 +68,6 @@ export async function recentAudit(db: Db, limit: number): Promise<AuditEntry[]> 
 
 // ---- admission ledger ----
 
-/**
- * Any constant works as long as every admitter uses it. The lock serialises slot
- * reservation and the per-minute cap across worker processes: without it two workers could
- * read the same last slot (or the same count) and both take it.
- */
-const ADMISSION_LOCK = 7_210_443_602;
-
-export interface Reservation { job_id: string; round: number; priority: Priority; slot_at: Date; admitted_at: Date | null; now: Date }
-
-export async function findReservation(db: Db, jobId: string, round: number): Promise<Reservation | undefined> {
-  const r = await db.query<Reservation>('SELECT *, clock_timestamp() AS now FROM admissions WHERE job_id = $1 AND round = $2', [jobId, round]);
-  return r.rows[0];
-}
-
-export async function lockAdmissions(tx: pg.PoolClient): Promise<void> {
-  await tx.query('SELECT pg_advisory_xact_lock($1)', [ADMISSION_LOCK]);
-}
-
-/**
- * Reserves the next evenly spaced slot (60 s / rate after the last one, never in the past).
- * Call under `lockAdmissions`. The key (job, round) makes a retried reservation a no-op:
- * RETURNING is then empty and the caller reads the existing row.
- */
-export async function reserveSlot(tx: pg.PoolClient, jobId: string, round: number, priority: Priority, ratePerMinute: number): Promise<Reservation | undefined> {
-  const r = await tx.query<Reservation>(
-    `INSERT INTO admissions (job_id, round, priority, reserved_at, slot_at)
-     SELECT $1, $2, $3, clock_timestamp(),
-            greatest(clock_timestamp(), coalesce(max(slot_at) + (60000.0 / $4) * interval '1 millisecond', clock_timestamp()))
-       FROM admissions
-     ON CONFLICT (job_id, round) DO NOTHING
-     RETURNING *, clock_timestamp() AS now`,
-    [jobId, round, priority, ratePerMinute],
-  );
-  return r.rows[0];
-}
-
-/** Admission times of the last minute (the hard cap's evidence). Call under `lockAdmissions`. */
-export async function admittedLastMinute(tx: pg.PoolClient): Promise<{ times: Date[]; now: Date }> {
-  const r = await tx.query<{ times: Date[]; now: Date }>(
-    `SELECT coalesce(array_agg(admitted_at), '{}') AS times, clock_timestamp() AS now
-       FROM admissions WHERE admitted_at > clock_timestamp() - interval '60 seconds'`);
-  return r.rows[0]!;
-}
-
-export async function markSlotAdmitted(tx: pg.PoolClient, jobId: string, round: number): Promise<void> {
-  await tx.query('UPDATE admissions SET admitted_at = clock_timestamp() WHERE job_id = $1 AND round = $2 AND admitted_at IS NULL', [jobId, round]);
-}
-
-
-/** Ramped admissions waiting for their slot (reserved, not yet admitted, slot not long past). */
-export async function pendingReservations(db: Db): Promise<{ n: number; last_slot: Date | null }> {
-  const r = await db.query<{ n: number; last_slot: Date | null }>(
-    `SELECT count(*)::int AS n, max(slot_at) AS last_slot FROM admissions
-      WHERE admitted_at IS NULL AND slot_at > now() - interval '10 minutes'`);
-  return r.rows[0]!;
-}
 
 /** Deferred jobs by priority right now. */
 export async function deferredByPriority(db: Db): Promise<Partial<Record<Priority, number>>> {

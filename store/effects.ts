@@ -1,7 +1,5 @@
-import type pg from 'pg';
 import { fenceParams, notSuperseded, type AttemptFence } from './fence.js';
-
-type Db = pg.Pool | pg.PoolClient;
+import type { Db } from '../lib/db.js';
 
 export interface EffectRow {
   effect_key: string;
@@ -77,3 +75,78 @@ export async function effectsForJob(db: Db, jobId: string): Promise<EffectRow[]>
   const r = await db.query<EffectRow>('SELECT *, false AS inserted, in_doubt AS was_in_doubt FROM effects WHERE job_id = $1 ORDER BY first_attempt_at', [jobId]);
   return r.rows;
 }
+
+export type Upstream = 'primary' | 'fallback';
+
+/**
+ * Records which upstream this attempt is about to call, before the call: a crash during it
+ * leaves the effect in doubt at that upstream. A succeeded effect keeps its record.
+ */
+export async function setEffectUpstream(db: Db, effectKey: string, upstream: Upstream): Promise<void> {
+  await db.query(`UPDATE effects SET upstream = $2 WHERE effect_key = $1 AND state <> 'succeeded'`, [effectKey, upstream]);
+}
+
+/**
+ * A replay may run a permanently failed effect again (the operator fixed its cause):
+ * back to pending, and not in doubt, since the upstream refused it definitely.
+ */
+export async function reopenFailedEffect(db: Db, effectKey: string): Promise<void> {
+  await db.query(`UPDATE effects SET state = 'pending', in_doubt = false, updated_at = now() WHERE effect_key = $1 AND state = 'failed'`, [effectKey]);
+}
+
+/** Provider request IDs the job's effects stored (the scope is the original job for replays). */
+export async function effectRequestIds(db: Db, effectScope: string): Promise<ProviderRequestRef[]> {
+  const r = await db.query<ProviderRequestRef>(
+    `SELECT step, provider_request_id AS "requestId", state AS outcome FROM effects
+      WHERE job_id = $1 AND provider_request_id IS NOT NULL ORDER BY first_attempt_at`,
+    [effectScope],
+  );
+  return r.rows;
+}
+
+export interface InDoubtEffect { effect_key: string; job_id: string; tenant_id: string; step: string; attempts: number; last_attempt_at: Date }
+
+/**
+ * Effects still `pending` and in doubt whose last attempt is older than the lease: no
+ * attempt holds them, and one may have reached the upstream without us seeing the answer.
+ */
+export async function listInDoubtEffects(db: Db, lastAttemptBefore: Date, limit: number): Promise<InDoubtEffect[]> {
+  const r = await db.query<InDoubtEffect>(
+    `SELECT effect_key, job_id, tenant_id, step, attempts, last_attempt_at FROM effects
+      WHERE state = 'pending' AND in_doubt AND last_attempt_at < $1
+      ORDER BY last_attempt_at LIMIT $2`,
+    [lastAttemptBefore, limit],
+  );
+  return r.rows;
+}
+
+/**
+ * The upstream has no record of the key: the effect was not applied. Fenced on the attempt
+ * count (every claim increments it), so an attempt that began after the scan read the row
+ * (and may be calling the upstream right now) keeps its doubt.
+ */
+export async function markEffectNotApplied(db: Db, effectKey: string, attempts: number): Promise<boolean> {
+  const r = await db.query(
+    `UPDATE effects SET in_doubt = false, reconciliations = reconciliations + 1, updated_at = now()
+      WHERE effect_key = $1 AND state = 'pending' AND in_doubt AND attempts = $2`,
+    [effectKey, attempts],
+  );
+  return r.rowCount === 1;
+}
+
+/**
+ * The upstream holds a completed response for the key: record it as the effect's success
+ * (as `recordEffectSuccess` would) and count the reconciliation. Only a still-pending row
+ * changes, so two scans at once record and count it once.
+ */
+export async function recordReconciledSuccess(db: Db, effectKey: string, providerRequestId: string | null, providerId: string | null, result: unknown): Promise<boolean> {
+  const r = await db.query(
+    `UPDATE effects SET state = 'succeeded', in_doubt = false, provider_request_id = coalesce($2, provider_request_id),
+            provider_id = coalesce($3, provider_id), result = $4, reconciliations = reconciliations + 1, updated_at = now()
+      WHERE effect_key = $1 AND state = 'pending'`,
+    [effectKey, providerRequestId, providerId, JSON.stringify(result)],
+  );
+  return r.rowCount === 1;
+}
+
+export interface ProviderRequestRef { step: string; requestId: string; outcome: 'succeeded' | 'failed' | 'pending' }

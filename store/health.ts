@@ -1,12 +1,10 @@
-import type pg from 'pg';
 import { WINDOWS } from '../lib/health.js';
+import type { Db } from '../lib/db.js';
 
 /**
  * The health figures' SQL, one function per statement. Every window is measured against the
  * database clock (`now()`), so two API processes on different hosts agree.
  */
-type Db = pg.Pool | pg.PoolClient;
-
 /** `count(*) FILTER (WHERE <col> > now() - 60 s) AS <prefix>_1m, ...` for every window. */
 const windowCounts = (col: string, prefix: string, also = 'true') =>
   WINDOWS.map((w) => `count(*) FILTER (WHERE ${also} AND ${col} > now() - interval '${w.seconds} seconds')::int AS ${prefix}_${w.key}`).join(',\n  ');
@@ -232,34 +230,14 @@ export async function recentSamples(db: Db, minutes: number): Promise<Array<{ mi
   return r.rows;
 }
 
-// ---- lease tracking (written by the worker, see activities/lease-tracking.ts) ----
 
-export interface LeaseKey { jobId: string; runId: string; activityId: string; attempt: number }
-
-export async function leaseStarted(db: Db, k: LeaseKey & { activityType: string; startToCloseMs: number }): Promise<void> {
-  await db.query(
-    `INSERT INTO activity_leases (job_id, run_id, activity_id, attempt, activity_type, deadline_at)
-     VALUES ($1, $2, $3, $4, $5, clock_timestamp() + $6 * interval '1 millisecond')
-     ON CONFLICT DO NOTHING`,
-    [k.jobId, k.runId, k.activityId, k.attempt, k.activityType, k.startToCloseMs],
-  );
-}
-
-/** An attempt that ends keeps an earlier `lease_expired` verdict: it ended after it lost its lease. */
-export async function leaseEnded(db: Db, k: LeaseKey, outcome: 'completed' | 'failed' | 'cancelled'): Promise<void> {
-  await db.query(
-    `UPDATE activity_leases SET ended_at = clock_timestamp(), outcome = CASE WHEN outcome = 'lease_expired' THEN outcome ELSE $5 END
-      WHERE job_id = $1 AND run_id = $2 AND activity_id = $3 AND attempt = $4 AND ended_at IS NULL`,
-    [k.jobId, k.runId, k.activityId, k.attempt, outcome],
-  );
-}
-
-/** Called by attempt N for attempt N-1: no end recorded means its lease expired. Returns true when flagged now. */
-export async function flagLeaseExpired(db: Db, k: LeaseKey, heartbeatDetails: unknown): Promise<boolean> {
+/** Effects sent to the fallback upstream, by job type: in each window (by last attempt) and all time. */
+export async function fallbackUsedByType(db: Db): Promise<Array<{ job_type: string; total: number } & Record<string, number | string>>> {
+  const windows = WINDOWS.map((w) => `count(*) FILTER (WHERE e.last_attempt_at > now() - interval '${w.seconds} seconds')::int AS used_${w.key}`).join(', ');
   const r = await db.query(
-    `UPDATE activity_leases SET outcome = 'lease_expired', expired_detected_at = clock_timestamp(), heartbeat_details = $5
-      WHERE job_id = $1 AND run_id = $2 AND activity_id = $3 AND attempt = $4 AND ended_at IS NULL AND outcome IS NULL`,
-    [k.jobId, k.runId, k.activityId, k.attempt, heartbeatDetails === undefined ? null : JSON.stringify(heartbeatDetails)],
-  );
-  return r.rowCount === 1;
+    `SELECT coalesce(i.job_type, 'other') AS job_type, count(*)::int AS total, ${windows}
+       FROM effects e LEFT JOIN job_intents i ON i.job_id = e.job_id
+      WHERE e.upstream = 'fallback'
+      GROUP BY 1`);
+  return r.rows;
 }

@@ -1,8 +1,7 @@
-import type pg from 'pg';
+import type { Upstream } from './effects.js';
 import type { JobState, Priority } from '../contract/job-types.js';
 import { fenceParams, notSuperseded, type AttemptFence } from './fence.js';
-
-type Db = pg.Pool | pg.PoolClient;
+import type { Db } from '../lib/db.js';
 
 export interface IntentRow {
   job_id: string;
@@ -214,4 +213,98 @@ export async function othersDeferred(db: Db, priority: Priority, jobId: string):
     [priority, jobId],
   );
   return r.rows[0]!.any;
+}
+
+/**
+ * The job's visible status and its pointer to the evidence. A job that is already
+ * dead-lettered (a retried recording) only gets the pointer; finished jobs never move.
+ */
+export async function markJobDeadLettered(db: Db, jobId: string, deadLetterId: string, reason: string, error: unknown): Promise<void> {
+  await db.query(
+    `UPDATE job_intents
+        SET status = 'dead_lettered', dead_letter_id = $2, status_reason = coalesce(status_reason, $3),
+            last_error = coalesce($4, last_error), next_attempt_at = NULL,
+            finished_at = coalesce(finished_at, now()), updated_at = now()
+      WHERE job_id = $1 AND status NOT IN ('succeeded', 'cancelled')
+        AND (status <> 'dead_lettered' OR dead_letter_id IS NULL)`,
+    [jobId, deadLetterId, reason, JSON.stringify(error)],
+  );
+}
+
+export interface ReplayJobRow { job_id: string; status: string; created_at: Date; finished_at: Date | null }
+
+export async function replayJobsOf(db: Db, jobId: string): Promise<ReplayJobRow[]> {
+  const r = await db.query<ReplayJobRow>('SELECT job_id, status, created_at, finished_at FROM job_intents WHERE replay_of = $1 ORDER BY created_at', [jobId]);
+  return r.rows;
+}
+
+export interface LastSuccess { job_id: string; result: unknown; finished_at: Date }
+
+/**
+ * The newest succeeded job of the same tenant, type and input (index
+ * `job_intents_last_success`). Tenant-scoped by the first key column: another tenant's
+ * result can never be found here.
+ */
+export async function lastSucceeded(db: Db, q: { tenantId: string; jobType: string; inputHash: string; exceptJobId: string }): Promise<LastSuccess | undefined> {
+  const r = await db.query<LastSuccess>(
+    `SELECT job_id, result, finished_at FROM job_intents
+      WHERE tenant_id = $1 AND job_type = $2 AND input_hash = $3 AND status = 'succeeded'
+        AND finished_at IS NOT NULL AND job_id <> $4
+      ORDER BY finished_at DESC LIMIT 1`,
+    [q.tenantId, q.jobType, q.inputHash, q.exceptJobId],
+  );
+  return r.rows[0];
+}
+
+/**
+ * The job's visible upstream and why. Once any effect of the job went to the fallback the
+ * job says so for good: a later primary call does not hide it.
+ */
+export async function setJobUpstream(db: Db, jobId: string, upstream: Upstream, reason: string | null): Promise<void> {
+  await db.query(
+    `UPDATE job_intents SET upstream = $2, upstream_reason = $3, updated_at = now()
+      WHERE job_id = $1 AND upstream IS DISTINCT FROM 'fallback'
+        AND (upstream IS DISTINCT FROM $2 OR upstream_reason IS DISTINCT FROM $3)`,
+    [jobId, upstream, reason],
+  );
+}
+
+export interface UnstartedIntent { job_id: string; tenant_id: string; job_type: string; priority: Priority; created_at: Date }
+
+/**
+ * Intents whose workflow never started, older than the grace period. The intake commits
+ * the intent first and marks it started after `workflow.start` succeeds, removing it when the
+ * start fails; a committed row still unmarked past the grace period was left by a lost start
+ * or a lost mark (a crashed API process or trigger, a dropped connection). Oldest first, bounded.
+ */
+export async function listUnstartedIntents(db: Db, olderThan: Date, limit: number): Promise<UnstartedIntent[]> {
+  const r = await db.query<UnstartedIntent>(
+    `SELECT job_id, tenant_id, job_type, priority, created_at FROM job_intents
+      WHERE workflow_started_at IS NULL AND created_at < $1
+      ORDER BY created_at LIMIT $2`,
+    [olderThan, limit],
+  );
+  return r.rows;
+}
+
+/** Only the first marker counts: a concurrent scan or trigger that marked it first makes this a no-op. */
+export async function markStartedIfUnstarted(db: Db, jobId: string): Promise<boolean> {
+  const r = await db.query('UPDATE job_intents SET workflow_started_at = now() WHERE job_id = $1 AND workflow_started_at IS NULL', [jobId]);
+  return r.rowCount === 1;
+}
+
+/**
+ * A tenant's finished jobs by final status, finished in [from, to). The digest passes
+ * `to = min(period end, its own intent's creation)`: rows finishing later carry a later
+ * `finished_at`, so every attempt of one digest counts the same and sends the same body
+ * under its effect key.
+ */
+export async function countFinishedJobs(db: Db, tenantId: string, from: string, to: Date): Promise<Record<string, number>> {
+  const r = await db.query<{ status: string; n: string }>(
+    `SELECT status, count(*) AS n FROM job_intents
+      WHERE tenant_id = $1 AND finished_at >= $2 AND finished_at < $3 AND job_type <> 'digest'
+      GROUP BY status ORDER BY status`,
+    [tenantId, from, to],
+  );
+  return Object.fromEntries(r.rows.map((x) => [x.status, Number(x.n)]));
 }

@@ -1,6 +1,5 @@
-import type pg from 'pg';
-
-type Db = pg.Pool | pg.PoolClient;
+import type { Priority } from '../contract/job-types.js';
+import type { Db } from '../lib/db.js';
 
 export interface OutboxRow {
   id: string;
@@ -97,4 +96,24 @@ export async function resolveFailedOutbox(db: Db, id: string, action: 'replay' |
     [id, action, by, reason],
   );
   return r.rows[0];
+}
+
+export interface StuckOutboxJob { job_id: string; tenant_id: string; job_type: string; priority: Priority; rows: number }
+
+/**
+ * Jobs with outbox rows still pending past their deadline, grouped per job (delivery runs
+ * per job). Rows whose effect the upstream refused for good are left out: redelivering
+ * cannot help them, and the job already shows the failed notification.
+ */
+export async function listStuckOutboxJobs(db: Db, now: Date, limit: number): Promise<StuckOutboxJob[]> {
+  const r = await db.query<StuckOutboxJob>(
+    `SELECT o.job_id, j.tenant_id, j.job_type, j.priority, count(*)::int AS rows
+       FROM outbox o JOIN job_intents j ON j.job_id = o.job_id
+      WHERE o.state = 'pending' AND o.deliver_by < $1
+        AND NOT EXISTS (SELECT 1 FROM effects e WHERE e.effect_key = o.effect_key AND e.state = 'failed')
+      GROUP BY o.job_id, j.tenant_id, j.job_type, j.priority
+      ORDER BY min(o.deliver_by) LIMIT $2`,
+    [now, limit],
+  );
+  return r.rows;
 }

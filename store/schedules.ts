@@ -1,6 +1,4 @@
-import type pg from 'pg';
-
-type Db = pg.Pool | pg.PoolClient;
+import type { Db } from '../lib/db.js';
 
 export interface WindowRow {
   job_type: string;
@@ -56,26 +54,3 @@ export async function filledWindowStarts(db: Db, jobType: string, starts: string
   return new Set(r.rows.map((x) => x.window_start.toISOString()));
 }
 
-
-
-/** Every tenant gets its own job per window (per-tenant digests). */
-export async function listTenantIds(db: Db): Promise<string[]> {
-  const r = await db.query<{ id: string }>('SELECT id FROM tenants ORDER BY id');
-  return r.rows.map((x) => x.id);
-}
-
-/**
- * A tenant's finished jobs by final status, finished in [from, to). The digest passes
- * `to = min(period end, its own intent's creation)`: rows finishing later carry a later
- * `finished_at`, so every attempt of one digest counts the same and sends the same body
- * under its effect key.
- */
-export async function countFinishedJobs(db: Db, tenantId: string, from: string, to: Date): Promise<Record<string, number>> {
-  const r = await db.query<{ status: string; n: string }>(
-    `SELECT status, count(*) AS n FROM job_intents
-      WHERE tenant_id = $1 AND finished_at >= $2 AND finished_at < $3 AND job_type <> 'digest'
-      GROUP BY status ORDER BY status`,
-    [tenantId, from, to],
-  );
-  return Object.fromEntries(r.rows.map((x) => [x.status, Number(x.n)]));
-}

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { apiKeyHash } from '../lib/ids.js';
+import type { Db } from '../lib/db.js';
 
 export async function upsertTenant(db: pg.Pool, tenantId: string, apiKey: string): Promise<void> {
   await db.query(
@@ -13,4 +14,10 @@ export async function upsertTenant(db: pg.Pool, tenantId: string, apiKey: string
 export async function tenantForApiKey(db: pg.Pool, apiKey: string): Promise<string | undefined> {
   const r = await db.query<{ id: string }>('SELECT id FROM tenants WHERE api_key_hash = $1', [apiKeyHash(apiKey)]);
   return r.rows[0]?.id;
+}
+
+/** Every tenant gets its own job per window (per-tenant digests). */
+export async function listTenantIds(db: Db): Promise<string[]> {
+  const r = await db.query<{ id: string }>('SELECT id FROM tenants ORDER BY id');
+  return r.rows.map((x) => x.id);
 }

@@ -1,6 +1,5 @@
 import type pg from 'pg';
-
-type Db = pg.Pool | pg.PoolClient;
+import type { Db } from '../lib/db.js';
 
 export type DeliveryOutcome = 'pending_signal' | 'signalled' | 'unmatched' | 'claimed' | 'job_closed' | 'ignored';
 

@@ -2,8 +2,7 @@ import type { ActivityDeps } from '../../activities/deps.js';
 import { completeWithOutbox, runStep } from '../../activities/job-steps.js';
 import type { StepArgs } from '../../contract/job-types.js';
 import type { DigestInput } from '../../contract/scan.js';
-import { getIntent } from '../../store/intents.js';
-import { countFinishedJobs } from '../../store/schedules.js';
+import { countFinishedJobs, getIntent } from '../../store/intents.js';
 import { jobType } from '../../job-api/registry.js';
 import { digest } from './definition.js';
 

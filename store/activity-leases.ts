@@ -1,0 +1,33 @@
+import type { Db } from '../lib/db.js';
+
+// Lease tracking, written by the worker (activities/lease-tracking.ts): a row when a leased
+// attempt starts, its end when it ends; the next attempt flags one that never ended.
+export interface LeaseKey { jobId: string; runId: string; activityId: string; attempt: number }
+
+export async function leaseStarted(db: Db, k: LeaseKey & { activityType: string; startToCloseMs: number }): Promise<void> {
+  await db.query(
+    `INSERT INTO activity_leases (job_id, run_id, activity_id, attempt, activity_type, deadline_at)
+     VALUES ($1, $2, $3, $4, $5, clock_timestamp() + $6 * interval '1 millisecond')
+     ON CONFLICT DO NOTHING`,
+    [k.jobId, k.runId, k.activityId, k.attempt, k.activityType, k.startToCloseMs],
+  );
+}
+
+/** An attempt that ends keeps an earlier `lease_expired` verdict: it ended after it lost its lease. */
+export async function leaseEnded(db: Db, k: LeaseKey, outcome: 'completed' | 'failed' | 'cancelled'): Promise<void> {
+  await db.query(
+    `UPDATE activity_leases SET ended_at = clock_timestamp(), outcome = CASE WHEN outcome = 'lease_expired' THEN outcome ELSE $5 END
+      WHERE job_id = $1 AND run_id = $2 AND activity_id = $3 AND attempt = $4 AND ended_at IS NULL`,
+    [k.jobId, k.runId, k.activityId, k.attempt, outcome],
+  );
+}
+
+/** Called by attempt N for attempt N-1: no end recorded means its lease expired. Returns true when flagged now. */
+export async function flagLeaseExpired(db: Db, k: LeaseKey, heartbeatDetails: unknown): Promise<boolean> {
+  const r = await db.query(
+    `UPDATE activity_leases SET outcome = 'lease_expired', expired_detected_at = clock_timestamp(), heartbeat_details = $5
+      WHERE job_id = $1 AND run_id = $2 AND activity_id = $3 AND attempt = $4 AND ended_at IS NULL AND outcome IS NULL`,
+    [k.jobId, k.runId, k.activityId, k.attempt, heartbeatDetails === undefined ? null : JSON.stringify(heartbeatDetails)],
+  );
+  return r.rowCount === 1;
+}
