@@ -19,8 +19,8 @@ const LIST_SCHEMA = z.object({
   state: z.enum(STATES, { error: 'state must be one of: pending, delivered, failed, discarded' }).optional(),
   limit: z.coerce.number({ error: 'limit must be a number' }).int('limit must be a whole number').min(1, 'limit must be at least 1').max(1_000, 'limit must be at most 1000').optional(),
 }).strict();
-const REPLAY_SCHEMA = z.object({ reason: z.string({ error: 'reason must be a string' }).trim().min(1, 'reason must not be empty').max(500, 'reason must be at most 500 characters').optional() }).strict();
-const DISCARD_SCHEMA = z.object({ reason: z.string({ error: 'reason is required (a string)' }).trim().min(1, 'reason is required').max(500, 'reason must be at most 500 characters') }, { error: 'the body must be {"reason": "..."}' }).strict();
+export const OUTBOX_REPLAY_SCHEMA = z.object({ reason: z.string({ error: 'reason must be a string' }).trim().min(1, 'reason must not be empty').max(500, 'reason must be at most 500 characters').optional() }).strict();
+export const OUTBOX_DISCARD_SCHEMA = z.object({ reason: z.string({ error: 'reason is required (a string)' }).trim().min(1, 'reason is required').max(500, 'reason must be at most 500 characters') }, { error: 'the body must be {"reason": "..."}' }).strict();
 
 function parse<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
   const r = schema.safeParse(value ?? {});
@@ -72,7 +72,7 @@ export function registerOutboxRoutes(app: FastifyInstance, deps: OutboxRouteDeps
 
   app.post<{ Params: { id: string } }>('/v1/admin/outbox/:id/replay', async (req, reply) => {
     if (!admin(req, reply)) return reply;
-    const { reason } = parse(REPLAY_SCHEMA, req.body, 'replay request');
+    const { reason } = parse(OUTBOX_REPLAY_SCHEMA, req.body, 'replay request');
     const o = await getOutboxRow(deps.pool, req.params.id);
     if (!o) throw new NotFoundError(`outbox row ${req.params.id} not found`);
     const intent = await getIntent(deps.pool, o.job_id);
@@ -101,7 +101,7 @@ export function registerOutboxRoutes(app: FastifyInstance, deps: OutboxRouteDeps
 
   app.post<{ Params: { id: string } }>('/v1/admin/outbox/:id/discard', async (req, reply) => {
     if (!admin(req, reply)) return reply;
-    const { reason } = parse(DISCARD_SCHEMA, req.body, 'discard request');
+    const { reason } = parse(OUTBOX_DISCARD_SCHEMA, req.body, 'discard request');
     const o = await getOutboxRow(deps.pool, req.params.id);
     if (!o) throw new NotFoundError(`outbox row ${req.params.id} not found`);
     const discarded = await resolveFailedOutbox(deps.pool, o.id, 'discard', operator(req), reason);
