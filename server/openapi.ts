@@ -4,6 +4,7 @@ import type { JobRegistry } from '../job-api/registry.js';
 import { SUBMIT_BODY_SCHEMA } from '../services/intake.js';
 import { degradationBody } from '../services/degradation.js';
 import { DISCARD_SCHEMA, REPLAY_SCHEMA } from '../services/dead-letters.js';
+import { OUTBOX_DISCARD_SCHEMA, OUTBOX_REPLAY_SCHEMA } from '../services/outbox.js';
 
 /**
  * The OpenAPI document, generated from the same zod schemas that validate requests, so the
@@ -122,6 +123,24 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
           summary: 'Discard with a reason; never replayed afterwards (admin key)',
           requestBody: { required: true, content: { 'application/json': { schema: json(DISCARD_SCHEMA) } } },
           responses: { 200: { description: 'discarded' }, 400: problemResponse('reason missing'), 404: problemResponse('unknown') },
+        },
+      },
+      '/v1/admin/outbox': {
+        get: { summary: 'Failed (or other) notifications with their evidence, never the payload (admin key; ?state=failed|pending|delivered|discarded, ?limit=1..1000)', responses: { 200: { description: 'outbox rows' }, 400: problemResponse('bad query') } },
+      },
+      '/v1/admin/outbox/{id}': { get: { summary: 'One outbox row (admin key)', responses: { 200: { description: 'outbox row' }, 404: problemResponse('unknown') } } },
+      '/v1/admin/outbox/{id}/replay': {
+        post: {
+          summary: 'Deliver a failed notification again, with its own effect key (admin key)',
+          requestBody: { required: false, content: { 'application/json': { schema: json(OUTBOX_REPLAY_SCHEMA) } } },
+          responses: { 202: { description: 'pending again; delivery started' }, 404: problemResponse('unknown'), 409: problemResponse('not failed'), 503: problemResponse('Temporal unavailable; the scan delivers it') },
+        },
+      },
+      '/v1/admin/outbox/{id}/discard': {
+        post: {
+          summary: 'Discard a failed notification with a reason; never delivered (admin key)',
+          requestBody: { required: true, content: { 'application/json': { schema: json(OUTBOX_DISCARD_SCHEMA) } } },
+          responses: { 200: { description: 'discarded' }, 400: problemResponse('reason missing'), 404: problemResponse('unknown'), 409: problemResponse('not failed') },
         },
       },
       '/v1/admin/queue-health': {
