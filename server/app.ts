@@ -9,7 +9,7 @@ import type { JobsClient } from '../services/intake.js';
 import { createWebhookService } from '../services/webhooks.js';
 import { hasUnstorableText } from '../lib/json-safety.js';
 import type { Logger } from '../lib/logger.js';
-import { registerScanMetrics } from './metrics.js';
+import { registerScanMetrics, registerTotalMetrics } from './metrics.js';
 import { openApiDocument } from './openapi.js';
 import { noteUnavailable, problem, problemFromError, sendProblem } from './problems.js';
 import { registerOutboxRoutes } from './routes-outbox.js';
@@ -93,6 +93,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   registerDeadLetterRoutes(app, { deadLetters, adminApiKey: deps.adminApiKey });
   registerWebhookRoutes(app, { webhooks: createWebhookService(deps), adminApiKey: deps.adminApiKey, webhookSecrets: deps.webhookSecrets }, registry);
   registerScanMetrics(registry, deps.pool);
+  registerTotalMetrics(registry, { pool: deps.pool, jobTypes: deps.jobTypes.names, log: deps.log });
   const outbox = createOutboxService({ pool: deps.pool, temporal: deps.temporal, taskQueue: deps.taskQueue ?? deps.jobs.taskQueue, jobTypes: deps.jobTypes, log: deps.log });
   registerOutboxRoutes(app, { outbox, adminApiKey: deps.adminApiKey });
   return app;
