@@ -36,4 +36,35 @@ describe('ops/alerts.yml', () => {
       for (const m of used) expect(exported.has(m), `${r.alert}: ${m} is not exported by /metrics`).toBe(true);
     }
   });
+
+  it('the Grafana dashboard (ops/grafana-dashboard.json) queries only metrics that /metrics exports', async () => {
+    const dash = JSON.parse(await readFile(fileURLToPath(new URL('../../ops/grafana-dashboard.json', import.meta.url)), 'utf8')) as {
+      panels: Array<{ type: string; title: string; targets?: Array<{ expr: string }> }>;
+    };
+    const text = await fetch(`${h.baseUrl}/metrics`).then((r) => r.text());
+    // Exported: every declared family and every sample name (a histogram's _bucket, _sum, _count).
+    const exported = new Set([...text.matchAll(/^# TYPE (\S+) /gm), ...text.matchAll(/^([a-zA-Z_:][\w:]*)(?=[{ ])/gm)].map((m) => m[1]!));
+    expect(metricNames('histogram_quantile(0.95, max by (job_type, le) (rate(a_bucket{window="5m"}[$__rate_interval]))) * 60 / on () b')).toEqual(['a_bucket', 'b']);
+    const graphs = dash.panels.filter((p) => p.type !== 'row');
+    expect(graphs.length).toBeGreaterThan(10);
+    for (const p of graphs) {
+      expect(p.targets?.length, `${p.title} has no query`).toBeGreaterThan(0);
+      for (const t of p.targets!) {
+        const names = metricNames(t.expr);
+        expect(names.length, `${p.title}: ${t.expr} names no metric`).toBeGreaterThan(0);
+        for (const n of names) expect(exported.has(n), `${p.title}: ${n} is not exported by /metrics`).toBe(true);
+      }
+    }
+  });
 });
+
+/** Metric names in a PromQL expression: identifiers that are not functions, keywords, label names or durations. */
+const KEYWORDS = new Set(['by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'bool', 'and', 'or', 'unless', 'offset', 'inf', 'nan']);
+function metricNames(expr: string): string[] {
+  const bare = expr
+    .replace(/"(?:[^"\\]|\\.)*"/g, '""') // label values
+    .replace(/\{[^}]*\}/g, '') // label matchers
+    .replace(/\[[^\]]*\]/g, '') // ranges, including $__rate_interval
+    .replace(/\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)/g, ''); // grouping label lists
+  return [...bare.matchAll(/(?<![\w.$])([a-zA-Z_:][\w:]*)\b(?!\s*\()/g)].map((m) => m[1]!).filter((n) => !KEYWORDS.has(n.toLowerCase()));
+}
