@@ -1,52 +1,92 @@
 import type { DrillStack } from './stack.js';
-import { evaluate, loadAlertRules, parseMetrics } from './alerts.js';
-import { check, http, simFault, simReset, submit, uid, waitForStatus, waitUntil, type DrillItem } from './support.js';
+import { prometheusAvailable, startPrometheus, type PromAlert, type RunningPrometheus } from './alerts.js';
+import { check, DrillCheckFailed, http, simFault, simReset, submit, uid, waitForStatus, waitUntil, type DrillItem } from './support.js';
 
 const admin = (s: DrillStack, path: string, init: { method?: string; body?: unknown } = {}) =>
   http(s, path, { ...init, admin: true, headers: { 'x-operator': 'drill' } });
 
-async function alertStates(s: DrillStack, names: string[]): Promise<Record<string, { value: number; firing: boolean } | undefined>> {
-  const rules = await loadAlertRules();
-  const samples = parseMetrics(await (await fetch(`${s.api}/metrics`)).text());
-  return Object.fromEntries(names.map((n) => [n, evaluate(rules.find((r) => r.alert === n)?.expr ?? '', samples)]));
+const WATCHED = ['DeadLetterGrowth', 'LeaseExpirationsSpike'] as const;
+const active = (alerts: PromAlert[], name: string) => alerts.filter((a) => a.labels.alertname === name);
+const describe = (a: PromAlert | undefined) => (a ? `${a.state} since ${a.activeAt.slice(11, 19)}Z, value ${Number(a.value).toFixed(1)}` : 'inactive');
+
+/** Waits for one alert to be firing in Prometheus, and says when it was pending and when it fired. */
+async function firing(p: RunningPrometheus, name: string, timeoutMs: number): Promise<{ alert: PromAlert; pendingSeen: boolean; firedAt: number }> {
+  let pendingSeen = false;
+  const alert = await waitUntil(`Prometheus to fire ${name}`, async () => {
+    const a = active(await p.alerts(), name);
+    if (a.some((x) => x.state === 'pending')) pendingSeen = true;
+    return a.find((x) => x.state === 'firing');
+  }, timeoutMs);
+  return { alert, pendingSeen, firedAt: Date.now() };
 }
 
 export const metrics: DrillItem = {
   item: '8 health figures and alerts',
   async run(s) {
+    check(prometheusAvailable(), 'the prometheus binary is not installed (apt-get install -y prometheus): the shipped rules cannot be evaluated');
     await simReset(s);
-    const before = await alertStates(s, ['DeadLetterGrowth', 'LeaseExpirationsSpike']);
-    check(before.DeadLetterGrowth && before.LeaseExpirationsSpike, 'the alert expressions could not be evaluated against /metrics');
-    check(!before.DeadLetterGrowth.firing && !before.LeaseExpirationsSpike.firing, `alerts already firing before the spike: ${JSON.stringify(before)}`);
+    const prom = await startPrometheus(new URL(s.api).host);
+    try {
+      // Baseline: the API scraped, the shipped rules loaded and evaluated without error, and
+      // a few samples of each counter the watched rules read, so increase() has a start.
+      await waitUntil('Prometheus to scrape the API', async () => (await prom.query('up{job="durable-jobs-api"} == 1')).length === 1, 60_000);
+      const groups = await waitUntil('the shipped rules to be evaluated', async () => {
+        const g = await prom.ruleGroups();
+        return g.length > 0 && g.every((x) => x.lastEvaluation > '2000' && x.rules.every((r) => r.health === 'ok')) ? g : undefined;
+      }, 60_000);
+      const rules = groups.flatMap((g) => g.rules);
+      await waitUntil('three samples of the counters', async () => (await prom.query(
+        'min(count_over_time(durable_jobs_dead_letters_created_total[1m])) >= 3 and on () min(count_over_time(durable_jobs_lease_expirations_total[1m])) >= 3')).length === 1, 60_000);
+      const before = await prom.alerts();
+      for (const n of WATCHED) check(active(before, n).length === 0, `${n} already ${describe(active(before, n)[0])} before the faults`);
 
-    // Spike 1: eleven permanent failures in a row.
-    await simFault(s, { path: '/v1/summaries', times: 11, status: 400 });
-    const bad = await Promise.all(Array.from({ length: 11 }, (_, i) => submit(s, 'summarize', { text: `Spike ${i}.` })));
-    for (const r of bad) await waitForStatus(s, r.body.jobId, 'dead_lettered');
-    // Spike 2: both workers die holding six attempts: six leases expire at once.
-    await simFault(s, { path: '/v1/summaries', times: 6, status: 200, delayMs: 120_000 });
-    const held = await Promise.all(Array.from({ length: 6 }, (_, i) => submit(s, 'summarize', { text: `Held ${i}.` })));
-    await waitUntil('six attempts in flight at the upstream', async () => {
-      const e = await (await fetch(`${s.providerUrl}/__sim/effects`)).json() as { inFlight: number };
-      return e.inFlight >= 6;
-    });
-    for (const w of s.workers.filter((x) => x.alive())) await w.kill('SIGKILL');
-    await Promise.all([s.spawnWorker(), s.spawnWorker()]);
-    for (const r of held) await waitForStatus(s, r.body.jobId, 'succeeded', 180_000);
+      // Spike 1: eleven permanent failures in a row.
+      await simFault(s, { path: '/v1/summaries', times: 11, status: 400 });
+      const bad = await Promise.all(Array.from({ length: 11 }, (_, i) => submit(s, 'summarize', { text: `Spike ${i}.` })));
+      for (const r of bad) await waitForStatus(s, r.body.jobId, 'dead_lettered');
+      const dl = await firing(prom, 'DeadLetterGrowth', 60_000).catch(async (e: Error) => {
+        throw new DrillCheckFailed(`${e.message}; its expression is ${JSON.stringify(await prom.query('sum(max by (job_type) (increase(durable_jobs_dead_letters_created_total[15m])))'))}`);
+      });
 
-    const health = (await admin(s, '/v1/admin/queue-health')).body;
-    const after = await alertStates(s, ['DeadLetterGrowth', 'LeaseExpirationsSpike']);
-    const text = await (await fetch(`${s.api}/metrics`)).text();
-    const needed = ['durable_jobs_backlog_oldest_waiting_age_seconds', 'durable_jobs_arrivals_per_minute', 'durable_jobs_completions_per_minute',
-      'durable_jobs_lease_expirations', 'durable_jobs_attempts', 'durable_jobs_reconciliations', 'durable_jobs_dead_letters_open'];
-    const missing = needed.filter((m) => !new RegExp(`^${m}[{ ]`, 'm').test(text));
-    check(missing.length === 0, `metrics missing from /metrics: ${missing.join(', ')}`);
-    check(after.DeadLetterGrowth?.firing && after.LeaseExpirationsSpike?.firing, `after the spike: ${JSON.stringify(after)}`);
-    check(health && typeof health === 'object', 'GET /v1/admin/queue-health did not answer');
-    return {
-      done: '11 permanent failures; 6 attempts held at the upstream, then both workers SIGKILLed; /metrics scraped and the alert rules evaluated',
-      observed: `backlog age, arrival/completion rates, lease expirations, attempts, reconciliations, dead letters all exported; DeadLetterGrowth (${after.DeadLetterGrowth!.value} in 15 min) and LeaseExpirationsSpike (${after.LeaseExpirationsSpike!.value} in 5 min) fire, neither did before`,
-    };
+      // Spike 2: both workers die holding six attempts: six leases expire at once.
+      check(active(await prom.alerts(), 'LeaseExpirationsSpike').length === 0, 'LeaseExpirationsSpike is active before any lease expired');
+      await simFault(s, { path: '/v1/summaries', times: 6, status: 200, delayMs: 120_000 });
+      const held = await Promise.all(Array.from({ length: 6 }, (_, i) => submit(s, 'summarize', { text: `Held ${i}.` })));
+      await waitUntil('six attempts in flight at the upstream', async () => {
+        const e = await (await fetch(`${s.providerUrl}/__sim/effects`)).json() as { inFlight: number };
+        return e.inFlight >= 6;
+      });
+      for (const w of s.workers.filter((x) => x.alive())) await w.kill('SIGKILL');
+      await Promise.all([s.spawnWorker(), s.spawnWorker()]);
+      for (const r of held) await waitForStatus(s, r.body.jobId, 'succeeded', 180_000);
+      // for: 2m: pending first, firing two minutes after the sixth expiry was counted.
+      const lease = await firing(prom, 'LeaseExpirationsSpike', 240_000);
+      const activeFor = (lease.firedAt - Date.parse(lease.alert.activeAt)) / 1000;
+      check(activeFor >= 118, `LeaseExpirationsSpike fired ${activeFor.toFixed(0)} s after it became active: its for: is 2m`);
+
+      const scrapes = await prom.query('count_over_time(up{job="durable-jobs-api"}[1h])');
+      const failed = await prom.query('count_over_time((up{job="durable-jobs-api"} == 0)[1h:1s])');
+      const slowest = await prom.query('max_over_time(scrape_duration_seconds{job="durable-jobs-api"}[1h])');
+      const health = (await admin(s, '/v1/admin/queue-health')).body;
+      const text = await (await fetch(`${s.api}/metrics`)).text();
+      const needed = ['durable_jobs_backlog_oldest_waiting_age_seconds', 'durable_jobs_arrivals_per_minute', 'durable_jobs_completions_per_minute',
+        'durable_jobs_lease_expirations', 'durable_jobs_attempts', 'durable_jobs_reconciliations', 'durable_jobs_dead_letters_open',
+        'durable_jobs_jobs_accepted_total', 'durable_jobs_jobs_completed_total', 'durable_jobs_dead_letters_created_total', 'durable_jobs_lease_expirations_total',
+        'durable_jobs_job_queue_time_seconds_bucket', 'durable_jobs_job_execution_time_seconds_bucket'];
+      const missing = needed.filter((m) => !new RegExp(`^${m}[{ ]`, 'm').test(text));
+      check(missing.length === 0, `metrics missing from /metrics: ${missing.join(', ')}`);
+      check(health && typeof health === 'object', 'GET /v1/admin/queue-health did not answer');
+      return {
+        done: `a real Prometheus (1 s scrape and rule evaluation, ${rules.length} shipped rules) scraped the drill API; 11 permanent failures; 6 attempts held at the upstream, then both workers SIGKILLed`,
+        observed: `neither alert active before the faults; DeadLetterGrowth ${describe(dl.alert)}; LeaseExpirationsSpike ${lease.pendingSeen ? 'pending, then ' : ''}${describe(lease.alert)} (fired ${activeFor.toFixed(0)} s after it became active, for: 2m); counters, histograms and gauges exported; ${scrapes[0]?.value[1] ?? '?'} scrapes, ${failed[0]?.value[1] ?? 0} failed, slowest ${Number(slowest[0]?.value[1] ?? NaN).toFixed(2)} s`,
+      };
+    } catch (err) {
+      const tail = prom.output().trim().split('\n').slice(-5).join(' | ');
+      if (tail) (err as Error).message += ` (prometheus: ${tail})`;
+      throw err;
+    } finally {
+      await prom.stop();
+    }
   },
 };
 
