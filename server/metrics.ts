@@ -233,7 +233,7 @@ const SEEDED: Partial<Record<keyof typeof TOTAL_METRICS, (t: string) => Array<Re
 };
 
 /**
- * Monotonic counters and histograms derived from durable rows at scrape time (schema 0012:
+ * Monotonic counters and histograms derived from durable rows at scrape time (schema 0013:
  * stored totals up to a checkpoint, plus the rows after it through the timestamp indexes), so
  * rate() works and every API process reports the same value: aggregate them across
  * instances with max(), never sum(). Postgres down: no samples, the families stay declared.

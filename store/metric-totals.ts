@@ -1,7 +1,7 @@
 import type { Db } from '../lib/db.js';
 
 /**
- * Cumulative counters and histograms derived from durable rows (schema 0012). This file
+ * Cumulative counters and histograms derived from durable rows (schema 0013). This file
  * owns `metric_totals` and `metric_checkpoint`: the totals up to the checkpoint are stored,
  * the rows after it are counted at read time through their timestamp indexes, so a scrape
  * never scans a whole growing table and every API process reads the same truth.
