@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { detectCodeVersion } from './code-version.js';
 import { ConfigError } from './errors.js';
@@ -15,6 +16,12 @@ export const PACKAGE_VERSION: string = (createRequire(import.meta.url)('../packa
 export type Mode = 'dev' | 'production';
 
 export interface TenantSeed { tenantId: string; apiKey: string }
+
+/**
+ * One admin key of a named operator, as the server keeps it: the SHA-256 of the key (hex),
+ * never the key. Every audit row names `operator`.
+ */
+export interface OperatorKey { operator: string; keyHash: string }
 
 export interface Config {
   mode: Mode;
@@ -53,7 +60,19 @@ export interface Config {
   /** Worker processes `npm start` runs. Default 1. */
   workers: number;
   seedTenants: TenantSeed[];
+  /**
+   * The admin key this process *sends* (the CLIs): `ADMIN_API_KEY`, or `admin-key` in dev mode
+   * when no `ADMIN_API_KEYS` are configured. The server accepts `adminKeys` only.
+   */
   adminApiKey: string | undefined;
+  /**
+   * The admin keys the API accepts, each naming its operator, hashed (`ADMIN_API_KEYS`:
+   * `alice=key1|key2,bob=sha256:<hex>`, several per operator for rotation; `ADMIN_API_KEY`
+   * is a key of operator "admin").
+   */
+  adminKeys: OperatorKey[];
+  /** Temporal Web UI base URL for links from the console (`TEMPORAL_UI_URL`); dev default http://127.0.0.1:$TEMPORAL_UI_PORT. */
+  temporalUiUrl: string | undefined;
   /** source → secrets (`whsec_...`), several for rotation; the first one signs. */
   webhookSecrets: Record<string, string[]>;
   logLevel: string;
@@ -95,6 +114,41 @@ function parseWebhookSecrets(raw: string): Record<string, string[]> {
     }
     out[source] = secrets;
   }
+  return out;
+}
+
+const OPERATOR_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
+const KEY_DIGEST = /^sha256:([0-9a-f]{64})$/;
+const keyDigest = (key: string) => createHash('sha256').update(key).digest('hex');
+
+/**
+ * `ADMIN_API_KEYS='alice=key1|key2,bob=sha256:<hex of sha256(key)>'` plus `ADMIN_API_KEY` (operator
+ * "admin"): every key hashed here, so the raw keys live nowhere past configuration.
+ */
+function parseAdminKeys(raw: string, legacyKey: string | undefined): OperatorKey[] {
+  const out: OperatorKey[] = [];
+  const add = (operator: string, key: string) => {
+    const digest = KEY_DIGEST.exec(key)?.[1] ?? keyDigest(key);
+    const owner = out.find((k) => k.keyHash === digest);
+    if (owner && owner.operator !== operator) throw new ConfigError(`ADMIN_API_KEYS: one key is listed for both "${owner.operator}" and "${operator}"; a key names one operator`);
+    if (!owner) out.push({ operator, keyHash: digest });
+  };
+  const seen = new Set<string>();
+  for (const entry of raw.trim() === '' ? [] : raw.split(',')) {
+    const eq = entry.indexOf('=');
+    const operator = entry.slice(0, eq).trim();
+    const keys = entry.slice(eq + 1).split('|').map((k) => k.trim());
+    if (eq <= 0 || !OPERATOR_NAME.test(operator)) {
+      throw new ConfigError('ADMIN_API_KEYS must be "operator=key[|key...],..." with operator names of 1-64 of A-Z a-z 0-9 . _ @ - (starting with a letter or digit)');
+    }
+    if (seen.has(operator)) throw new ConfigError(`ADMIN_API_KEYS: operator "${operator}" is listed twice; list its keys once, separated by |`);
+    seen.add(operator);
+    for (const key of keys) {
+      if (!KEY_DIGEST.test(key) && key.length < 16) throw new ConfigError(`ADMIN_API_KEYS: each key of operator "${operator}" must be at least 16 characters, or sha256:<64 hex digits>`);
+      add(operator, key);
+    }
+  }
+  if (legacyKey !== undefined) add('admin', legacyKey);
   return out;
 }
 
@@ -151,6 +205,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { jobTypes: readonly Jo
     WORKERS: z.coerce.number().int('WORKERS must be a whole number').min(0, 'WORKERS must be 0-16').max(16, 'WORKERS must be 0-16').default(1),
     SEED_TENANTS: z.string().optional(),
     ADMIN_API_KEY: z.string().min(8, 'ADMIN_API_KEY must be at least 8 characters').optional(),
+    ADMIN_API_KEYS: z.string().optional(),
+    TEMPORAL_UI_URL: z.url({ error: 'TEMPORAL_UI_URL must be an http(s) URL' }).regex(/^https?:\/\//, 'TEMPORAL_UI_URL must be an http(s) URL').optional(),
     WEBHOOK_SECRETS: z.string().default(''),
     JOB_BUDGETS: z.string().optional(),
     CONCURRENCY_LIMITS: z.string().optional(),
@@ -165,6 +221,12 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { jobTypes: readonly Jo
   }
   const e = parsed.data;
   const httpPort = e.HTTP_PORT;
+  // Dev mode's known key belongs to operator "admin", unless named keys are configured.
+  const adminApiKey = e.ADMIN_API_KEY ?? (mode === 'dev' && e.ADMIN_API_KEYS === undefined ? 'admin-key' : undefined);
+  const seedTenants = parseTenants(e.SEED_TENANTS ?? (mode === 'dev' ? 'demo=demo-key' : ''));
+  const adminKeys = parseAdminKeys(e.ADMIN_API_KEYS ?? '', adminApiKey);
+  const clash = seedTenants.find((t) => adminKeys.some((k) => k.keyHash === keyDigest(t.apiKey)));
+  if (clash) throw new ConfigError(`the API key of tenant "${clash.tenantId}" is also an admin key; a tenant key never opens an admin route`);
   return {
     mode,
     httpPort,
@@ -185,8 +247,10 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { jobTypes: readonly Jo
     simWebhookUrl: e.SIM_WEBHOOK_URL ?? `http://127.0.0.1:${httpPort}/v1/webhooks/sim`,
     apiUrl: (e.DJ_API_URL ?? `http://127.0.0.1:${httpPort}`).replace(/\/+$/, ''),
     workers: e.WORKERS,
-    seedTenants: parseTenants(e.SEED_TENANTS ?? (mode === 'dev' ? 'demo=demo-key' : '')),
-    adminApiKey: e.ADMIN_API_KEY ?? (mode === 'dev' ? 'admin-key' : undefined),
+    seedTenants,
+    adminApiKey,
+    adminKeys,
+    temporalUiUrl: (e.TEMPORAL_UI_URL ?? (mode === 'dev' ? `http://127.0.0.1:${e.TEMPORAL_UI_PORT}` : undefined))?.replace(/\/+$/, ''),
     webhookSecrets: parseWebhookSecrets(e.WEBHOOK_SECRETS),
     logLevel: e.LOG_LEVEL,
     jobBudgets: perJobType('JOB_BUDGETS', e.JOB_BUDGETS, BUDGET_SCHEMA, opts.jobTypes),

@@ -117,7 +117,7 @@ async function bringUp(): Promise<void> {
     PROVIDER_URL: providerUrl,
     WEBHOOK_SECRETS: Object.entries(secrets).map(([s, list]) => `${s}=${list.join('|')}`).join(','),
     SEED_TENANTS: config.seedTenants.map((t) => `${t.tenantId}=${t.apiKey}`).join(','),
-    ADMIN_API_KEY: config.adminApiKey,
+    ...(config.adminApiKey ? { ADMIN_API_KEY: config.adminApiKey } : {}),
   };
   children = [
     superviseChild({ name: 'api', entry: path.join(ROOT, 'server/main.ts'), env: childEnv, log: say }),

@@ -9,6 +9,8 @@ import type { JobsClient } from '../services/intake.js';
 import { createWebhookService } from '../services/webhooks.js';
 import { hasUnstorableText } from '../lib/json-safety.js';
 import type { Logger } from '../lib/logger.js';
+import type { OperatorKey } from '../lib/config.js';
+import { adminKeyring } from './auth.js';
 import { registerScanMetrics } from './metrics.js';
 import { openApiDocument } from './openapi.js';
 import { noteUnavailable, problem, problemFromError, sendProblem } from './problems.js';
@@ -25,7 +27,12 @@ export interface AppDeps {
   /** The registered job types (validation, OpenAPI, dry runs, fallback switches). */
   jobTypes: JobRegistry;
   log: Logger;
-  adminApiKey: string | undefined;
+  /** The admin keys, each naming its operator, hashed (`Config.adminKeys`). */
+  adminKeys?: readonly OperatorKey[];
+  /** A single admin key (older callers, tests): the key of operator "admin". */
+  adminApiKey?: string;
+  /** Base URL of the Temporal Web UI the console links to; undefined: no links. */
+  temporalUiUrl?: string;
   /** source → `whsec_` secrets (first signs, all verify: rotation). */
   webhookSecrets: Record<string, string[]>;
   version: string;
@@ -86,14 +93,16 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   app.get('/openapi.json', async () => openApiDocument(deps.version, deps.jobTypes));
   app.get('/metrics', async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()));
 
+  // Every admin route resolves its operator from this keyring (server/auth.ts).
+  const admin = adminKeyring(deps);
   // Before the job routes: its onSend hook counts the intake's 503s.
-  registerAdminRoutes(app, registry, { pool: deps.pool, temporal: deps.temporal, taskQueues: [deps.jobs.taskQueue], adminApiKey: deps.adminApiKey, log: deps.log, fallbackTypes: deps.jobTypes.fallbackTypes });
+  registerAdminRoutes(app, registry, { pool: deps.pool, temporal: deps.temporal, taskQueues: [deps.jobs.taskQueue], adminApiKey: admin, log: deps.log, fallbackTypes: deps.jobTypes.fallbackTypes });
   registerJobRoutes(app, { pool: deps.pool, jobs: deps.jobs });
   const deadLetters = createDeadLetterService({ pool: deps.pool, temporal: deps.temporal, jobTypes: deps.jobTypes, taskQueue: deps.taskQueue ?? deps.jobs.taskQueue, codeVersion: deps.version });
-  registerDeadLetterRoutes(app, { deadLetters, adminApiKey: deps.adminApiKey });
-  registerWebhookRoutes(app, { webhooks: createWebhookService(deps), adminApiKey: deps.adminApiKey, webhookSecrets: deps.webhookSecrets }, registry);
+  registerDeadLetterRoutes(app, { deadLetters, adminApiKey: admin });
+  registerWebhookRoutes(app, { webhooks: createWebhookService(deps), adminApiKey: admin, webhookSecrets: deps.webhookSecrets }, registry);
   registerScanMetrics(registry, deps.pool);
   const outbox = createOutboxService({ pool: deps.pool, temporal: deps.temporal, taskQueue: deps.taskQueue ?? deps.jobs.taskQueue, jobTypes: deps.jobTypes, log: deps.log });
-  registerOutboxRoutes(app, { outbox, adminApiKey: deps.adminApiKey });
+  registerOutboxRoutes(app, { outbox, adminApiKey: admin });
   return app;
 }

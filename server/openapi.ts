@@ -154,7 +154,7 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
         get: { summary: 'The degradation setting, deferred jobs by priority, and the last 20 audit entries (admin key)', responses: { 200: { description: 'setting' }, 401: problemResponse('admin key required') } },
         put: {
           summary: 'Change the degradation setting: paused priorities, recovery rate, fallback job types; audited (admin key)',
-          parameters: [{ name: 'X-Operator', in: 'header', required: false, schema: { type: 'string', maxLength: 100 }, description: 'your name for the audit trail; default "admin"' }],
+          parameters: [{ name: 'X-Operator', in: 'header', required: false, schema: { type: 'string', maxLength: 100 }, description: 'deprecated: the admin key names the operator (ADMIN_API_KEYS); if sent, it must be that name (else 400)' }],
           requestBody: { required: true, content: { 'application/json': { schema: json(degradationBody(jobs.fallbackTypes)) } } },
           responses: { 200: { description: 'the new setting' }, 400: problemResponse('invalid setting (nothing changed)'), 401: problemResponse('admin key required') },
         },

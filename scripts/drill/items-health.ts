@@ -3,7 +3,7 @@ import { evaluate, loadAlertRules, parseMetrics } from './alerts.js';
 import { check, http, simFault, simReset, submit, uid, waitForStatus, waitUntil, type DrillItem } from './support.js';
 
 const admin = (s: DrillStack, path: string, init: { method?: string; body?: unknown } = {}) =>
-  http(s, path, { ...init, admin: true, headers: { 'x-operator': 'drill' } });
+  http(s, path, { ...init, admin: true });
 
 async function alertStates(s: DrillStack, names: string[]): Promise<Record<string, { value: number; firing: boolean } | undefined>> {
   const rules = await loadAlertRules();

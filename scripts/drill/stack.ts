@@ -20,7 +20,8 @@ import { defaultJobRegistry } from '../../jobs/index.js';
 const WORKER_ENTRY = fileURLToPath(new URL('../../workers/main.ts', import.meta.url));
 
 export const DRILL_TENANT = { id: 'drill', key: 'drill-api-key' };
-export const DRILL_ADMIN_KEY = 'drill-admin-key';
+/** The admin key of operator "drill" (ADMIN_API_KEYS): every drill action is audited under that name. */
+export const DRILL_ADMIN_KEY = 'drill-operator-admin-key';
 export const DRILL_WEBHOOK_SECRET = `whsec_${Buffer.from('durable-jobs-drill-webhook-secret!').toString('base64')}`;
 
 export interface DrillWorker { pid: number; kill(signal?: NodeJS.Signals): Promise<void>; output(): string; alive(): boolean }
@@ -85,7 +86,7 @@ export async function startDrillStack(say: (m: string) => void): Promise<DrillSt
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
   const taskQueue = `drill-${Date.now().toString(36)}`;
   const jobs = createJobsClient({ jobs: defaultJobRegistry, pool, temporal, taskQueue });
-  const app = buildApp({ jobTypes: defaultJobRegistry, pool, temporal, jobs, log, adminApiKey: DRILL_ADMIN_KEY, webhookSecrets: { sim: [DRILL_WEBHOOK_SECRET] }, version: config.codeVersion });
+  const app = buildApp({ jobTypes: defaultJobRegistry, pool, temporal, jobs, log, adminKeys: loadConfig({ ADMIN_API_KEYS: `drill=${DRILL_ADMIN_KEY}` }, { jobTypes: defaultJobRegistry.names, mode: 'production' }).adminKeys, webhookSecrets: { sim: [DRILL_WEBHOOK_SECRET] }, version: config.codeVersion });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const api = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
   let sim: Simulator | null = null;
