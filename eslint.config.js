@@ -68,6 +68,14 @@ export default tseslint.config(
     },
   },
   {
+    // The operator console runs in the browser, as served (no build step).
+    files: ['console/**/*.js'],
+    languageOptions: {
+      sourceType: 'module',
+      globals: Object.fromEntries(['window', 'document', 'location', 'sessionStorage', 'fetch', 'FormData', 'URLSearchParams', 'Node', 'setInterval', 'clearInterval'].map((g) => [g, 'readonly'])),
+    },
+  },
+  {
     files: ['scripts/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts', 'vitest.config.ts'],
     rules: { 'no-console': 'off' },
   },

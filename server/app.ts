@@ -10,7 +10,9 @@ import { createWebhookService } from '../services/webhooks.js';
 import { hasUnstorableText } from '../lib/json-safety.js';
 import type { Logger } from '../lib/logger.js';
 import type { OperatorKey } from '../lib/config.js';
+import { createAdminJobsService } from '../services/admin-jobs.js';
 import { adminKeyring } from './auth.js';
+import { registerConsole } from './console.js';
 import { registerScanMetrics } from './metrics.js';
 import { openApiDocument } from './openapi.js';
 import { noteUnavailable, problem, problemFromError, sendProblem } from './problems.js';
@@ -18,6 +20,7 @@ import { registerOutboxRoutes } from './routes-outbox.js';
 import { registerDeadLetterRoutes } from './routes-dead-letters.js';
 import { registerAdminRoutes } from './routes-admin.js';
 import { registerJobRoutes } from './routes-jobs.js';
+import { registerOperatorRoutes } from './routes-operators.js';
 import { registerWebhookRoutes } from './routes-webhooks.js';
 
 export interface AppDeps {
@@ -104,5 +107,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   registerScanMetrics(registry, deps.pool);
   const outbox = createOutboxService({ pool: deps.pool, temporal: deps.temporal, taskQueue: deps.taskQueue ?? deps.jobs.taskQueue, jobTypes: deps.jobTypes, log: deps.log });
   registerOutboxRoutes(app, { outbox, adminApiKey: admin });
+  registerOperatorRoutes(app, { jobs: createAdminJobsService({ pool: deps.pool }), adminApiKey: admin, temporalUi: deps.temporalUiUrl ? { url: deps.temporalUiUrl, namespace: deps.temporal.options.namespace } : null });
+  registerConsole(app);
   return app;
 }

@@ -143,6 +143,23 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
           responses: { 200: { description: 'discarded' }, 400: problemResponse('reason missing'), 404: problemResponse('unknown'), 409: problemResponse('not failed') },
         },
       },
+      '/v1/admin/whoami': {
+        get: { summary: 'The operator this admin key names (every audit row carries that name), its key ID (a hash prefix) and the Temporal Web UI to link to (admin key)', responses: { 200: { description: '{"operator","keyId","temporalUi"}' }, 401: problemResponse('not an admin key') } },
+      },
+      '/v1/admin/jobs': {
+        get: {
+          summary: 'Find jobs across tenants by job ID, tenant, type or state, newest first; never the input (admin key)',
+          parameters: [
+            { name: 'jobId', in: 'query', schema: { type: 'string', maxLength: 300 } }, { name: 'tenantId', in: 'query', schema: { type: 'string', maxLength: 300 } },
+            { name: 'type', in: 'query', schema: { type: 'string', maxLength: 300 } }, { name: 'state', in: 'query', schema: { type: 'string', enum: [...JOB_STATES] } },
+            { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } },
+          ],
+          responses: { 200: { description: '{"jobs": [job status + tenantId]}' }, 400: problemResponse('invalid filter'), 401: problemResponse('admin key required') },
+        },
+      },
+      '/v1/admin/jobs/{jobId}': {
+        get: { summary: 'One job as its tenant sees it, plus the tenant (admin key)', responses: { 200: { description: 'job' }, 401: problemResponse('admin key required'), 404: problemResponse('unknown job') } },
+      },
       '/v1/admin/queue-health': {
         get: {
           summary: 'Queue health: backlog and its age, rates, recovery ETA, leases, dead letters, outbox, degradation, fallback use (admin key)',
