@@ -160,7 +160,7 @@ export interface TimelineAudit { actor: string; reason: string | null; before: {
 export async function degradationChangesBetween(db: Db, from: Date, to: Date | null): Promise<TimelineAudit[]> {
   const r = await db.query<TimelineAudit>(
     `SELECT actor, reason, before, after, at FROM degradation_audit
-      WHERE at <= coalesce($2, now()) AND at >= $1 - interval '1 day' ORDER BY id`,
+      WHERE at <= coalesce($2::timestamptz, now()) AND at >= $1::timestamptz - interval '1 day' ORDER BY id`,
     [from, to],
   );
   return r.rows;
