@@ -23,7 +23,7 @@ export interface TimelineEvent {
   at: string;
   source: EventSource;
   /** The table (Postgres) or the history event type (Temporal) the event comes from. */
-  from: string;
+  kind: string;
   event: string;
   detail?: string;
 }
@@ -35,6 +35,9 @@ export interface JobTimeline {
   priority: string;
   status: string;
   generatedAt: string;
+  /** The stage verdict in words (`verdict.words`), and the next expected step. */
+  stage: string;
+  nextStep: string;
   verdict: StageVerdict;
   timings: StageTimings;
   duplicates: { count: number; at: string[] };
@@ -134,7 +137,7 @@ function temporalEvents(events: HistoryEvent[]): TimelineEvent[] {
     else if (ev.upsertWorkflowSearchAttributesEventAttributes) event = 'search attributes updated';
     else if (ev.workflowPropertiesModifiedEventAttributes) event = 'workflow properties modified';
     else if (ev.markerRecordedEventAttributes) { event = 'marker recorded'; detail = ev.markerRecordedEventAttributes.markerName ?? undefined; }
-    out.push({ at: new Date(at).toISOString(), source: 'temporal', from, event, ...(detail ? { detail } : {}) });
+    out.push({ at: new Date(at).toISOString(), source: 'temporal', kind: from, event, ...(detail ? { detail } : {}) });
   }
   return out;
 }
@@ -155,7 +158,7 @@ async function temporalSide(deps: TimelineDeps, jobId: string): Promise<{ info: 
       if (at === undefined) continue;
       const state = proto.temporal.api.enums.v1.PendingActivityState[p.state as number]?.replace(/^PENDING_ACTIVITY_STATE_/, '').toLowerCase() ?? 'pending';
       events.push({
-        at: new Date(at).toISOString(), source: 'temporal', from: 'PendingActivity', event: `activity pending: ${p.activityType?.name ?? '?'}`,
+        at: new Date(at).toISOString(), source: 'temporal', kind: 'PendingActivity', event: `activity pending: ${p.activityType?.name ?? '?'}`,
         detail: `attempt ${p.attempt ?? 1}, ${state}${p.lastFailure?.message ? `; last failure: ${p.lastFailure.message}` : ''}${tsMs(p.nextAttemptScheduleTime) ? `; next attempt ${new Date(tsMs(p.nextAttemptScheduleTime)!).toISOString()}` : ''}`,
       });
     }
@@ -184,7 +187,7 @@ async function postgresEvents(pool: pg.Pool, job: q.TimelineIntent): Promise<{ e
     q.actionsOf(pool, [...new Set([...deadLetters.map((d) => d.id), ...(job.dead_letter_id ? [job.dead_letter_id] : [])])]),
   ]);
   const ev: TimelineEvent[] = [];
-  const add = (at: Date | null, from: string, event: string, detail?: string) => { if (at) ev.push({ at: iso(at), source: 'postgres', from, event, ...(detail ? { detail } : {}) }); };
+  const add = (at: Date | null, from: string, event: string, detail?: string) => { if (at) ev.push({ at: iso(at), source: 'postgres', kind: from, event, ...(detail ? { detail } : {}) }); };
 
   add(job.created_at, 'job_intents', 'intent accepted', `${job.job_type}, ${job.priority} priority, tenant ${job.tenant_id}${job.replay_of ? `; replay of ${job.replay_of}` : ''}`);
   duplicates.forEach((d, i) => add(d, 'intent_duplicates', `duplicate submission #${i + 1}`, 'same tenant and Idempotency-Key: answered with this job, nothing started'));
@@ -282,13 +285,14 @@ export async function jobTimeline(deps: TimelineDeps, jobId: string): Promise<Jo
     const [tq] = await taskQueueHealth(deps.temporal, [name]);
     if (tq && (tq.workflow || tq.activity)) facts.taskQueue = { name, workflowPollers: tq.workflow?.pollers ?? null, activityPollers: tq.activity?.pollers ?? null };
   }
+  const verdict = stageVerdict(facts);
   const events = [...pgSide.events, ...temporal.events]
     .map((e, i) => ({ e, i, t: Date.parse(e.at) }))
     .sort((a, b) => a.t - b.t || a.i - b.i)
     .map((x) => x.e);
   return {
     jobId: job.job_id, tenantId: job.tenant_id, jobType: job.job_type, priority: job.priority, status: job.status, generatedAt: now.toISOString(),
-    verdict: stageVerdict(facts),
+    stage: verdict.words, nextStep: verdict.nextStep, verdict,
     timings: stageTimings({ now, createdAt: job.created_at, workflowStartedAt: job.workflow_started_at, firstStartedAt: job.first_started_at, finishedAt: job.finished_at, deferredAt: job.deferred_at, admittedAt: job.admitted_at, status: job.status },
       pgSide.attempts.map((a) => ({ step: a.step, startedAt: a.started_at, finishedAt: a.finished_at }))),
     duplicates: { count: pgSide.duplicates.length, at: pgSide.duplicates.map(iso) },

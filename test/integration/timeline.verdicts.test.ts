@@ -41,6 +41,8 @@ describe('GET /v1/admin/jobs/{jobId}/timeline', () => {
 
     const t = await verdictMatching(jobId, /^stuck at claim: no worker has polled task queue /);
     expect(t.verdict).toMatchObject({ stage: 'claim', condition: 'stuck' });
+    expect(t.stage).toBe(t.verdict.words);
+    expect(t.events[0]).toMatchObject({ at: expect.stringMatching(/Z$/), source: 'postgres', kind: 'job_intents', event: 'intent accepted' });
     expect(t.verdict.words).toContain(h.taskQueue);
     expect(t.duplicates.count).toBe(1);
     expect(Date.parse(t.duplicates.at[0])).toBeGreaterThanOrEqual(Date.parse(t.events[0].at));
@@ -102,7 +104,7 @@ describe('GET /v1/admin/jobs/{jobId}/timeline', () => {
     const t = await verdictMatching(jobId, /notification failed/);
     expect(t.verdict.words).toMatch(/^completed \S+; notification failed 3 times \(outbox\)$/);
     expect(t.verdict.stage).toBe('completion');
-    const notify = t.events.filter((e: any) => e.from === 'job_attempts' && / of notify: /.test(e.event));
+    const notify = t.events.filter((e: any) => e.kind === 'job_attempts' && / of notify: /.test(e.event));
     expect(notify.map((e: any) => e.event)).toEqual(['attempt 1 of notify: retryable', 'attempt 2 of notify: retryable', 'attempt 3 of notify: non-retryable']);
     expect(notify[0].detail).toMatch(/HTTP 503.*retry in 1 s \(the upstream's Retry-After\)/);
     expect(notify[1].detail).toMatch(/HTTP 503.*\(full jitter\)/);
