@@ -9,7 +9,7 @@ export interface AttemptRecord {
   errorClass?: string;
   statusCode?: number;
   delayMs?: number;
-  /** Why the delay (migration 0010): the upstream's Retry-After, or full jitter. */
+  /** Why the delay (migration 0012): the upstream's Retry-After, or full jitter. */
   delaySource?: 'retry-after' | 'jitter';
   startedAt: Date;
 }

@@ -8,7 +8,7 @@ import type { JobState, Priority } from '../contract/job-types.js';
 
 type Db = pg.Pool | pg.PoolClient;
 
-/** A duplicate submission of an accepted intent (same tenant and key): the time only (migration 0010). */
+/** A duplicate submission of an accepted intent (same tenant and key): the time only (migration 0012). */
 export async function recordDuplicate(db: Db, jobId: string): Promise<void> {
   await db.query('INSERT INTO intent_duplicates (job_id) VALUES ($1)', [jobId]);
 }
