@@ -16,6 +16,7 @@ import { registerOutboxRoutes } from './routes-outbox.js';
 import { registerDeadLetterRoutes } from './routes-dead-letters.js';
 import { registerAdminRoutes } from './routes-admin.js';
 import { registerJobRoutes } from './routes-jobs.js';
+import { registerTimelineRoutes } from './routes-timeline.js';
 import { registerWebhookRoutes } from './routes-webhooks.js';
 
 export interface AppDeps {
@@ -89,6 +90,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   // Before the job routes: its onSend hook counts the intake's 503s.
   registerAdminRoutes(app, registry, { pool: deps.pool, temporal: deps.temporal, taskQueues: [deps.jobs.taskQueue], adminApiKey: deps.adminApiKey, log: deps.log, fallbackTypes: deps.jobTypes.fallbackTypes });
   registerJobRoutes(app, { pool: deps.pool, jobs: deps.jobs });
+  registerTimelineRoutes(app, { pool: deps.pool, temporal: deps.temporal, taskQueue: deps.jobs.taskQueue, adminApiKey: deps.adminApiKey });
   const deadLetters = createDeadLetterService({ pool: deps.pool, temporal: deps.temporal, jobTypes: deps.jobTypes, taskQueue: deps.taskQueue ?? deps.jobs.taskQueue, codeVersion: deps.version });
   registerDeadLetterRoutes(app, { deadLetters, adminApiKey: deps.adminApiKey });
   registerWebhookRoutes(app, { webhooks: createWebhookService(deps), adminApiKey: deps.adminApiKey, webhookSecrets: deps.webhookSecrets }, registry);
