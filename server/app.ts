@@ -21,6 +21,7 @@ import { registerDeadLetterRoutes } from './routes-dead-letters.js';
 import { registerAdminRoutes } from './routes-admin.js';
 import { registerJobRoutes } from './routes-jobs.js';
 import { registerOperatorRoutes } from './routes-operators.js';
+import { registerTimelineRoutes } from './routes-timeline.js';
 import { registerWebhookRoutes } from './routes-webhooks.js';
 
 export interface AppDeps {
@@ -101,6 +102,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   // Before the job routes: its onSend hook counts the intake's 503s.
   registerAdminRoutes(app, registry, { pool: deps.pool, temporal: deps.temporal, taskQueues: [deps.jobs.taskQueue], adminApiKey: admin, log: deps.log, fallbackTypes: deps.jobTypes.fallbackTypes });
   registerJobRoutes(app, { pool: deps.pool, jobs: deps.jobs });
+  registerTimelineRoutes(app, { pool: deps.pool, temporal: deps.temporal, taskQueue: deps.jobs.taskQueue, adminApiKey: admin });
   const deadLetters = createDeadLetterService({ pool: deps.pool, temporal: deps.temporal, jobTypes: deps.jobTypes, taskQueue: deps.taskQueue ?? deps.jobs.taskQueue, codeVersion: deps.version });
   registerDeadLetterRoutes(app, { deadLetters, adminApiKey: admin });
   registerWebhookRoutes(app, { webhooks: createWebhookService(deps), adminApiKey: admin, webhookSecrets: deps.webhookSecrets }, registry);

@@ -160,6 +160,13 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
       '/v1/admin/jobs/{jobId}': {
         get: { summary: 'One job as its tenant sees it, plus the tenant (admin key)', responses: { 200: { description: 'job' }, 401: problemResponse('admin key required'), 404: problemResponse('unknown job') } },
       },
+      '/v1/admin/jobs/{jobId}/timeline': {
+        get: {
+          summary: 'One job\'s timeline (admin key): every event from Postgres and the Temporal history in UTC order, each with its source and kind; above it the stage verdict (intake, claim, side effects, completion) in words with its figure, the next step, queue wait and execution time per stage, duplicates and replay lineage. Never the input, a result, a payload or a key',
+          parameters: [{ name: 'jobId', in: 'path', required: true, schema: { type: 'string', maxLength: 300 } }],
+          responses: { 200: { description: 'timeline' }, 400: problemResponse('invalid job ID or an unknown query parameter'), 401: problemResponse('admin key required'), 404: problemResponse('unknown job') },
+        },
+      },
       '/v1/admin/queue-health': {
         get: {
           summary: 'Queue health: backlog and its age, rates, recovery ETA, leases, dead letters, outbox, degradation, fallback use (admin key)',
