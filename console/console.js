@@ -32,6 +32,8 @@ function el(tag, attrs = {}, ...children) {
 const clear = (node) => { node.replaceChildren(); return node; };
 const text = (sel, value) => { $(sel).textContent = value ?? ''; };
 const utc = (iso) => (iso ? String(iso).replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '');
+/** HH:MM:SS.mmmZ: one UTC time base, to the millisecond, for ordering the timeline. */
+const clock = (iso) => (iso ? String(iso).slice(11) : '');
 const json = (v) => (v === undefined ? '' : JSON.stringify(v, null, 2));
 const badge = (s) => el('span', { class: `badge s-${s}` }, s);
 const ms = (n) => (n === undefined || n === null ? '' : n < 1000 ? `${n} ms` : `${(n / 1000).toFixed(1)} s`);
@@ -210,8 +212,9 @@ async function renderTimeline(jobId) {
     ['replays', t.lineage?.replays?.length ? t.lineage.replays.map((r) => `${r.jobId} (${r.status})`).join(', ') : undefined],
     ['temporal', t.temporal ? [t.temporal.status, t.temporal.taskQueue, t.temporal.note].filter(Boolean).join(' · ') : undefined],
   ]);
+  text('#timeline-date', t.events?.length ? `UTC, from ${utc(t.events[0].at)}` : '');
   for (const e of t.events ?? []) {
-    events.append(el('tr', {}, el('td', {}, utc(e.at)), el('td', {}, e.source), el('td', {}, e.from), el('td', {}, e.event), el('td', {}, e.detail ?? '')));
+    events.append(el('tr', {}, el('td', { class: 'nowrap', title: e.at }, clock(e.at)), el('td', {}, e.source), el('td', {}, e.kind ?? e.from ?? ''), el('td', {}, e.event), el('td', {}, e.detail ?? '')));
   }
 }
 
