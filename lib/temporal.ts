@@ -58,3 +58,26 @@ export async function ensureSearchAttributes(connection: Connection, namespace: 
   }
   return missing;
 }
+
+/**
+ * Whether Temporal would accept a job start now, without starting anything (for `/readyz`). A
+ * health check passes while a start would still fail: the namespace may be missing, the search
+ * attributes unregistered or not yet usable (a production server caches their mapping for
+ * ~2 s after registration), or the history service down behind a live frontend. So: a
+ * visibility count that names all three attributes (fails on a missing namespace or an
+ * unusable attribute), then a describe of a workflow that does not exist, which only the
+ * history service can answer NOT_FOUND.
+ */
+export async function temporalAcceptsJobs(connection: Connection, namespace: string, timeoutMs = 2_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  await connection.withDeadline(deadline, () => connection.workflowService.countWorkflowExecutions({
+    namespace, query: "TenantId = 'readyz' AND JobType = 'readyz' AND JobState = 'readyz'",
+  }));
+  try {
+    await connection.withDeadline(deadline, () => connection.workflowService.describeWorkflowExecution({
+      namespace, execution: { workflowId: 'durable-jobs-readyz-probe-never-started' },
+    }));
+  } catch (err) {
+    if ((err as { code?: number }).code !== 5) throw err; // 5 = NOT_FOUND: history answered
+  }
+}

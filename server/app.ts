@@ -5,6 +5,7 @@ import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { JobsClient } from '../client/jobs-client.js';
 import { hasUnstorableText } from '../lib/json-safety.js';
 import type { Logger } from '../lib/logger.js';
+import { temporalAcceptsJobs } from '../lib/temporal.js';
 import { openApiDocument } from './openapi.js';
 import { problem, problemFromError, sendProblem } from './problems.js';
 import { registerDeadLetterRoutes } from './routes-dead-letters.js';
@@ -70,7 +71,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   app.get('/readyz', async (_req, reply) => {
     const checks = await Promise.all([
       deps.pool.query('SELECT 1').then(() => 'ok', (e: Error) => e.message),
-      deps.temporal.connection.withDeadline(Date.now() + 2_000, () => (deps.temporal.connection as Connection).healthService.check({})).then(() => 'ok', (e: Error) => e.message),
+      temporalAcceptsJobs(deps.temporal.connection as Connection, deps.temporal.options.namespace).then(() => 'ok', (e: Error) => e.message),
     ]);
     const [postgres, temporal] = checks;
     if (postgres === 'ok' && temporal === 'ok') return { status: 'ready', postgres, temporal };
