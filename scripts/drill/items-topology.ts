@@ -130,6 +130,18 @@ export const topology: DrillItem = {
           }
         }
       })();
+      // The connection budget: peak Postgres connections of temporal-server and of everything.
+      let peakTemporalConns = 0;
+      let peakAllConns = 0;
+      const sampler = setInterval(() => {
+        s.pool.query<{ t: number; a: number }>(
+          `SELECT count(*) FILTER (WHERE datname IN ('temporal', 'temporal_visibility'))::int AS t, count(*)::int AS a FROM pg_stat_activity WHERE backend_type = 'client backend'`,
+        ).then((r) => {
+          peakTemporalConns = Math.max(peakTemporalConns, r.rows[0]!.t);
+          peakAllConns = Math.max(peakAllConns, r.rows[0]!.a);
+        }, () => undefined);
+      }, 500);
+      sampler.unref();
       const chaos = Promise.all([temporalCrash, workerChaos]);
 
       const submitter = async (): Promise<void> => {
@@ -151,6 +163,7 @@ export const topology: DrillItem = {
       }, 600_000);
       const drainedAt = Date.now();
       await chaos;
+      clearInterval(sampler);
 
       // One terminal state each: one intent row, a terminal status, a closed workflow.
       const rows = (await s.pool.query<{ job_id: string; status: string; n: number }>(
@@ -183,7 +196,8 @@ export const topology: DrillItem = {
           `${workerKills} worker SIGKILLs (each replaced); temporal-server SIGKILLed once at 40 % and restarted (down ${(temporalDownMs / 1000).toFixed(1)} s)`,
         observed: `all ${JOBS} acknowledged jobs terminal (${Object.entries(byStatus).map(([k, v]) => `${v} ${k}`).join(', ')}), each one intent row and one completed workflow; ` +
           `${applied} effect keys, none applied twice; intake p50 ${pct(lat, 50).toFixed(0)} ms, p95 ${pct(lat, 95).toFixed(0)} ms, max ${lat[lat.length - 1]!.toFixed(0)} ms (${retried} intents re-sent after a 503 or refused connection); ` +
-          `intake took ${((intakeEnd - started) / 1000).toFixed(1)} s, drained ${((drainedAt - intakeEnd) / 1000).toFixed(1)} s after the last acknowledgement (${((drainedAt - started) / 1000).toFixed(1)} s in all)`,
+          `intake took ${((intakeEnd - started) / 1000).toFixed(1)} s, drained ${((drainedAt - intakeEnd) / 1000).toFixed(1)} s after the last acknowledgement (${((drainedAt - started) / 1000).toFixed(1)} s in all); ` +
+          `peak Postgres connections: ${peakTemporalConns} of temporal-server, ${peakAllConns} in all`,
       };
     } finally {
       await Promise.all(apis.map((a) => a.stop()));
