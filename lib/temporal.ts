@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import { Client, Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
@@ -9,22 +8,11 @@ export const JobTypeKey = defineSearchAttributeKey('JobType', SearchAttributeTyp
 export const JobStateKey = defineSearchAttributeKey('JobState', SearchAttributeType.KEYWORD);
 
 /** Connection options for a local dev server, a self-hosted cluster (mTLS) or Temporal Cloud (API key). */
-export interface TemporalConnectionOptions {
-  address: string;
-  tls?: boolean | { clientCertPair: { crt: Buffer; key: Buffer } };
-  apiKey?: string;
-}
+export type TemporalConnectionOptions = Config['temporalConnection'] & { address: string };
 
 /** Works for both the client `Connection` and the worker's `NativeConnection`. */
 export async function connectionOptions(config: Config, address: string): Promise<TemporalConnectionOptions> {
-  const opts: TemporalConnectionOptions = { address };
-  if (config.temporalTls) {
-    opts.tls = config.temporalTlsCertPath && config.temporalTlsKeyPath
-      ? { clientCertPair: { crt: await readFile(config.temporalTlsCertPath), key: await readFile(config.temporalTlsKeyPath) } }
-      : true;
-  }
-  if (config.temporalApiKey) opts.apiKey = config.temporalApiKey;
-  return opts;
+  return { ...config.temporalConnection, address };
 }
 
 export async function connectClient(config: Config, address: string): Promise<Client> {
