@@ -14,6 +14,7 @@ import { createAdminJobsService } from '../services/admin-jobs.js';
 import { adminKeyring } from './auth.js';
 import { registerConsole } from './console.js';
 import { registerScanMetrics } from './metrics.js';
+import { temporalAcceptsJobs } from '../lib/temporal.js';
 import { openApiDocument } from './openapi.js';
 import { noteUnavailable, problem, problemFromError, sendProblem } from './problems.js';
 import { registerOutboxRoutes } from './routes-outbox.js';
@@ -88,7 +89,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   app.get('/readyz', async (_req, reply) => {
     const checks = await Promise.all([
       deps.pool.query('SELECT 1').then(() => 'ok', (e: Error) => e.message),
-      deps.temporal.connection.withDeadline(Date.now() + 2_000, () => (deps.temporal.connection as Connection).healthService.check({})).then(() => 'ok', (e: Error) => e.message),
+      temporalAcceptsJobs(deps.temporal.connection as Connection, deps.temporal.options.namespace).then(() => 'ok', (e: Error) => e.message),
     ]);
     const [postgres, temporal] = checks;
     if (postgres === 'ok' && temporal === 'ok') return { status: 'ready', postgres, temporal };

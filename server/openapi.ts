@@ -184,7 +184,7 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
         },
       },
       '/healthz': { get: { summary: 'process up', security: [], responses: { 200: { description: 'up' } } } },
-      '/readyz': { get: { summary: 'Temporal and Postgres reachable', security: [], responses: { 200: { description: 'ready' }, 503: problemResponse('not ready') } } },
+      '/readyz': { get: { summary: 'Postgres reachable and Temporal would accept a job (namespace, search attributes, history)', security: [], responses: { 200: { description: 'ready' }, 503: problemResponse('not ready') } } },
       '/metrics': { get: { summary: 'Prometheus metrics', security: [], responses: { 200: { description: 'text exposition format' } } } },
     },
   };

@@ -74,4 +74,4 @@ export async function simReset(s: DrillStack): Promise<void> {
 }
 
 export interface ItemResult { done: string; observed: string }
-export interface DrillItem { item: string; needs?: 'simulator' | 'own-temporal-and-postgres'; run(s: DrillStack): Promise<ItemResult> }
+export interface DrillItem { item: string; needs?: 'simulator' | 'own-temporal-and-postgres' | 'own-temporal-server'; run(s: DrillStack): Promise<ItemResult> }

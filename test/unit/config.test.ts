@@ -82,6 +82,7 @@ describe('configuration', () => {
       expect(load({ TEMPORAL_UI_PORT: '9000' }, 'dev').temporalUiUrl).toBe('http://127.0.0.1:9000');
       expect(load({ TEMPORAL_UI_URL: 'https://temporal.example/' }).temporalUiUrl).toBe('https://temporal.example');
       expect(load({}).temporalUiUrl).toBeUndefined();
+      expect(load({ TEMPORAL_UI_URL: 'none' }, 'dev').temporalUiUrl).toBeUndefined();
     });
   });
 });
