@@ -67,7 +67,7 @@ export async function failAttempt(deps: AttemptDeps, job: { jobId: string; step:
     const retryable = err instanceof RetryableError ? err
       : isConnectionError(err) ? new RetryableError((err as Error).message, { errorClass: 'database_unavailable', retryAfterMs: DATABASE_RETRY_MS }, { cause: err })
         : new RetryableError((err as Error)?.message ?? String(err), { errorClass: 'internal_error' }, { cause: err });
-    const { delayMs } = chooseDelay(info.attempt, retryable.details.retryAfterMs, { baseMs: job.budget.backoffBaseMs, capMs: job.budget.backoffCapMs });
+    const { delayMs, source: delaySource } = chooseDelay(info.attempt, retryable.details.retryAfterMs, { baseMs: job.budget.backoffBaseMs, capMs: job.budget.backoffCapMs });
     const deadline = info.scheduleToCloseTimeoutMs ? info.scheduledTimestampMs + info.scheduleToCloseTimeoutMs : undefined;
     const details: FailureDetails = { errorClass: retryable.details.errorClass, statusCode: retryable.details.statusCode, delayMs };
     if (exceedsBudget(now, delayMs, deadline, attemptMarginMs(now - job.startedAt.getTime())) || lastAttempt) {
@@ -77,7 +77,7 @@ export async function failAttempt(deps: AttemptDeps, job: { jobId: string; step:
       deps.log.warn({ jobId: job.jobId, step: job.step, attempt: info.attempt, errorClass: details.errorClass }, `retry budget exhausted: ${why}`);
       throw ApplicationFailure.create({ message: `${retryable.message}; ${why}`, type: 'RetryBudgetExhausted', nonRetryable: true, details: [details] });
     }
-    await safeRecord(deps, { ...base, outcome: 'retryable', errorClass: details.errorClass, statusCode: details.statusCode, delayMs });
+    await safeRecord(deps, { ...base, outcome: 'retryable', errorClass: details.errorClass, statusCode: details.statusCode, delayMs, delaySource });
     const marked = await markRetrying(deps.pool, job.jobId, info.attempt, { errorClass: details.errorClass, message: retryable.message, statusCode: details.statusCode }, new Date(now + delayMs), currentFence()).catch(() => undefined);
     if (marked === false) deps.log.warn({ jobId: job.jobId, step: job.step, attempt: info.attempt }, 'stale attempt: a newer attempt superseded it; its status write was refused');
     deps.log.info({ jobId: job.jobId, step: job.step, attempt: info.attempt, errorClass: details.errorClass, statusCode: details.statusCode, delayMs }, 'attempt failed; retrying');

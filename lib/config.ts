@@ -1,6 +1,8 @@
 import { z } from 'zod';
+import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { detectCodeVersion } from './code-version.js';
+import { loadClientConnectConfig, type ClientConnectConfig } from '@temporalio/envconfig';
 import { ConfigError } from './errors.js';
 import type { ConcurrencyLimits, JobBudget, JobType } from '../contract/job-types.js';
 
@@ -15,6 +17,12 @@ export const PACKAGE_VERSION: string = (createRequire(import.meta.url)('../packa
 export type Mode = 'dev' | 'production';
 
 export interface TenantSeed { tenantId: string; apiKey: string }
+
+/**
+ * One admin key of a named operator, as the server keeps it: the SHA-256 of the key (hex),
+ * never the key. Every audit row names `operator`.
+ */
+export interface OperatorKey { operator: string; keyHash: string }
 
 export interface Config {
   mode: Mode;
@@ -34,6 +42,14 @@ export interface Config {
   temporalTls: boolean;
   temporalTlsCertPath: string | undefined;
   temporalTlsKeyPath: string | undefined;
+  /**
+   * How to reach Temporal beyond the address (TLS, API key, gRPC metadata), the way the
+   * Temporal CLI and SDKs read it (`@temporalio/envconfig`): a profile of TEMPORAL_CONFIG_FILE or
+   * ~/.config/temporalio/temporal.toml (TEMPORAL_PROFILE, default `default`) under the standard
+   * TEMPORAL_* variables. In dev mode a profile file is read only when TEMPORAL_PROFILE or
+   * TEMPORAL_CONFIG_FILE is set, so a Cloud profile on a laptop does not capture `npm start`.
+   */
+  temporalConnection: Omit<ClientConnectConfig['connectionOptions'], 'address'>;
   /** Task queue the job workflows and activities run on. Default `durable-jobs`. */
   taskQueue: string;
   /** undefined means embedded Postgres with data under `.data/`. */
@@ -53,7 +69,19 @@ export interface Config {
   /** Worker processes `npm start` runs. Default 1. */
   workers: number;
   seedTenants: TenantSeed[];
+  /**
+   * The admin key this process *sends* (the CLIs): `ADMIN_API_KEY`, or `admin-key` in dev mode
+   * when no `ADMIN_API_KEYS` are configured. The server accepts `adminKeys` only.
+   */
   adminApiKey: string | undefined;
+  /**
+   * The admin keys the API accepts, each naming its operator, hashed (`ADMIN_API_KEYS`:
+   * `alice=key1|key2,bob=sha256:<hex>`, several per operator for rotation; `ADMIN_API_KEY`
+   * is a key of operator "admin").
+   */
+  adminKeys: OperatorKey[];
+  /** Temporal Web UI base URL for links from the console (`TEMPORAL_UI_URL`, `none`: no links); dev default http://127.0.0.1:$TEMPORAL_UI_PORT. */
+  temporalUiUrl: string | undefined;
   /** source → secrets (`whsec_...`), several for rotation; the first one signs. */
   webhookSecrets: Record<string, string[]>;
   logLevel: string;
@@ -98,6 +126,41 @@ function parseWebhookSecrets(raw: string): Record<string, string[]> {
   return out;
 }
 
+const OPERATOR_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
+const KEY_DIGEST = /^sha256:([0-9a-f]{64})$/;
+const keyDigest = (key: string) => createHash('sha256').update(key).digest('hex');
+
+/**
+ * `ADMIN_API_KEYS='alice=key1|key2,bob=sha256:<hex of sha256(key)>'` plus `ADMIN_API_KEY` (operator
+ * "admin"): every key hashed here, so the raw keys live nowhere past configuration.
+ */
+function parseAdminKeys(raw: string, legacyKey: string | undefined): OperatorKey[] {
+  const out: OperatorKey[] = [];
+  const add = (operator: string, key: string) => {
+    const digest = KEY_DIGEST.exec(key)?.[1] ?? keyDigest(key);
+    const owner = out.find((k) => k.keyHash === digest);
+    if (owner && owner.operator !== operator) throw new ConfigError(`ADMIN_API_KEYS: one key is listed for both "${owner.operator}" and "${operator}"; a key names one operator`);
+    if (!owner) out.push({ operator, keyHash: digest });
+  };
+  const seen = new Set<string>();
+  for (const entry of raw.trim() === '' ? [] : raw.split(',')) {
+    const eq = entry.indexOf('=');
+    const operator = entry.slice(0, eq).trim();
+    const keys = entry.slice(eq + 1).split('|').map((k) => k.trim());
+    if (eq <= 0 || !OPERATOR_NAME.test(operator)) {
+      throw new ConfigError('ADMIN_API_KEYS must be "operator=key[|key...],..." with operator names of 1-64 of A-Z a-z 0-9 . _ @ - (starting with a letter or digit)');
+    }
+    if (seen.has(operator)) throw new ConfigError(`ADMIN_API_KEYS: operator "${operator}" is listed twice; list its keys once, separated by |`);
+    seen.add(operator);
+    for (const key of keys) {
+      if (!KEY_DIGEST.test(key) && key.length < 16) throw new ConfigError(`ADMIN_API_KEYS: each key of operator "${operator}" must be at least 16 characters, or sha256:<64 hex digits>`);
+      add(operator, key);
+    }
+  }
+  if (legacyKey !== undefined) add('admin', legacyKey);
+  return out;
+}
+
 const positiveInt = z.number().int().positive();
 const BUDGET_SCHEMA = z.object({
   heartbeatTimeoutMs: positiveInt.min(1_000), startToCloseTimeoutMs: positiveInt.min(1_000),
@@ -134,7 +197,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { jobTypes: readonly Jo
     HTTP_PORT: port('HTTP_PORT', 8080),
     HTTP_HOST: z.string().min(1).optional(),
     TEMPORAL_ADDRESS: z.string().regex(/^[^\s:]+:\d+$/, 'TEMPORAL_ADDRESS must be host:port').optional(),
-    TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+    TEMPORAL_NAMESPACE: z.string().min(1).optional(),
     TEMPORAL_UI_PORT: port('TEMPORAL_UI_PORT', 8233),
     TEMPORAL_CLI_PATH: z.string().min(1).optional(),
     TEMPORAL_API_KEY: z.string().min(1).optional(),
@@ -151,6 +214,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { jobTypes: readonly Jo
     WORKERS: z.coerce.number().int('WORKERS must be a whole number').min(0, 'WORKERS must be 0-16').max(16, 'WORKERS must be 0-16').default(1),
     SEED_TENANTS: z.string().optional(),
     ADMIN_API_KEY: z.string().min(8, 'ADMIN_API_KEY must be at least 8 characters').optional(),
+    ADMIN_API_KEYS: z.string().optional(),
+    TEMPORAL_UI_URL: z.union([z.literal('none'), z.url().regex(/^https?:\/\//)], { error: 'TEMPORAL_UI_URL must be an http(s) URL, or "none"' }).optional(),
     WEBHOOK_SECRETS: z.string().default(''),
     JOB_BUDGETS: z.string().optional(),
     CONCURRENCY_LIMITS: z.string().optional(),
@@ -165,18 +230,31 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { jobTypes: readonly Jo
   }
   const e = parsed.data;
   const httpPort = e.HTTP_PORT;
+  // Dev mode's known key belongs to operator "admin", unless named keys are configured.
+  const adminApiKey = e.ADMIN_API_KEY ?? (mode === 'dev' && e.ADMIN_API_KEYS === undefined ? 'admin-key' : undefined);
+  const seedTenants = parseTenants(e.SEED_TENANTS ?? (mode === 'dev' ? 'demo=demo-key' : ''));
+  const adminKeys = parseAdminKeys(e.ADMIN_API_KEYS ?? '', adminApiKey);
+  const clash = seedTenants.find((t) => adminKeys.some((k) => k.keyHash === keyDigest(t.apiKey)));
+  if (clash) throw new ConfigError(`the API key of tenant "${clash.tenantId}" is also an admin key; a tenant key never opens an admin route`);
+  const profile = temporalProfile(cleaned as Record<string, string>, mode);
+  const { address: profileAddress, ...temporalConnection } = profile.connectionOptions;
+  if (e.TEMPORAL_ADDRESS === undefined && profileAddress !== undefined && !/^[^\s:]+:\d+$/.test(profileAddress)) {
+    throw new ConfigError(`invalid configuration: the Temporal profile's address must be host:port`);
+  }
+  const tls = temporalConnection.tls;
   return {
     mode,
     httpPort,
     httpHost: e.HTTP_HOST ?? (mode === 'dev' ? '127.0.0.1' : '0.0.0.0'),
-    temporalAddress: e.TEMPORAL_ADDRESS,
-    temporalNamespace: e.TEMPORAL_NAMESPACE,
+    temporalAddress: e.TEMPORAL_ADDRESS ?? profileAddress,
+    temporalNamespace: e.TEMPORAL_NAMESPACE ?? profile.namespace ?? 'default',
     temporalUiPort: e.TEMPORAL_UI_PORT,
     temporalCliPath: e.TEMPORAL_CLI_PATH,
-    temporalApiKey: e.TEMPORAL_API_KEY,
-    temporalTls: e.TEMPORAL_TLS || e.TEMPORAL_API_KEY !== undefined || e.TEMPORAL_TLS_CERT_PATH !== undefined,
-    temporalTlsCertPath: e.TEMPORAL_TLS_CERT_PATH,
-    temporalTlsKeyPath: e.TEMPORAL_TLS_KEY_PATH,
+    temporalApiKey: temporalConnection.apiKey,
+    temporalTls: tls !== undefined && tls !== false,
+    temporalTlsCertPath: cleaned.TEMPORAL_TLS_CLIENT_CERT_PATH ?? e.TEMPORAL_TLS_CERT_PATH,
+    temporalTlsKeyPath: cleaned.TEMPORAL_TLS_CLIENT_KEY_PATH ?? e.TEMPORAL_TLS_KEY_PATH,
+    temporalConnection,
     taskQueue: e.TASK_QUEUE,
     databaseUrl: e.DATABASE_URL,
     providerUrl: e.PROVIDER_URL?.replace(/\/+$/, ''),
@@ -185,8 +263,10 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { jobTypes: readonly Jo
     simWebhookUrl: e.SIM_WEBHOOK_URL ?? `http://127.0.0.1:${httpPort}/v1/webhooks/sim`,
     apiUrl: (e.DJ_API_URL ?? `http://127.0.0.1:${httpPort}`).replace(/\/+$/, ''),
     workers: e.WORKERS,
-    seedTenants: parseTenants(e.SEED_TENANTS ?? (mode === 'dev' ? 'demo=demo-key' : '')),
-    adminApiKey: e.ADMIN_API_KEY ?? (mode === 'dev' ? 'admin-key' : undefined),
+    seedTenants,
+    adminApiKey,
+    adminKeys,
+    temporalUiUrl: e.TEMPORAL_UI_URL === 'none' ? undefined : (e.TEMPORAL_UI_URL ?? (mode === 'dev' ? `http://127.0.0.1:${e.TEMPORAL_UI_PORT}` : undefined))?.replace(/\/+$/, ''),
     webhookSecrets: parseWebhookSecrets(e.WEBHOOK_SECRETS),
     logLevel: e.LOG_LEVEL,
     jobBudgets: perJobType('JOB_BUDGETS', e.JOB_BUDGETS, BUDGET_SCHEMA, opts.jobTypes),
@@ -195,3 +275,32 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { jobTypes: readonly Jo
   };
 }
 
+/**
+ * The Temporal client profile through @temporalio/envconfig (see Config.temporalConnection).
+ * TEMPORAL_TLS_CERT_PATH / TEMPORAL_TLS_KEY_PATH, this project's earlier names, stand in for the
+ * standard TEMPORAL_TLS_CLIENT_CERT_PATH / TEMPORAL_TLS_CLIENT_KEY_PATH. The certificate files
+ * are read here, so a wrong path stops the process at start.
+ */
+function temporalProfile(env: Record<string, string>, mode: Mode): ClientConnectConfig {
+  const vars = { ...env };
+  if (vars.TEMPORAL_TLS_CERT_PATH && !vars.TEMPORAL_TLS_CLIENT_CERT_PATH) vars.TEMPORAL_TLS_CLIENT_CERT_PATH = vars.TEMPORAL_TLS_CERT_PATH;
+  if (vars.TEMPORAL_TLS_KEY_PATH && !vars.TEMPORAL_TLS_CLIENT_KEY_PATH) vars.TEMPORAL_TLS_CLIENT_KEY_PATH = vars.TEMPORAL_TLS_KEY_PATH;
+  const disableFile = mode === 'dev' && vars.TEMPORAL_PROFILE === undefined && vars.TEMPORAL_CONFIG_FILE === undefined;
+  try {
+    const loaded = loadClientConnectConfig({ overrideEnvVars: vars, disableFile });
+    // envconfig 1.24 returns certificates as Uint8Array; the client Connection (grpc-js
+    // createSsl) accepts only Buffers and throws "must be a Buffer" otherwise.
+    const tls = loaded.connectionOptions.tls;
+    if (tls && typeof tls === 'object') {
+      const buf = (b: Uint8Array | undefined) => (b === undefined ? undefined : Buffer.from(b));
+      loaded.connectionOptions.tls = {
+        ...tls,
+        serverRootCACertificate: buf(tls.serverRootCACertificate),
+        clientCertPair: tls.clientCertPair ? { crt: buf(tls.clientCertPair.crt)!, key: buf(tls.clientCertPair.key)! } : undefined,
+      };
+    }
+    return loaded;
+  } catch (err) {
+    throw new ConfigError(`invalid Temporal client profile (TEMPORAL_PROFILE / TEMPORAL_CONFIG_FILE / TEMPORAL_TLS_*): ${(err as Error).message}`);
+  }
+}

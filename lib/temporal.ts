@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import { Client, Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { SEARCH_ATTRIBUTE_NAMES } from '../contract/messages.js';
@@ -7,22 +6,11 @@ import type { Config } from './config.js';
 export { JobStateKey, JobTypeKey, TenantIdKey } from '../contract/messages.js';
 
 /** Connection options for a local dev server, a self-hosted cluster (mTLS) or Temporal Cloud (API key). */
-export interface TemporalConnectionOptions {
-  address: string;
-  tls?: boolean | { clientCertPair: { crt: Buffer; key: Buffer } };
-  apiKey?: string;
-}
+export type TemporalConnectionOptions = Config['temporalConnection'] & { address: string };
 
 /** Works for both the client `Connection` and the worker's `NativeConnection`. */
 export async function connectionOptions(config: Config, address: string): Promise<TemporalConnectionOptions> {
-  const opts: TemporalConnectionOptions = { address };
-  if (config.temporalTls) {
-    opts.tls = config.temporalTlsCertPath && config.temporalTlsKeyPath
-      ? { clientCertPair: { crt: await readFile(config.temporalTlsCertPath), key: await readFile(config.temporalTlsKeyPath) } }
-      : true;
-  }
-  if (config.temporalApiKey) opts.apiKey = config.temporalApiKey;
-  return opts;
+  return { ...config.temporalConnection, address };
 }
 
 /** A client for the configured Temporal; `connection` is the concrete one (operator and health services). */
@@ -56,4 +44,27 @@ export async function ensureSearchAttributes(connection: Connection, namespace: 
     }
   }
   return missing;
+}
+
+/**
+ * Whether Temporal would accept a job start now, without starting anything (for `/readyz`). A
+ * health check passes while a start would still fail: the namespace may be missing, the search
+ * attributes unregistered or not yet usable (a production server caches their mapping for
+ * ~2 s after registration), or the history service down behind a live frontend. So: a
+ * visibility count that names all three attributes (fails on a missing namespace or an
+ * unusable attribute), then a describe of a workflow that does not exist, which only the
+ * history service can answer NOT_FOUND.
+ */
+export async function temporalAcceptsJobs(connection: Connection, namespace: string, timeoutMs = 2_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  await connection.withDeadline(deadline, () => connection.workflowService.countWorkflowExecutions({
+    namespace, query: "TenantId = 'readyz' AND JobType = 'readyz' AND JobState = 'readyz'",
+  }));
+  try {
+    await connection.withDeadline(deadline, () => connection.workflowService.describeWorkflowExecution({
+      namespace, execution: { workflowId: 'durable-jobs-readyz-probe-never-started' },
+    }));
+  } catch (err) {
+    if ((err as { code?: number }).code !== 5) throw err; // 5 = NOT_FOUND: history answered
+  }
 }

@@ -11,7 +11,6 @@
  *
  * Every command takes `--json` (the API's JSON, unchanged) instead of the table.
  */
-import { userInfo } from 'node:os';
 import { loadConfig } from '../lib/config.js';
 import { defaultJobRegistry } from '../jobs/index.js';
 
@@ -61,13 +60,13 @@ function need(a: Args, what: string): string {
 type Api = (method: string, path: string, body?: unknown) => Promise<any>;
 
 function createApi(baseUrl: string, adminKey: string): Api {
-  const operator = (() => { try { return userInfo().username; } catch { return 'operator'; } })();
   return async (method, path, body) => {
     let res: Response;
     try {
       res = await fetch(baseUrl + path, {
         method,
-        headers: { authorization: `Bearer ${adminKey}`, 'x-operator': operator, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+        // The key names the operator for the audit trail (ADMIN_API_KEYS); no X-Operator.
+        headers: { authorization: `Bearer ${adminKey}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
     } catch (err) {

@@ -30,7 +30,7 @@ function parseArgs(argv: string[]): { json?: string; only?: Set<string> } {
 const args = parseArgs(process.argv.slice(2));
 const say = (m: string) => console.log(`[drill] ${m}`);
 const started = Date.now();
-say('starting the stack: Postgres, Temporal dev server (persistent), simulator, API, 2 worker processes');
+say(`starting the stack: Postgres, ${process.env.TEMPORAL_MODE === 'server' ? 'temporal-server on Postgres' : 'Temporal dev server (persistent)'}, simulator, API, 2 worker processes`);
 const stack = await startDrillStack(say);
 const rows: DrillRow[] = [];
 try {
@@ -42,6 +42,10 @@ try {
     say(`item ${item.item} …`);
     if (item.needs === 'own-temporal-and-postgres' && !(stack.ownsTemporal && stack.ownsPostgres)) {
       rows.push({ item: item.item, done: 'not run', observed: 'needs a Temporal and Postgres the drill started (TEMPORAL_ADDRESS or DATABASE_URL is set)', verdict: 'SKIP', seconds: 0 });
+      continue;
+    }
+    if (item.needs === 'own-temporal-server' && stack.temporalKind !== 'server') {
+      rows.push({ item: item.item, done: 'not run', observed: 'needs temporal-server: run the drill with TEMPORAL_MODE=server (and without TEMPORAL_ADDRESS)', verdict: 'SKIP', seconds: 0 });
       continue;
     }
     try {

@@ -2,7 +2,8 @@
  * `npm start`: the whole local stack in the foreground. Postgres (embedded unless
  * DATABASE_URL), the Temporal dev server with its Web UI (unless TEMPORAL_ADDRESS), the
  * provider simulator (unless PROVIDER_URL), migrations, the HTTP API and WORKERS worker
- * processes. Ctrl-C or SIGTERM stops every part, children first.
+ * processes. TEMPORAL_MODE=server runs temporal-server on the stack's Postgres instead of the
+ * dev server (the production shape). Ctrl-C or SIGTERM stops every part, children first.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, statSync } from 'node:fs';
@@ -19,6 +20,8 @@ import { startEmbeddedPostgres } from './lib/embedded-pg.js';
 import { superviseChild, type Supervised } from './lib/supervise.js';
 import { resolveTemporalCli } from './lib/temporal-cli.js';
 import { defaultJobRegistry } from '../jobs/index.js';
+import { resolveTemporalServerBinaries, startTemporalServer } from './lib/temporal-server.js';
+import { temporalServerEnv } from './lib/temporal-server-env.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DATA = path.join(ROOT, '.data');
@@ -75,7 +78,17 @@ async function bringUp(): Promise<void> {
 
   let temporalAddress = config.temporalAddress;
   let uiUrl: string | null = null;
-  if (!temporalAddress) {
+  const temporalEnv = temporalServerEnv(process.env);
+  if (!temporalAddress && temporalEnv.mode === 'server') {
+    // The production shape: temporal-server on this stack's Postgres (scripts/lib/temporal-server.ts).
+    const binaries = await resolveTemporalServerBinaries({ serverPath: temporalEnv.serverPath, sqlToolPath: temporalEnv.sqlToolPath, log: say });
+    const server = await startTemporalServer({
+      binaries, rootDir: path.join(DATA, 'temporal-server'), databaseUrl, databases: temporalEnv.databases, ports: temporalEnv.ports,
+      namespace: config.temporalNamespace, retentionHours: temporalEnv.retentionHours, log: say,
+    });
+    stops.push(() => server.stop());
+    temporalAddress = server.address;
+  } else if (!temporalAddress) {
     const cliPath = await resolveTemporalCli({ cliPath: config.temporalCliPath, log: say });
     const dev = await startDevServer({
       cliPath, port: 7233, uiPort: config.temporalUiPort, dbFilename: path.join(DATA, 'temporal.sqlite'),
@@ -117,7 +130,9 @@ async function bringUp(): Promise<void> {
     PROVIDER_URL: providerUrl,
     WEBHOOK_SECRETS: Object.entries(secrets).map(([s, list]) => `${s}=${list.join('|')}`).join(','),
     SEED_TENANTS: config.seedTenants.map((t) => `${t.tenantId}=${t.apiKey}`).join(','),
-    ADMIN_API_KEY: config.adminApiKey,
+    ...(config.adminApiKey ? { ADMIN_API_KEY: config.adminApiKey } : {}),
+    // The console links jobs to the Web UI this stack really has (temporal-server has none).
+    ...(process.env.TEMPORAL_UI_URL || config.temporalAddress ? {} : { TEMPORAL_UI_URL: uiUrl ?? 'none' }),
   };
   children = [
     superviseChild({ name: 'api', entry: path.join(ROOT, 'server/main.ts'), env: childEnv, log: say }),
@@ -130,6 +145,7 @@ async function bringUp(): Promise<void> {
   say(`  HTTP API         ${api}  (OpenAPI: ${api}/openapi.json)`);
   say(`  Temporal         ${temporalAddress}, namespace ${config.temporalNamespace}`);
   if (uiUrl) say(`  Temporal Web UI  ${uiUrl}`);
+  else if (temporalEnv.mode === 'server' && !config.temporalAddress) say('  Temporal Web UI  none: temporal-server has no UI (the CLI can inspect it: temporal workflow list --address ...)');
   say(`  provider         ${providerUrl}${config.providerUrl ? '' : ' (simulator)'}`);
   say(`  workers          ${config.workers}`);
   say(`try: curl -s -X POST ${api}/v1/jobs -H 'Authorization: Bearer ${config.seedTenants[0]?.apiKey ?? '<api key>'}' -H 'Idempotency-Key: order-0001-summary' -H 'Content-Type: application/json' -d '{"type":"summarize","input":{"text":"Temporal keeps the job; Postgres keeps the evidence."}}'`);

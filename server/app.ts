@@ -9,13 +9,20 @@ import type { JobsClient } from '../services/intake.js';
 import { createWebhookService } from '../services/webhooks.js';
 import { hasUnstorableText } from '../lib/json-safety.js';
 import type { Logger } from '../lib/logger.js';
+import type { OperatorKey } from '../lib/config.js';
+import { createAdminJobsService } from '../services/admin-jobs.js';
+import { adminKeyring } from './auth.js';
+import { registerConsole } from './console.js';
 import { registerScanMetrics, registerTotalMetrics } from './metrics.js';
+import { temporalAcceptsJobs } from '../lib/temporal.js';
 import { openApiDocument } from './openapi.js';
 import { noteUnavailable, problem, problemFromError, sendProblem } from './problems.js';
 import { registerOutboxRoutes } from './routes-outbox.js';
 import { registerDeadLetterRoutes } from './routes-dead-letters.js';
 import { registerAdminRoutes } from './routes-admin.js';
 import { registerJobRoutes } from './routes-jobs.js';
+import { registerOperatorRoutes } from './routes-operators.js';
+import { registerTimelineRoutes } from './routes-timeline.js';
 import { registerWebhookRoutes } from './routes-webhooks.js';
 
 export interface AppDeps {
@@ -25,7 +32,12 @@ export interface AppDeps {
   /** The registered job types (validation, OpenAPI, dry runs, fallback switches). */
   jobTypes: JobRegistry;
   log: Logger;
-  adminApiKey: string | undefined;
+  /** The admin keys, each naming its operator, hashed (`Config.adminKeys`). */
+  adminKeys?: readonly OperatorKey[];
+  /** A single admin key (older callers, tests): the key of operator "admin". */
+  adminApiKey?: string;
+  /** Base URL of the Temporal Web UI the console links to; undefined: no links. */
+  temporalUiUrl?: string;
   /** source → `whsec_` secrets (first signs, all verify: rotation). */
   webhookSecrets: Record<string, string[]>;
   version: string;
@@ -77,7 +89,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   app.get('/readyz', async (_req, reply) => {
     const checks = await Promise.all([
       deps.pool.query('SELECT 1').then(() => 'ok', (e: Error) => e.message),
-      deps.temporal.connection.withDeadline(Date.now() + 2_000, () => (deps.temporal.connection as Connection).healthService.check({})).then(() => 'ok', (e: Error) => e.message),
+      temporalAcceptsJobs(deps.temporal.connection as Connection, deps.temporal.options.namespace).then(() => 'ok', (e: Error) => e.message),
     ]);
     const [postgres, temporal] = checks;
     if (postgres === 'ok' && temporal === 'ok') return { status: 'ready', postgres, temporal };
@@ -86,15 +98,20 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   app.get('/openapi.json', async () => openApiDocument(deps.version, deps.jobTypes));
   app.get('/metrics', async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()));
 
+  // Every admin route resolves its operator from this keyring (server/auth.ts).
+  const admin = adminKeyring(deps);
   // Before the job routes: its onSend hook counts the intake's 503s.
-  registerAdminRoutes(app, registry, { pool: deps.pool, temporal: deps.temporal, taskQueues: [deps.jobs.taskQueue], adminApiKey: deps.adminApiKey, log: deps.log, fallbackTypes: deps.jobTypes.fallbackTypes });
+  registerAdminRoutes(app, registry, { pool: deps.pool, temporal: deps.temporal, taskQueues: [deps.jobs.taskQueue], adminApiKey: admin, log: deps.log, fallbackTypes: deps.jobTypes.fallbackTypes });
   registerJobRoutes(app, { pool: deps.pool, jobs: deps.jobs });
+  registerTimelineRoutes(app, { pool: deps.pool, temporal: deps.temporal, taskQueue: deps.jobs.taskQueue, adminApiKey: admin });
   const deadLetters = createDeadLetterService({ pool: deps.pool, temporal: deps.temporal, jobTypes: deps.jobTypes, taskQueue: deps.taskQueue ?? deps.jobs.taskQueue, codeVersion: deps.version });
-  registerDeadLetterRoutes(app, { deadLetters, adminApiKey: deps.adminApiKey });
-  registerWebhookRoutes(app, { webhooks: createWebhookService(deps), adminApiKey: deps.adminApiKey, webhookSecrets: deps.webhookSecrets }, registry);
+  registerDeadLetterRoutes(app, { deadLetters, adminApiKey: admin });
+  registerWebhookRoutes(app, { webhooks: createWebhookService(deps), adminApiKey: admin, webhookSecrets: deps.webhookSecrets }, registry);
   registerScanMetrics(registry, deps.pool);
   registerTotalMetrics(registry, { pool: deps.pool, jobTypes: deps.jobTypes.names, log: deps.log });
   const outbox = createOutboxService({ pool: deps.pool, temporal: deps.temporal, taskQueue: deps.taskQueue ?? deps.jobs.taskQueue, jobTypes: deps.jobTypes, log: deps.log });
-  registerOutboxRoutes(app, { outbox, adminApiKey: deps.adminApiKey });
+  registerOutboxRoutes(app, { outbox, adminApiKey: admin });
+  registerOperatorRoutes(app, { jobs: createAdminJobsService({ pool: deps.pool }), adminApiKey: admin, temporalUi: deps.temporalUiUrl ? { url: deps.temporalUiUrl, namespace: deps.temporal.options.namespace } : null });
+  registerConsole(app);
   return app;
 }

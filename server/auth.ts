@@ -4,6 +4,7 @@ import type pg from 'pg';
 import { pgOr503 } from '../lib/db.js';
 import { ValidationError } from '../lib/errors.js';
 import { tenantForApiKey } from '../store/tenants.js';
+import type { OperatorKey } from '../lib/config.js';
 import { problem, sendProblem } from './problems.js';
 
 function bearer(req: FastifyRequest): string | undefined {
@@ -30,20 +31,58 @@ export async function requireTenant(pool: pg.Pool, req: FastifyRequest, reply: F
   return tenant;
 }
 
-/** Admin endpoints: constant-time comparison of digests, so timing reveals nothing about the key. */
-const OPERATOR = /^[\x21-\x7e][\x20-\x7e]{0,99}$/;
+/**
+ * The admin keys the API accepts, each naming its operator: SHA-256 digests only (the raw keys
+ * stay in configuration). `AdminKeys` is what routes receive: a keyring, or (older callers) the
+ * single `ADMIN_API_KEY`, which is the key of operator "admin".
+ */
+export interface AdminKeyring { readonly keys: readonly OperatorKey[] }
+export type AdminKeys = AdminKeyring | string | undefined;
+
+const sha256 = (s: string) => createHash('sha256').update(s).digest();
+
+export function adminKeyring(opts: { adminKeys?: readonly OperatorKey[]; adminApiKey?: string }): AdminKeyring {
+  const keys = [...(opts.adminKeys ?? [])];
+  if (opts.adminApiKey !== undefined) {
+    const keyHash = sha256(opts.adminApiKey).toString('hex');
+    if (!keys.some((k) => k.keyHash === keyHash)) keys.push({ operator: 'admin', keyHash });
+  }
+  return { keys };
+}
+
+const ringOf = (a: AdminKeys): AdminKeyring => (typeof a === 'object' ? a : adminKeyring({ adminApiKey: a }));
 
 /**
- * Who is acting, for every audit row: the `X-Operator` header (the CLIs send the login name),
- * else "admin"; the admin key itself names no one. A malformed header is a 400, never guessed.
+ * The operator a bearer key belongs to. Every digest is compared in constant time and the loop
+ * never stops early, so timing reveals neither the key nor which operator matched.
+ */
+function operatorForKey(ring: AdminKeyring, key: string): string | undefined {
+  const digest = sha256(key);
+  let found: string | undefined;
+  for (const k of ring.keys) {
+    if (timingSafeEqual(digest, Buffer.from(k.keyHash, 'hex')) && found === undefined) found = k.operator;
+  }
+  return found;
+}
+
+/** The operator `requireAdmin` resolved for a request: the one name of every audit row it writes. */
+const operators = new WeakMap<FastifyRequest, string>();
+
+const OPERATOR_HEADER = 'the operator is named by the admin key; X-Operator may be omitted and, if sent, must be that name';
+
+/**
+ * Who is acting, for every audit row: the operator the admin key belongs to (resolved by
+ * `requireAdmin`). The self-declared `X-Operator` header names no one any more: sent with the
+ * key's own name it is accepted (older CLIs), any other value is a 400, never silently dropped.
  */
 export function operatorOf(req: FastifyRequest): string {
+  const operator = operators.get(req);
+  if (operator === undefined) throw new Error('operatorOf() before requireAdmin(): the route is not admin-only');
   const h = req.headers['x-operator'];
-  if (h === undefined) return 'admin';
-  if (typeof h !== 'string' || !OPERATOR.test(h)) {
-    throw new ValidationError('invalid X-Operator header', [{ path: 'X-Operator', message: 'optional; your name for the audit trail, 1-100 printable ASCII characters' }]);
+  if (h !== undefined && (typeof h !== 'string' || h.trim() !== operator)) {
+    throw new ValidationError('X-Operator does not match the admin key', [{ path: 'X-Operator', message: OPERATOR_HEADER }]);
   }
-  return h.trim();
+  return operator;
 }
 
 /** A short, stable ID of the bearer key (a hash prefix) for audit rows: never the key. */
@@ -51,10 +90,20 @@ export function keyIdOf(req: FastifyRequest): string {
   return createHash('sha256').update(bearer(req) ?? '').digest('hex').slice(0, 12);
 }
 
-export function requireAdmin(adminKey: string | undefined, req: FastifyRequest, reply: FastifyReply): boolean {
+/**
+ * Admin routes: the bearer key must be one of the operators' keys (a tenant key never is), else
+ * 401. On success the request is named: `operatorOf(req)` returns the key's operator.
+ */
+export function requireAdmin(admin: AdminKeys, req: FastifyRequest, reply: FastifyReply): boolean {
+  const ring = ringOf(admin);
   const key = bearer(req);
-  const digest = (s: string) => createHash('sha256').update(s).digest();
-  if (adminKey && key && timingSafeEqual(digest(key), digest(adminKey))) return true;
-  sendProblem(reply.header('WWW-Authenticate', 'Bearer'), unauthorized(adminKey ? 'send Authorization: Bearer <admin api key>' : 'admin API disabled: ADMIN_API_KEY is not set'));
+  const operator = key ? operatorForKey(ring, key) : undefined;
+  if (operator !== undefined) {
+    operators.set(req, operator);
+    return true;
+  }
+  const detail = ring.keys.length === 0 ? 'admin API disabled: no ADMIN_API_KEYS (or ADMIN_API_KEY) configured'
+    : key ? 'not an admin key (a tenant key never opens an admin route)' : 'send Authorization: Bearer <admin api key>';
+  sendProblem(reply.header('WWW-Authenticate', key ? 'Bearer error="invalid_token"' : 'Bearer'), unauthorized(detail));
   return false;
 }

@@ -32,7 +32,7 @@ await ensureSchedules(temporal, config.taskQueue).then(
   (err: Error) => log.error({ err: { message: err.message, name: err.name } }, 'could not ensure schedules'),
 );
 const jobs = createJobsClient({ pool, temporal, taskQueue: config.taskQueue, jobs: defaultJobRegistry, budgets: config.jobBudgets });
-const app = buildApp({ pool, temporal, jobs, jobTypes: defaultJobRegistry, log, adminApiKey: config.adminApiKey, webhookSecrets: config.webhookSecrets, version: config.codeVersion });
+const app = buildApp({ pool, temporal, jobs, jobTypes: defaultJobRegistry, log, adminKeys: config.adminKeys, temporalUiUrl: config.temporalUiUrl, webhookSecrets: config.webhookSecrets, version: config.codeVersion });
 await app.listen({ port: config.httpPort, host: config.httpHost });
 onShutdown(async () => {
   await app.close();

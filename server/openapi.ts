@@ -143,6 +143,30 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
           responses: { 200: { description: 'discarded' }, 400: problemResponse('reason missing'), 404: problemResponse('unknown'), 409: problemResponse('not failed') },
         },
       },
+      '/v1/admin/whoami': {
+        get: { summary: 'The operator this admin key names (every audit row carries that name), its key ID (a hash prefix) and the Temporal Web UI to link to (admin key)', responses: { 200: { description: '{"operator","keyId","temporalUi"}' }, 401: problemResponse('not an admin key') } },
+      },
+      '/v1/admin/jobs': {
+        get: {
+          summary: 'Find jobs across tenants by job ID, tenant, type or state, newest first; never the input (admin key)',
+          parameters: [
+            { name: 'jobId', in: 'query', schema: { type: 'string', maxLength: 300 } }, { name: 'tenantId', in: 'query', schema: { type: 'string', maxLength: 300 } },
+            { name: 'type', in: 'query', schema: { type: 'string', maxLength: 300 } }, { name: 'state', in: 'query', schema: { type: 'string', enum: [...JOB_STATES] } },
+            { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } },
+          ],
+          responses: { 200: { description: '{"jobs": [job status + tenantId]}' }, 400: problemResponse('invalid filter'), 401: problemResponse('admin key required') },
+        },
+      },
+      '/v1/admin/jobs/{jobId}': {
+        get: { summary: 'One job as its tenant sees it, plus the tenant (admin key)', responses: { 200: { description: 'job' }, 401: problemResponse('admin key required'), 404: problemResponse('unknown job') } },
+      },
+      '/v1/admin/jobs/{jobId}/timeline': {
+        get: {
+          summary: 'One job\'s timeline (admin key): every event from Postgres and the Temporal history in UTC order, each with its source and kind; above it the stage verdict (intake, claim, side effects, completion) in words with its figure, the next step, queue wait and execution time per stage, duplicates and replay lineage. Never the input, a result, a payload or a key',
+          parameters: [{ name: 'jobId', in: 'path', required: true, schema: { type: 'string', maxLength: 300 } }],
+          responses: { 200: { description: 'timeline' }, 400: problemResponse('invalid job ID or an unknown query parameter'), 401: problemResponse('admin key required'), 404: problemResponse('unknown job') },
+        },
+      },
       '/v1/admin/queue-health': {
         get: {
           summary: 'Queue health: backlog and its age, rates, recovery ETA, leases, dead letters, outbox, degradation, fallback use (admin key)',
@@ -154,13 +178,13 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
         get: { summary: 'The degradation setting, deferred jobs by priority, and the last 20 audit entries (admin key)', responses: { 200: { description: 'setting' }, 401: problemResponse('admin key required') } },
         put: {
           summary: 'Change the degradation setting: paused priorities, recovery rate, fallback job types; audited (admin key)',
-          parameters: [{ name: 'X-Operator', in: 'header', required: false, schema: { type: 'string', maxLength: 100 }, description: 'your name for the audit trail; default "admin"' }],
+          parameters: [{ name: 'X-Operator', in: 'header', required: false, schema: { type: 'string', maxLength: 100 }, description: 'deprecated: the admin key names the operator (ADMIN_API_KEYS); if sent, it must be that name (else 400)' }],
           requestBody: { required: true, content: { 'application/json': { schema: json(degradationBody(jobs.fallbackTypes)) } } },
           responses: { 200: { description: 'the new setting' }, 400: problemResponse('invalid setting (nothing changed)'), 401: problemResponse('admin key required') },
         },
       },
       '/healthz': { get: { summary: 'process up', security: [], responses: { 200: { description: 'up' } } } },
-      '/readyz': { get: { summary: 'Temporal and Postgres reachable', security: [], responses: { 200: { description: 'ready' }, 503: problemResponse('not ready') } } },
+      '/readyz': { get: { summary: 'Postgres reachable and Temporal would accept a job (namespace, search attributes, history)', security: [], responses: { 200: { description: 'ready' }, 503: problemResponse('not ready') } } },
       '/metrics': { get: { summary: 'Prometheus metrics', security: [], responses: { 200: { description: 'text exposition format' } } } },
     },
   };

@@ -8,14 +8,14 @@ import { zodFieldIssues } from '../lib/validation.js';
 import { deferredByPriority, getSetting, recentAudit } from '../store/degradation.js';
 import type { JobType } from '../contract/job-types.js';
 import { changeSetting, degradationBody, nudgeDeferred } from '../services/degradation.js';
-import { keyIdOf, operatorOf, requireAdmin } from './auth.js';
+import { keyIdOf, operatorOf, requireAdmin, type AdminKeys } from './auth.js';
 import { collectQueueHealth } from '../services/queue-health.js';
 import { registerHealthMetrics } from './metrics.js';
 import { problemFromError, sendProblem, unavailableDependency } from './problems.js';
 
 const UNKNOWN_DEGRADATION_FIELD = 'unknown field; allowed: pausedPriorities, recoveryRatePerMinute, fallbackJobTypes, reason';
 
-export interface AdminDeps { pool: pg.Pool; temporal: Client; taskQueues: string[]; adminApiKey: string | undefined; log: Logger; fallbackTypes: readonly JobType[] }
+export interface AdminDeps { pool: pg.Pool; temporal: Client; taskQueues: string[]; adminApiKey: AdminKeys; log: Logger; fallbackTypes: readonly JobType[] }
 
 /** Admin endpoints for queue health and degradation, the health metrics, and the intake-rejection counter. */
 export function registerAdminRoutes(app: FastifyInstance, registry: Registry, deps: AdminDeps): void {

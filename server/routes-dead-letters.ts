@@ -2,12 +2,12 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { NotFoundError } from '../lib/errors.js';
 import type { DeadLetterFilter } from '../store/dead-letters.js';
 import { ADD_SCHEMA, DISCARD_SCHEMA, LIST_SCHEMA, REPLAY_SCHEMA, STOP_SCHEMA, type DeadLetterService } from '../services/dead-letters.js';
-import { operatorOf, requireAdmin } from './auth.js';
+import { operatorOf, requireAdmin, type AdminKeys } from './auth.js';
 import { parseOr400 } from './problems.js';
 
 export interface DeadLetterRouteDeps {
   deadLetters: DeadLetterService;
-  adminApiKey: string | undefined;
+  adminApiKey: AdminKeys;
 }
 
 const REPLAY_ID = /^replay-[0-9a-f-]{36}$/;

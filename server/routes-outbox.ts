@@ -1,9 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { OUTBOX_DISCARD_SCHEMA, OUTBOX_LIST_SCHEMA, OUTBOX_REPLAY_SCHEMA, type OutboxService } from '../services/outbox.js';
-import { operatorOf, requireAdmin } from './auth.js';
+import { operatorOf, requireAdmin, type AdminKeys } from './auth.js';
 import { parseOr400 } from './problems.js';
 
-export interface OutboxRouteDeps { outbox: OutboxService; adminApiKey: string | undefined }
+export interface OutboxRouteDeps { outbox: OutboxService; adminApiKey: AdminKeys }
 
 /** Failed notifications over HTTP: admin only, a thin shell over `services/outbox.ts`. */
 export function registerOutboxRoutes(app: FastifyInstance, deps: OutboxRouteDeps): void {

@@ -3,13 +3,13 @@ import type { Registry } from 'prom-client';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { pgOr503 } from '../lib/db.js';
 import { parseEvent, SIGNAL_LEASE_MS, subjectOf, type WebhookService } from '../services/webhooks.js';
-import { requireAdmin } from './auth.js';
+import { requireAdmin, type AdminKeys } from './auth.js';
 import { registerWebhookMetrics } from './metrics.js';
 import { problem, sendProblem } from './problems.js';
 
 export interface WebhookRouteDeps {
   webhooks: WebhookService;
-  adminApiKey: string | undefined;
+  adminApiKey: AdminKeys;
   /** source → `whsec_` secrets (first signs, all verify: rotation). */
   webhookSecrets: Record<string, string[]>;
 }

@@ -12,6 +12,8 @@ import { IDEMPOTENCY_KEY_PATTERN, inputHash, jobIdFor, keyHash } from '../lib/id
 import { zodFieldIssues } from '../lib/validation.js';
 import { deleteUnstartedIntent, findIntent, findIntentByKey, insertIntent, type IntentRow, lastSucceeded, markWorkflowStarted, type NewIntent } from '../store/intents.js';
 import { toJobStatus, type JobStatus } from './job-status.js';
+import { recordDuplicate } from '../store/timeline.js';
+import { tenantStage } from './timeline.js';
 
 export interface JobsClientDeps {
   pool: pg.Pool;
@@ -145,6 +147,8 @@ export function createJobsClient(deps: JobsClientDeps) {
     if (existing.job_type !== intent.jobType || existing.input_hash !== intent.inputHash) {
       throw new IdempotencyConflictError('this Idempotency-Key was already used with a different type or input');
     }
+    // Evidence for the job's timeline (the time only); never in the way of the answer.
+    await recordDuplicate(deps.pool, existing.job_id).catch(() => undefined);
     if (!existing.workflow_started_at) {
       // Another request is starting it, or its start was lost: USE_EXISTING makes a second start safe.
       await startWorkflow({ jobId: existing.job_id, tenantId: intent.tenantId, jobType: intent.jobType, priority: existing.priority });
@@ -167,6 +171,7 @@ export function createJobsClient(deps: JobsClientDeps) {
   async function getJob(tenantId: string, jobId: string, opts: { allowStale?: boolean } = {}): Promise<JobStatus> {
     const row = await loadOwned(tenantId, jobId);
     const status = toJobStatus(row);
+    Object.assign(status, await pgOr503(() => tenantStage(deps.pool, row), undefined, retryAfter));
     const noResultYet = (UNFINISHED_STATES as readonly JobState[]).includes(row.status);
     if (opts.allowStale && noResultYet && deps.jobs.get(row.job_type)?.staleResult === true) {
       const last = await pgOr503(() => lastSucceeded(deps.pool, { tenantId, jobType: row.job_type, inputHash: row.input_hash, exceptJobId: jobId }), undefined, retryAfter);

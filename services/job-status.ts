@@ -35,6 +35,12 @@ export interface JobStatus {
   /** Only on request (`allowStale`), never in `result`: an earlier job's result, labelled with its time. */
   staleResult?: StaleResult;
   nextPollSeconds?: number;
+  /** The stage the job is in or failed at (intake, claim, side effects, completion), in words, with its figure. */
+  stage?: string;
+  /** The next expected step, in words. */
+  nextStep?: string;
+  /** When the job was replayed (dead letter): the newest replay job. */
+  replayJobId?: string;
 }
 
 /** The last successful result of the same tenant, type and input: not this job's, and not live. */

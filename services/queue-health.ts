@@ -233,6 +233,7 @@ function sampleOf(h: QueueHealth): Record<string, number | null> {
     active: h.backlog.active, deferred: h.backlog.deferred, oldestWaitingAgeSeconds: h.backlog.oldestWaitingAgeSeconds,
     temporalActivityBacklog: tqBacklog, deadLettersOpen: h.deadLetters.open, outboxPending: h.outbox.pending,
     leaseExpirations1m: h.leaseExpirations.perWindow['1m'], intakeRejections1m: h.intakeRejections.perWindow['1m'],
+    recoveryEtaSeconds: h.recovery.etaSeconds,
   };
 }
 
@@ -246,7 +247,7 @@ async function history(db: pg.Pool, minutes: number): Promise<HealthHistory> {
   const flows = await q.perMinuteFlows(db, minutes);
   const { n } = await q.unfinishedNow(db);
   const samples = await q.recentSamples(db, minutes);
-  const keys = ['active', 'deferred', 'oldestWaitingAgeSeconds', 'temporalActivityBacklog', 'deadLettersOpen', 'outboxPending', 'leaseExpirations1m', 'intakeRejections1m'];
+  const keys = ['active', 'deferred', 'oldestWaitingAgeSeconds', 'temporalActivityBacklog', 'deadLettersOpen', 'outboxPending', 'leaseExpirations1m', 'intakeRejections1m', 'recoveryEtaSeconds'];
   const byMinute = new Map(samples.map((s) => [s.minute.getTime(), s.figures]));
   const arrivals = flows.map((f) => f.arrivals);
   const completions = flows.map((f) => f.completions);

@@ -14,15 +14,17 @@ export interface AttemptRecord {
   errorClass?: string;
   statusCode?: number;
   delayMs?: number;
+  /** Why the delay (migration 0012): the upstream's Retry-After, or full jitter. */
+  delaySource?: 'retry-after' | 'jitter';
   startedAt: Date;
 }
 
 /** Every attempt leaves a row: stacked retries from a second layer would show up here. */
 export async function recordAttempt(db: pg.Pool | pg.PoolClient, a: AttemptRecord): Promise<void> {
   await db.query(
-    `INSERT INTO job_attempts (job_id, step, attempt, outcome, error_class, status_code, delay_ms, started_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-    [a.jobId, a.step, a.attempt, a.outcome, a.errorClass ?? null, a.statusCode ?? null, a.delayMs ?? null, a.startedAt],
+    `INSERT INTO job_attempts (job_id, step, attempt, outcome, error_class, status_code, delay_ms, started_at, delay_source)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+    [a.jobId, a.step, a.attempt, a.outcome, a.errorClass ?? null, a.statusCode ?? null, a.delayMs ?? null, a.startedAt, a.delaySource ?? null],
   );
 }
 

@@ -308,3 +308,25 @@ export async function countFinishedJobs(db: Db, tenantId: string, from: string, 
   );
   return Object.fromEntries(r.rows.map((x) => [x.status, Number(x.n)]));
 }
+
+export interface IntentFilter { jobId?: string; tenantId?: string; jobType?: string; status?: JobState; limit: number }
+
+/** Operators' search (newest first): any combination of job ID, tenant, type and status. Never the input. */
+export type FoundIntent = IntentRow & { dead_letter_id: string | null; deferred_at: Date | null; admitted_at: Date | null; upstream: Upstream | null; upstream_reason: string | null };
+
+export async function searchIntents(db: Db, f: IntentFilter): Promise<FoundIntent[]> {
+  const where: string[] = [];
+  const args: unknown[] = [];
+  const eq = (column: string, v: string | undefined) => { if (v !== undefined) { args.push(v); where.push(`${column} = $${args.length}`); } };
+  eq('job_id', f.jobId); eq('tenant_id', f.tenantId); eq('job_type', f.jobType); eq('status', f.status);
+  args.push(f.limit);
+  const r = await db.query<FoundIntent>(
+    `SELECT job_id, tenant_id, job_type, input_hash, priority, status, status_reason, attempts, last_error, next_attempt_at,
+            result, notification_state, replay_of, workflow_started_at, first_started_at, execution_ms, finished_at, created_at, updated_at,
+            dead_letter_id, deferred_at, admitted_at, upstream, upstream_reason
+       FROM job_intents ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+      ORDER BY created_at DESC, job_id LIMIT $${args.length}`,
+    args,
+  );
+  return r.rows;
+}

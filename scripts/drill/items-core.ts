@@ -168,7 +168,7 @@ export const restarts: DrillItem = {
     const twice = ids.filter((id) => effects.byKey[`${id}:summarize`]?.applied !== 1);
     check(twice.length === 0, `${twice.length} jobs applied their effect other than once`);
     return {
-      done: '30 jobs in flight; Temporal dev server (persistent) restarted, then Postgres restarted',
+      done: `30 jobs in flight; ${s.temporalKind === 'server' ? 'temporal-server' : 'Temporal dev server (persistent)'} restarted, then Postgres restarted`,
       observed: `all ${ids.length} jobs succeeded, each effect applied exactly once; intake accepted again after the restarts`,
     };
   },

@@ -3,7 +3,7 @@ import { prometheusAvailable, startPrometheus, type PromAlert, type RunningProme
 import { check, DrillCheckFailed, http, simFault, simReset, submit, uid, waitForStatus, waitUntil, type DrillItem } from './support.js';
 
 const admin = (s: DrillStack, path: string, init: { method?: string; body?: unknown } = {}) =>
-  http(s, path, { ...init, admin: true, headers: { 'x-operator': 'drill' } });
+  http(s, path, { ...init, admin: true });
 
 const WATCHED = ['DeadLetterGrowth', 'LeaseExpirationsSpike'] as const;
 const active = (alerts: PromAlert[], name: string) => alerts.filter((a) => a.labels.alertname === name);

@@ -5,7 +5,7 @@ import type { DrillStack } from './stack.js';
 import { DRILL_WEBHOOK_SECRET } from './stack.js';
 import { check, http, simEffects, simFault, simReset, submit, uid, waitForStatus, waitUntil, type DrillItem } from './support.js';
 
-const admin = (s: DrillStack, path: string, body?: unknown) => http(s, path, { admin: true, body, headers: { 'x-operator': 'drill' } });
+const admin = (s: DrillStack, path: string, body?: unknown) => http(s, path, { admin: true, body });
 
 export const deadLetters: DrillItem = {
   item: '5 dead letter and replay',

@@ -16,11 +16,14 @@ import { freePort, startDevServer, type DevServer } from '../lib/dev-server.js';
 import { startEmbeddedPostgres, type EmbeddedPg } from '../lib/embedded-pg.js';
 import { resolveTemporalCli } from '../lib/temporal-cli.js';
 import { defaultJobRegistry } from '../../jobs/index.js';
+import { defaultPorts, resolveTemporalServerBinaries, startTemporalServer, type TemporalServer } from '../lib/temporal-server.js';
+import { temporalServerEnv } from '../lib/temporal-server-env.js';
 
 const WORKER_ENTRY = fileURLToPath(new URL('../../workers/main.ts', import.meta.url));
 
 export const DRILL_TENANT = { id: 'drill', key: 'drill-api-key' };
-export const DRILL_ADMIN_KEY = 'drill-admin-key';
+/** The admin key of operator "drill" (ADMIN_API_KEYS): every drill action is audited under that name. */
+export const DRILL_ADMIN_KEY = 'drill-operator-admin-key';
 export const DRILL_WEBHOOK_SECRET = `whsec_${Buffer.from('durable-jobs-drill-webhook-secret!').toString('base64')}`;
 
 export interface DrillWorker { pid: number; kill(signal?: NodeJS.Signals): Promise<void>; output(): string; alive(): boolean }
@@ -43,11 +46,15 @@ export interface DrillStack {
   jobs: JobsClient;
   log: Logger;
   ownsTemporal: boolean;
+  /** `server`: temporal-server on Postgres (TEMPORAL_MODE=server); `dev`: the CLI dev server; `external`: TEMPORAL_ADDRESS. */
+  temporalKind: 'dev' | 'server' | 'external';
   ownsPostgres: boolean;
   workers: DrillWorker[];
   spawnWorker(env?: Record<string, string>): Promise<DrillWorker>;
   /** Stops the dev server, keeps it down `downMs`, starts it again on the same file and port. */
   restartTemporal(downMs?: number): Promise<void>;
+  /** temporal-server only: SIGKILL it (no graceful shutdown), keep it down `downMs`, start it again. */
+  crashTemporal(downMs?: number): Promise<void>;
   restartPostgres(): Promise<void>;
   close(): Promise<void>;
 }
@@ -72,12 +79,23 @@ export async function startDrillStack(say: (m: string) => void): Promise<DrillSt
     cliPath: await resolveTemporalCli({ cliPath: config.temporalCliPath, log: say }),
     port: await freePort(), headless: true, dbFilename: path.join(dir, 'temporal.sqlite'), log: () => undefined,
   });
+  // TEMPORAL_MODE=server: the production shape, temporal-server on the drill's Postgres.
+  const temporalEnv = temporalServerEnv(process.env);
+  let server: TemporalServer | null = null;
+  if (!temporalAddress && temporalEnv.mode === 'server') {
+    const binaries = await resolveTemporalServerBinaries({ serverPath: temporalEnv.serverPath, sqlToolPath: temporalEnv.sqlToolPath, log: say });
+    server = await startTemporalServer({
+      binaries, rootDir: path.join(dir, 'temporal-server'), databaseUrl, databases: temporalEnv.databases, ports: defaultPorts(0),
+      namespace: config.temporalNamespace, retentionHours: 24, log: () => undefined,
+    });
+    temporalAddress = server.address;
+  }
   const devOpts = temporalAddress ? null : await devOptions();
   if (devOpts) {
     dev = await startDevServer(devOpts);
     temporalAddress = dev.address;
   }
-  stops.unshift(async () => { await dev?.stop(); });
+  stops.unshift(async () => { await dev?.stop(); await server?.stop(); });
 
   const pool = createPool(databaseUrl, log);
   const connection = await Connection.connect({ address: temporalAddress! });
@@ -85,7 +103,7 @@ export async function startDrillStack(say: (m: string) => void): Promise<DrillSt
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
   const taskQueue = `drill-${Date.now().toString(36)}`;
   const jobs = createJobsClient({ jobs: defaultJobRegistry, pool, temporal, taskQueue });
-  const app = buildApp({ jobTypes: defaultJobRegistry, pool, temporal, jobs, log, adminApiKey: DRILL_ADMIN_KEY, webhookSecrets: { sim: [DRILL_WEBHOOK_SECRET] }, version: config.codeVersion });
+  const app = buildApp({ jobTypes: defaultJobRegistry, pool, temporal, jobs, log, adminKeys: loadConfig({ ADMIN_API_KEYS: `drill=${DRILL_ADMIN_KEY}` }, { jobTypes: defaultJobRegistry.names, mode: 'production' }).adminKeys, webhookSecrets: { sim: [DRILL_WEBHOOK_SECRET] }, version: config.codeVersion });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const api = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
   let sim: Simulator | null = null;
@@ -98,7 +116,8 @@ export async function startDrillStack(say: (m: string) => void): Promise<DrillSt
   const workers: DrillWorker[] = [];
   const stack: DrillStack = {
     pool, databaseUrl, temporal, temporalAddress: temporalAddress!, taskQueue, sim, providerUrl, api, jobs, log,
-    ownsTemporal: dev !== null, ownsPostgres: pgServer !== null, workers,
+    ownsTemporal: dev !== null || server !== null, temporalKind: server ? 'server' : dev ? 'dev' : 'external',
+    ownsPostgres: pgServer !== null, workers,
     async spawnWorker(env = {}) {
       const w = await spawnWorkerProcess({
         DATABASE_URL: databaseUrl!, TEMPORAL_ADDRESS: temporalAddress!, TEMPORAL_NAMESPACE: config.temporalNamespace,
@@ -108,10 +127,22 @@ export async function startDrillStack(say: (m: string) => void): Promise<DrillSt
       return w;
     },
     async restartTemporal(downMs = 0) {
+      if (server) {
+        await server.stop();
+        await new Promise((r) => setTimeout(r, downMs));
+        await server.start();
+        return;
+      }
       if (!dev || !devOpts) throw new Error('the drill does not own this Temporal server (TEMPORAL_ADDRESS is set)');
       await dev.stop();
       await new Promise((r) => setTimeout(r, downMs));
       dev = await startDevServer({ ...devOpts, port: Number(temporalAddress!.split(':')[1]) });
+    },
+    async crashTemporal(downMs = 0) {
+      if (!server) throw new Error('crashTemporal needs temporal-server (TEMPORAL_MODE=server)');
+      await server.kill();
+      await new Promise((r) => setTimeout(r, downMs));
+      await server.start();
     },
     async restartPostgres() {
       if (!pgServer) throw new Error('the drill does not own this Postgres (DATABASE_URL is set)');

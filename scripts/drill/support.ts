@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { DrillStack } from './stack.js';
-import { DRILL_TENANT } from './stack.js';
+import { DRILL_ADMIN_KEY, DRILL_TENANT } from './stack.js';
 
 export const uid = () => randomBytes(5).toString('hex');
 
@@ -24,7 +24,7 @@ export async function waitUntil<T>(what: string, fn: () => Promise<T | undefined
 export interface HttpResult { status: number; headers: Headers; body: any }
 
 export async function http(s: DrillStack, path: string, init: { method?: string; body?: unknown; headers?: Record<string, string>; admin?: boolean } = {}): Promise<HttpResult> {
-  const headers: Record<string, string> = { authorization: `Bearer ${init.admin ? 'drill-admin-key' : DRILL_TENANT.key}`, ...init.headers };
+  const headers: Record<string, string> = { authorization: `Bearer ${init.admin ? DRILL_ADMIN_KEY : DRILL_TENANT.key}`, ...init.headers };
   if (init.body !== undefined) headers['content-type'] ??= 'application/json';
   const res = await fetch(s.api + path, {
     method: init.method ?? (init.body !== undefined ? 'POST' : 'GET'),
@@ -74,4 +74,4 @@ export async function simReset(s: DrillStack): Promise<void> {
 }
 
 export interface ItemResult { done: string; observed: string }
-export interface DrillItem { item: string; needs?: 'simulator' | 'own-temporal-and-postgres'; run(s: DrillStack): Promise<ItemResult> }
+export interface DrillItem { item: string; needs?: 'simulator' | 'own-temporal-and-postgres' | 'own-temporal-server'; run(s: DrillStack): Promise<ItemResult> }

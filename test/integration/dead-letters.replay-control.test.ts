@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_KEY, startHarness, uid, waitFor, type Harness, type TENANTS } from '../support/harness.js';
+import { operatorKey, startHarness, uid, waitFor, type Harness, type TENANTS } from '../support/harness.js';
 
 let h: Harness;
 beforeAll(async () => { h = await startHarness('dl-control'); });
 afterAll(async () => { await h?.close(); });
 
 const admin = (path: string, init: { method?: string; body?: unknown } = {}) =>
-  h.api(path, { ...init, tenant: null, headers: { authorization: `Bearer ${ADMIN_KEY}`, 'x-operator': 'bob' } });
+  h.api(path, { ...init, tenant: null, headers: { authorization: `Bearer ${operatorKey('bob')}` } });
 
 async function deadLetteredPurchases(count: number, tenant: keyof typeof TENANTS): Promise<Array<{ jobId: string; deadLetterId: string }>> {
   await h.simFault({ path: '/v1/receipts', times: count, status: 400 });

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_KEY, startHarness, uid, waitFor, type Harness, type TENANTS } from '../support/harness.js';
+import { operatorKey, startHarness, uid, waitFor, type Harness, type TENANTS } from '../support/harness.js';
 
 let h: Harness;
 beforeAll(async () => { h = await startHarness('dl-replay'); });
 afterAll(async () => { await h?.close(); });
 
 const admin = (path: string, init: { method?: string; body?: unknown } = {}) =>
-  h.api(path, { ...init, tenant: null, headers: { authorization: `Bearer ${ADMIN_KEY}`, 'x-operator': 'alice' } });
+  h.api(path, { ...init, tenant: null, headers: { authorization: `Bearer ${operatorKey('alice')}` } });
 
 const purchase = (customer: string) => ({ amountCents: 900, currency: 'EUR', customer, receiptEmail: 'buyer@example.com' });
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createJobsClient } from '../../services/intake.js';
 import { startSimulator, type Simulator } from '../../simulator/server.js';
-import { ADMIN_KEY, startHarness, uid, type Harness } from '../support/harness.js';
+import { ADMIN_KEY, operatorKey, startHarness, type OperatorName, uid, type Harness } from '../support/harness.js';
 import { defaultJobRegistry } from '../../jobs/index.js';
 
 let h: Harness;
@@ -15,8 +15,8 @@ afterAll(async () => {
   await fallback?.close();
 });
 
-const put = (body: unknown, operator = 'alice') =>
-  h.api('/v1/admin/degradation', { method: 'PUT', tenant: null, headers: { authorization: `Bearer ${ADMIN_KEY}`, 'x-operator': operator }, body });
+const put = (body: unknown, operator: OperatorName = 'alice') =>
+  h.api('/v1/admin/degradation', { method: 'PUT', tenant: null, headers: { authorization: `Bearer ${operatorKey(operator)}` }, body });
 const admin = (path: string) => h.api(path, { tenant: null, headers: { authorization: `Bearer ${ADMIN_KEY}` } });
 const ledger = async (sim: Simulator, jobId: string) => ((await (await fetch(`${sim.url}/__sim/effects`)).json()) as any).byKey[`${jobId}:summarize`];
 const effectUpstream = async (jobId: string) =>

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobStateKey } from '../../lib/temporal.js';
-import { ADMIN_KEY, startHarness, waitFor, type Harness } from '../support/harness.js';
+import { ADMIN_KEY, OPERATORS, operatorKey, startHarness, type OperatorName, waitFor, type Harness } from '../support/harness.js';
 
 let h: Harness;
 let lowJobId: string;
@@ -9,7 +9,9 @@ afterAll(async () => { await h?.close(); });
 
 const admin = (path: string, init: { method?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {}) =>
   h.api(path, { ...init, tenant: null, headers: { authorization: `Bearer ${ADMIN_KEY}`, ...(init.rawBody ? { 'content-type': 'application/json' } : {}), ...init.headers } });
-const put = (body: unknown, headers: Record<string, string> = {}) => admin('/v1/admin/degradation', { method: 'PUT', body, headers });
+/** As a named operator: the key names who acted (ADMIN_API_KEYS), never a header. */
+const put = (body: unknown, as?: OperatorName, headers: Record<string, string> = {}) =>
+  admin('/v1/admin/degradation', { method: 'PUT', body, headers: { ...(as ? { authorization: `Bearer ${operatorKey(as)}` } : {}), ...headers } });
 const VALIDATION = 'urn:durable-jobs:problem:validation-error';
 
 describe('GET|PUT /v1/admin/degradation', () => {
@@ -35,14 +37,23 @@ describe('GET|PUT /v1/admin/degradation', () => {
     }
     expect((await put({ pausedPriorities: ['low', 'low'] })).body.errors[0].message).toBe('must not name a priority twice');
     expect((await admin('/v1/admin/degradation', { method: 'PUT', rawBody: '{"pausedPriorities": [' })).status).toBe(400);
-    expect((await put({ pausedPriorities: ['low'] }, { 'x-operator': ' ' })).body.errors[0].path).toBe('X-Operator');
+    // X-Operator no longer names anyone: claiming another name than the key's is refused.
+    for (const claimed of [' ', 'alice', 'admin']) {
+      const r = await put({ pausedPriorities: ['low'] }, 'bob', { 'x-operator': claimed });
+      expect(r.status, claimed).toBe(400);
+      expect(r.body.errors[0].path).toBe('X-Operator');
+    }
+    // A tenant key never opens an admin route, not even with a name in X-Operator.
+    const tenant = await h.api('/v1/admin/degradation', { method: 'PUT', body: { pausedPriorities: ['low'] }, headers: { 'x-operator': 'alice' } });
+    expect(tenant.status).toBe(401);
+    expect(tenant.body.detail).toMatch(/not an admin key/);
     const g = await admin('/v1/admin/degradation');
     expect(g.status).toBe(200);
     expect(g.body).toMatchObject({ pausedPriorities: [], recoveryRatePerMinute: 60, audit: [] });
   });
 
   it('pausing low: low jobs are accepted and deferred with why and since when; high and normal run', async () => {
-    const p = await put({ pausedPriorities: ['low'], recoveryRatePerMinute: 600, reason: 'provider brown-out' }, { 'x-operator': 'alice' });
+    const p = await put({ pausedPriorities: ['low'], recoveryRatePerMinute: 600, reason: 'provider brown-out' }, 'alice');
     expect(p.status).toBe(200);
     expect(p.body).toMatchObject({ pausedPriorities: ['low'], recoveryRatePerMinute: 600, updatedBy: 'alice' });
     const since = p.body.pausedSince.low;
@@ -71,7 +82,8 @@ describe('GET|PUT /v1/admin/degradation', () => {
     expect((await h.api(`/v1/jobs/${low.body.jobId}`)).body.status).toBe('deferred');
 
     // Re-sending the same pause keeps its "since"; every change is audited.
-    const again = await put({ pausedPriorities: ['low'] }, { 'x-operator': 'bob' });
+    // Bob's key, with X-Operator naming himself (older CLIs send it): accepted, audited as bob.
+    const again = await put({ pausedPriorities: ['low'] }, 'bob', { 'x-operator': 'bob' });
     expect(again.body.pausedSince.low).toBe(since);
     expect(again.body.recoveryRatePerMinute).toBe(600);
     const g = await admin('/v1/admin/degradation');
@@ -101,7 +113,10 @@ describe('GET|PUT /v1/admin/degradation', () => {
     const deferredNow = (await admin('/v1/admin/degradation')).body.deferredJobs.low;
     expect(deferredNow).toBe(1);
     const jobId = lowJobId;
-    expect((await put({ pausedPriorities: [] }, { 'x-operator': 'alice' })).status).toBe(200);
+    // Alice's second key (rotation) names her too.
+    const off = await admin('/v1/admin/degradation', { method: 'PUT', body: { pausedPriorities: [] }, headers: { authorization: `Bearer ${OPERATORS.alice[1]}` } });
+    expect(off.status).toBe(200);
+    expect(off.body.updatedBy).toBe('alice');
     const done = await h.waitForStatus(jobId, 'succeeded');
     expect(done.deferredMs).toBeGreaterThan(0);
     expect(done.queuedMs).toBeGreaterThanOrEqual(done.deferredMs);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admissionTimes, maxInSlidingWindow } from '../support/queries.js';
-import { ADMIN_KEY, startHarness, waitFor, type Harness } from '../support/harness.js';
+import { operatorKey, startHarness, waitFor, type Harness } from '../support/harness.js';
 
 // 200 deferred jobs, one in-process worker; a high rate keeps the test near two minutes.
 const JOBS = 200;
@@ -10,7 +10,7 @@ beforeAll(async () => { h = await startHarness('degradation-ramp'); });
 afterAll(async () => { await h?.close(); });
 
 const admin = (path: string, init: { method?: string; body?: unknown } = {}) =>
-  h.api(path, { ...init, tenant: null, headers: { authorization: `Bearer ${ADMIN_KEY}`, 'x-operator': 'ramp-test' } });
+  h.api(path, { ...init, tenant: null, headers: { authorization: `Bearer ${operatorKey('ramp-test')}` } });
 const health = async () => (await admin('/v1/admin/queue-health?history=0')).body;
 
 describe('resume after a pause', () => {

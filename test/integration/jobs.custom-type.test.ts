@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createJobRegistry } from '../../job-api/registry.js';
 import { builtInJobTypes } from '../../jobs/index.js';
 import { reserveAndConfirmJobType } from '../fixtures/jobs/reserve-and-confirm/activities.js';
-import { ADMIN_KEY, startHarness, waitFor, type Harness } from '../support/harness.js';
+import { operatorKey, startHarness, waitFor, type Harness } from '../support/harness.js';
 
 // The fixture type is known only to this registry, which the test passes to the factories
 // (intake, HTTP API, worker): nothing else in the repository names it.
@@ -13,7 +13,7 @@ beforeAll(async () => { h = await startHarness('custom-type', { jobTypes: regist
 afterAll(async () => { await h?.close(); });
 
 const admin = (path: string, init: { method?: string; body?: unknown } = {}) =>
-  h.api(path, { ...init, tenant: null, headers: { authorization: `Bearer ${ADMIN_KEY}`, 'x-operator': 'dana' } });
+  h.api(path, { ...init, tenant: null, headers: { authorization: `Bearer ${operatorKey('dana')}` } });
 const order = (sku: string) => ({ sku, quantity: 3, customerEmail: 'buyer@example.com' });
 
 describe('a job type defined outside the product, registered in one line', () => {

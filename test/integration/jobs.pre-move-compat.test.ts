@@ -6,7 +6,7 @@ import { readFile } from 'node:fs/promises';
 import proto from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_KEY, startHarness, waitFor, workflowBundle, type Harness } from '../support/harness.js';
+import { operatorKey, startHarness, waitFor, workflowBundle, type Harness } from '../support/harness.js';
 
 interface Recorded {
   ids: Record<'summarize' | 'purchase' | 'transcribe', string>;
@@ -43,7 +43,7 @@ describe('jobs recorded before the job-type move', () => {
     const dl = recorded.evidence.dead_letters[0]!;
     await h.pool.query('UPDATE job_intents SET dead_letter_id = $2 WHERE job_id = $1', [jobId, dl.id]);
     const admin = (path: string, body?: unknown) =>
-      h.api(path, { method: body ? 'POST' : 'GET', body, tenant: null, headers: { authorization: `Bearer ${ADMIN_KEY}`, 'x-operator': 'erin' } });
+      h.api(path, { method: body ? 'POST' : 'GET', body, tenant: null, headers: { authorization: `Bearer ${operatorKey('erin')}` } });
     const dry = await admin('/v1/dead-letters/replay', { ids: [dl.id], dryRun: true });
     expect(dry.body.deadLetters[0].effects).toEqual([
       expect.objectContaining({ step: 'charge', effectKey: `${jobId}:charge`, action: 'reuse' }),

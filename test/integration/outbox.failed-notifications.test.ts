@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { outboxFigures } from '../../store/health.js';
-import { ADMIN_KEY, startHarness, waitFor, type Harness } from '../support/harness.js';
+import { operatorKey, startHarness, waitFor, type Harness } from '../support/harness.js';
 
 let h: Harness;
 beforeAll(async () => { h = await startHarness('outbox-failed', { workers: 1 }); });
 afterAll(async () => { await h?.close(); });
 
 const admin = (path: string, init: { method?: string; body?: unknown } = {}) =>
-  h.api(path, { ...init, tenant: null, headers: { authorization: `Bearer ${ADMIN_KEY}`, 'x-operator': 'dana' } });
+  h.api(path, { ...init, tenant: null, headers: { authorization: `Bearer ${operatorKey('dana')}` } });
 
 /** A summarize job whose notification the upstream refuses for good (400), run to its end. */
 async function jobWithRefusedNotification(email: string): Promise<string> {

@@ -4,7 +4,7 @@ import { createDeadLetterActivities } from '../../activities/dead-letters.js';
 import { effectKeyFor } from '../../lib/ids.js';
 import { recordDelivery } from '../../store/webhook-deliveries.js';
 import type { ScanInput, ScanReport } from '../../contract/scan.js';
-import { ADMIN_KEY, startHarness, uid, waitFor, type Harness } from '../support/harness.js';
+import { operatorKey, startHarness, uid, waitFor, type Harness } from '../support/harness.js';
 
 const HOUR = 3_600_000;
 
@@ -17,7 +17,7 @@ const runScan = (input: Partial<ScanInput> = {}) => h.temporal.workflow.execute(
 }) as Promise<ScanReport>;
 const inAnHour = () => new Date(Date.now() + HOUR).toISOString();
 const admin = (path: string, init: { method?: string; body?: unknown } = {}) =>
-  h.api(path, { ...init, tenant: null, headers: { authorization: `Bearer ${ADMIN_KEY}`, 'x-operator': 'alice' } });
+  h.api(path, { ...init, tenant: null, headers: { authorization: `Bearer ${operatorKey('alice')}` } });
 const dlState = async (id: string) => (await h.pool.query<{ state: string }>('SELECT state FROM dead_letters WHERE id = $1', [id])).rows[0]?.state;
 
 /** A purchase whose receipt is refused once (400): one open dead letter. */

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_KEY, startHarness, uid, waitFor, type Harness } from '../support/harness.js';
+import { operatorKey, startHarness, uid, waitFor, type Harness } from '../support/harness.js';
 
 let h: Harness;
 beforeAll(async () => { h = await startHarness('webhooks-replay-routing'); });
 afterAll(async () => { await h?.close(); });
 
 const admin = (path: string, init: { method?: string; body?: unknown } = {}) =>
-  h.api(path, { ...init, tenant: null, headers: { authorization: `Bearer ${ADMIN_KEY}`, 'x-operator': 'alice' } });
+  h.api(path, { ...init, tenant: null, headers: { authorization: `Bearer ${operatorKey('alice')}` } });
 
 describe('webhooks for a replayed job', () => {
   it('go to the replay job that runs the effect, not to the closed original', async () => {

@@ -9,6 +9,8 @@ import { startDevServer, type DevServer } from '../../scripts/lib/dev-server.ts'
 import { startEmbeddedPostgres, type EmbeddedPg } from '../../scripts/lib/embedded-pg.ts';
 import { resolveTemporalCli } from '../../scripts/lib/temporal-cli.ts';
 import { isAlive } from '../../scripts/lib/child-cleanup.ts';
+import { defaultPorts, resolveTemporalServerBinaries, startTemporalServer, type TemporalServer } from '../../scripts/lib/temporal-server.ts';
+import { temporalServerEnv } from '../../scripts/lib/temporal-server-env.ts';
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const started = Date.now();
@@ -33,19 +35,25 @@ export default async function setup(project: TestProject): Promise<() => Promise
   let pg: EmbeddedPg | undefined;
   let pgParent: string | undefined;
   let temporal: DevServer | undefined;
+  // TEMPORAL_MODE=server: temporal-server on the suite's Postgres instead of the dev server.
+  const temporalEnv = temporalServerEnv(process.env);
+  let server: TemporalServer | undefined;
+  let serverDir: string | undefined;
 
   const teardown = async (): Promise<void> => {
     ready = false;
-    await Promise.allSettled([temporal?.stop(), pg?.stop()]);
+    await Promise.allSettled([temporal?.stop(), server?.stop()]);
+    await pg?.stop();
     if (pgParent) await fs.rm(pgParent, { recursive: true, force: true });
+    if (serverDir) await fs.rm(serverDir, { recursive: true, force: true });
   };
 
   try {
     const cliPath = await resolveTemporalCli({
       cliPath: process.env.TEMPORAL_CLI_PATH,
       log: live,
-      // With an external server the CLI is optional: do not build it just for tests.
-      allowGoInstall: externalTemporal === undefined,
+      // With an external server or temporal-server the CLI is optional: do not build it just for tests.
+      allowGoInstall: externalTemporal === undefined && temporalEnv.mode !== 'server',
     });
 
     const startPg = async (): Promise<string> => {
@@ -62,11 +70,25 @@ export default async function setup(project: TestProject): Promise<() => Promise
       temporal = await startDevServer({ cliPath, ip: '127.0.0.1', port: 0, headless: true, namespace, log: quiet });
       return temporal.address;
     };
-    const [db, tp] = await Promise.allSettled([startPg(), startTemporal()]);
-    if (db.status === 'rejected') throw db.reason;
-    if (tp.status === 'rejected') throw tp.reason;
-    const databaseUrl = db.value;
-    const temporalAddress = tp.value;
+    let databaseUrl: string;
+    let temporalAddress: string;
+    if (temporalEnv.mode === 'server' && !externalTemporal) {
+      // The production shape: temporal-server keeps its two databases on the suite's Postgres,
+      // so it starts once Postgres is up.
+      const binaries = await resolveTemporalServerBinaries({ serverPath: temporalEnv.serverPath, sqlToolPath: temporalEnv.sqlToolPath, log: live });
+      databaseUrl = await startPg();
+      serverDir = await fs.mkdtemp(path.join(os.tmpdir(), 'durable-jobs-test-temporal-'));
+      server = await startTemporalServer({
+        binaries, rootDir: serverDir, databaseUrl, databases: temporalEnv.databases, ports: defaultPorts(0), namespace, retentionHours: 24, log: quiet,
+      });
+      temporalAddress = server.address;
+    } else {
+      const [db, tp] = await Promise.allSettled([startPg(), startTemporal()]);
+      if (db.status === 'rejected') throw db.reason;
+      if (tp.status === 'rejected') throw tp.reason;
+      databaseUrl = db.value;
+      temporalAddress = tp.value;
+    }
 
     project.provide('databaseUrl', databaseUrl);
     project.provide('temporalAddress', temporalAddress);
@@ -77,6 +99,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     const pgDesc = pg ? `embedded Postgres on 127.0.0.1:${pg.port}` : `Postgres from DATABASE_URL (${redact(databaseUrl)})`;
     const tDesc = temporal
       ? `Temporal dev server on ${temporal.address} (namespace ${namespace}, ${cliPath ? cliPath : 'SDK download'})`
+      : server ? `temporal-server on ${server.address} (namespace ${namespace}, Postgres databases ${temporalEnv.databases.temporal} + ${temporalEnv.databases.visibility})`
       : `Temporal from TEMPORAL_ADDRESS (${temporalAddress}, namespace ${namespace})`;
     console.log(`[global-setup] ${pgDesc}; ${tDesc}; ready in ${secs}s`);
     ready = true;

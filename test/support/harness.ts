@@ -4,6 +4,7 @@ import { DefaultLogger, NativeConnection, Runtime, type Worker, type WorkflowBun
 import pg from 'pg';
 import { inject } from 'vitest';
 import { createJobsClient, type JobsClient } from '../../services/intake.js';
+import { loadConfig } from '../../lib/config.js';
 import { createPool } from '../../lib/db.js';
 import { createLogger, type Logger } from '../../lib/logger.js';
 import { prepareStack } from '../../services/stack.js';
@@ -14,7 +15,23 @@ import { defaultJobRegistry } from '../../jobs/index.js';
 import type { JobRegistry } from '../../job-api/registry.js';
 
 export const TENANTS = { a: { id: 'tenant-a', key: 'key-tenant-a' }, b: { id: 'tenant-b', key: 'key-tenant-b' } } as const;
+/** `ADMIN_API_KEY`: the key of operator "admin" (backwards compatibility). */
 export const ADMIN_KEY = 'admin-key-for-tests';
+/**
+ * Named operators (`ADMIN_API_KEYS`): each key names its operator in every audit row. Alice
+ * has two keys (rotation: both open the API and both name her).
+ */
+export const OPERATORS = {
+  alice: ['operator-key-alice-1', 'operator-key-alice-2'], bob: ['operator-key-bob-1'], carol: ['operator-key-carol-1'],
+  dana: ['operator-key-dana-1'], erin: ['operator-key-erin-1'], olive: ['operator-key-olive-1'], 'ramp-test': ['operator-key-ramp-test'],
+} as const;
+export type OperatorName = keyof typeof OPERATORS;
+/** The (first) admin key of a named operator. */
+export const operatorKey = (name: OperatorName): string => OPERATORS[name][0];
+/** Through the real configuration parser: what `ADMIN_API_KEYS` and `ADMIN_API_KEY` become (digests only). */
+const ADMIN_KEYS = loadConfig({
+  ADMIN_API_KEYS: Object.entries(OPERATORS).map(([name, keys]) => `${name}=${keys.join('|')}`).join(','), ADMIN_API_KEY: ADMIN_KEY,
+}, { jobTypes: defaultJobRegistry.names, mode: 'production' }).adminKeys;
 /** Test-only secret (not a real one): 32 random-looking bytes, base64. */
 export const WEBHOOK_SECRET = `whsec_${Buffer.from('durable-jobs-test-webhook-secret').toString('base64')}`;
 export const uid = () => randomBytes(6).toString('hex');
@@ -99,7 +116,7 @@ export async function startHarness(name: string, opts: { workers?: number; webho
   const jobTypes = opts.jobTypes ?? defaultJobRegistry;
   const jobs = createJobsClient({ jobs: jobTypes, pool, temporal, taskQueue });
   const webhookSecrets = { sim: [opts.webhookSecret ?? WEBHOOK_SECRET] };
-  const app = buildApp({ jobTypes, pool, temporal, jobs, log, adminApiKey: ADMIN_KEY, version: 'test', webhookSecrets });
+  const app = buildApp({ jobTypes, pool, temporal, jobs, log, adminKeys: ADMIN_KEYS, temporalUiUrl: 'http://127.0.0.1:8233', version: 'test', webhookSecrets });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const addr = app.server.address();
   const baseUrl = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;

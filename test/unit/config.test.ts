@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { defaultJobRegistry } from '../../jobs/index.js';
 import { loadConfig } from '../../lib/config.js';
@@ -43,5 +44,45 @@ describe('configuration', () => {
     // The registry applies the override over the type's own caps.
     expect(defaultJobRegistry.concurrencyLimits(c.concurrencyLimits).summarize).toEqual({ perTenant: 2, global: 32 });
     expect(c.jobBudgets).toEqual({ purchase: { maximumAttempts: 3 } });
+  });
+
+  describe('named operators (ADMIN_API_KEYS)', () => {
+    const sha = (k: string) => createHash('sha256').update(k).digest('hex');
+    const load = (env: Record<string, string>, mode: 'dev' | 'production' = 'production') => loadConfig(env, { jobTypes: names, mode });
+
+    it('keeps only digests, several keys per operator, and ADMIN_API_KEY as operator "admin"', () => {
+      const c = load({ ADMIN_API_KEYS: `alice=alice-key-0000001|sha256:${sha('alice-key-0000002')},bob=bob-key-000000001`, ADMIN_API_KEY: 'legacy-admin-key' });
+      expect(c.adminKeys).toEqual([
+        { operator: 'alice', keyHash: sha('alice-key-0000001') }, { operator: 'alice', keyHash: sha('alice-key-0000002') },
+        { operator: 'bob', keyHash: sha('bob-key-000000001') }, { operator: 'admin', keyHash: sha('legacy-admin-key') },
+      ]);
+      expect(JSON.stringify(c.adminKeys)).not.toContain('alice-key');
+    });
+
+    it('dev mode: admin-key names operator "admin" unless named keys are configured', () => {
+      expect(load({}, 'dev').adminKeys).toEqual([{ operator: 'admin', keyHash: sha('admin-key') }]);
+      const named = load({ ADMIN_API_KEYS: 'alice=alice-key-0000001' }, 'dev');
+      expect(named.adminKeys).toEqual([{ operator: 'alice', keyHash: sha('alice-key-0000001') }]);
+      expect(named.adminApiKey).toBeUndefined();
+      expect(load({}).adminKeys).toEqual([]);
+    });
+
+    it('refuses ambiguous or weak entries, naming the variable', () => {
+      expect(() => load({ ADMIN_API_KEYS: 'alice' })).toThrow(/ADMIN_API_KEYS must be "operator=key/);
+      expect(() => load({ ADMIN_API_KEYS: 'al ice=alice-key-0000001' })).toThrow(/ADMIN_API_KEYS must be/);
+      expect(() => load({ ADMIN_API_KEYS: 'alice=short' })).toThrow(/at least 16 characters/);
+      expect(() => load({ ADMIN_API_KEYS: 'alice=alice-key-0000001,alice=alice-key-0000002' })).toThrow(/listed twice/);
+      expect(() => load({ ADMIN_API_KEYS: 'alice=shared-key-0000001,bob=shared-key-0000001' })).toThrow(/both "alice" and "bob"/);
+      expect(() => load({ ADMIN_API_KEYS: 'alice=demo-key-000000001', SEED_TENANTS: 'demo=demo-key-000000001' })).toThrow(/tenant "demo" is also an admin key/);
+      expect(() => load({ TEMPORAL_UI_URL: 'javascript:alert(1)' })).toThrow(/TEMPORAL_UI_URL/);
+    });
+
+    it('links the Temporal Web UI: configured, or the dev server on TEMPORAL_UI_PORT', () => {
+      expect(load({}, 'dev').temporalUiUrl).toBe('http://127.0.0.1:8233');
+      expect(load({ TEMPORAL_UI_PORT: '9000' }, 'dev').temporalUiUrl).toBe('http://127.0.0.1:9000');
+      expect(load({ TEMPORAL_UI_URL: 'https://temporal.example/' }).temporalUiUrl).toBe('https://temporal.example');
+      expect(load({}).temporalUiUrl).toBeUndefined();
+      expect(load({ TEMPORAL_UI_URL: 'none' }, 'dev').temporalUiUrl).toBeUndefined();
+    });
   });
 });
