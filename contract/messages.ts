@@ -5,7 +5,12 @@ import { defineQuery, defineSignal } from '@temporalio/workflow';
 export const jobProgressQuery = defineQuery<{ phase: string; detail: string }>('jobProgress');
 
 /** A provider's `transcription.completed` webhook, forwarded by `POST /v1/webhooks/{source}`. */
-export interface TranscriptionEvent { webhookId: string; transcriptionId: string; status: string; text: string }
+export interface TranscriptionEvent {
+  webhookId: string;
+  transcriptionId: string;
+  status: string;
+  text: string;
+}
 export const transcriptionCompletedSignal = defineSignal<[TranscriptionEvent]>('transcriptionCompleted');
 
 /** The event type the provider sends when a transcription is done. */
@@ -44,7 +49,14 @@ export const replayStopSignal = defineSignal<[{ reason?: string; by?: string }]>
 export const replayProgressQuery = defineQuery<ReplayProgress>('replayProgress');
 
 export type ReplayItemStatus = 'pending' | 'running' | 'succeeded' | 'failed' | 'skipped';
-export interface ReplayItem { deadLetterId: string; status: ReplayItemStatus; replayJobId?: string; startedAt?: string; finishedAt?: string; detail?: string }
+export interface ReplayItem {
+  deadLetterId: string;
+  status: ReplayItemStatus;
+  replayJobId?: string;
+  startedAt?: string;
+  finishedAt?: string;
+  detail?: string;
+}
 export interface ReplayProgress {
   replayId: string;
   state: 'running' | 'paused' | 'stopping' | 'stopped' | 'halted' | 'completed';
@@ -57,4 +69,37 @@ export interface ReplayProgress {
   batchesStarted: number;
   stopReason?: string;
   items: ReplayItem[];
+}
+
+/** What a replay request asks for. TSDoc states each default (the HTTP API applies them). */
+export interface ReplayArgs {
+  replayId: string;
+  /** Operator named in every action the replay records. */
+  requestedBy: string;
+  deadLetterIds: string[];
+  /** Dead letters per batch; a batch ends when all its replays have finished. Default 10. */
+  batchSize?: number;
+  /** Replays running at once. Default 3. */
+  concurrency?: number;
+  /** Replay starts per minute: a token bucket refilled continuously, holding one second's worth. Default 60. */
+  ratePerMinute?: number;
+  /** Stop condition: halt when more than this many replays fail again. Default 5. */
+  maxFailures?: number;
+  /** Stay open this long for more `replayAdd` signals once the queue is empty. Default 0. */
+  keepOpenSeconds?: number;
+  /** State carried over continue-as-new (long replays keep their history small). */
+  carried?: Carried;
+}
+
+export interface Carried {
+  queue: string[];
+  items: ReplayItem[];
+  succeeded: number;
+  failed: number;
+  skipped: number;
+  peakRunning: number;
+  batchesStarted: number;
+  paused: boolean;
+  tokens: number;
+  refilledAt: number;
 }

@@ -10,6 +10,9 @@ export { HISTOGRAMS, TIME_BUCKETS, TOTAL_METRICS, type TotalRow } from '../store
  * the rows after it. A failed fold changes nothing (the read still counts those rows).
  */
 export async function collectTotals(pool: pg.Pool, advance: AdvanceOptions = {}, onAdvanceError?: (e: Error) => void): Promise<TotalRow[]> {
-  await withTransaction(pool, (tx) => advanceTotals(tx, advance)).catch((e: Error) => { onAdvanceError?.(e); return false; });
+  await withTransaction(pool, (tx) => advanceTotals(tx, advance)).catch((e: Error) => {
+    onAdvanceError?.(e);
+    return false;
+  });
   return readTotals(pool);
 }

@@ -2,7 +2,12 @@ import type { Db } from '../lib/db.js';
 
 // Lease tracking, written by the worker (activities/lease-tracking.ts): a row when a leased
 // attempt starts, its end when it ends; the next attempt flags one that never ended.
-export interface LeaseKey { jobId: string; runId: string; activityId: string; attempt: number }
+export interface LeaseKey {
+  jobId: string;
+  runId: string;
+  activityId: string;
+  attempt: number;
+}
 
 export async function leaseStarted(db: Db, k: LeaseKey & { activityType: string; startToCloseMs: number }): Promise<void> {
   await db.query(

@@ -24,7 +24,11 @@ export const HISTOGRAMS = {
   execution: 'durable_jobs_job_execution_time_seconds',
 } as const;
 
-export interface TotalRow { metric: string; labels: Record<string, string>; value: number }
+export interface TotalRow {
+  metric: string;
+  labels: Record<string, string>;
+  value: number;
+}
 
 /** Queue time after admission (a deferral is not queue time) and execution time, as in the health gauges. */
 const QUEUE_S = `greatest(0, extract(epoch FROM first_started_at - coalesce(admitted_at, created_at)))::float8`;
@@ -101,19 +105,25 @@ export interface AdvanceOptions {
  */
 export async function advanceTotals(tx: Db, o: AdvanceOptions = {}): Promise<boolean> {
   const { minIntervalSeconds = 60, lagSeconds = 30, maxLagSeconds = 600 } = o;
-  const c = await tx.query<{ target: string }>(`
+  const c = await tx.query<{ target: string }>(
+    `
     SELECT greatest(c.through, now() - $3 * interval '1 second', least(now() - $2 * interval '1 second',
              (SELECT min(xact_start) - interval '1 millisecond' FROM pg_stat_activity
                WHERE datname = current_database() AND xact_start IS NOT NULL AND pid <> pg_backend_pid())))::text AS target
       FROM metric_checkpoint c
      WHERE c.id = 1 AND (c.through = '-infinity' OR c.advanced_at <= now() - $1 * interval '1 second')
-       FOR UPDATE SKIP LOCKED`, [minIntervalSeconds, lagSeconds, maxLagSeconds]);
+       FOR UPDATE SKIP LOCKED`,
+    [minIntervalSeconds, lagSeconds, maxLagSeconds],
+  );
   const row = c.rows[0];
   if (!row) return false;
-  await tx.query(`
+  await tx.query(
+    `
     INSERT INTO metric_totals (metric, labels, value)
     SELECT metric, labels, sum(value) FROM (${deltaSql(CHECKPOINT, '$1::timestamptz')}) d GROUP BY metric, labels
-    ON CONFLICT (metric, labels) DO UPDATE SET value = metric_totals.value + EXCLUDED.value`, [row.target]);
+    ON CONFLICT (metric, labels) DO UPDATE SET value = metric_totals.value + EXCLUDED.value`,
+    [row.target],
+  );
   await tx.query(`UPDATE metric_checkpoint SET through = $1, advanced_at = now() WHERE id = 1`, [row.target]);
   return true;
 }

@@ -48,8 +48,13 @@ export async function jobForProviderObject(db: Db, step: string, providerId: str
 }
 
 export interface NewDelivery {
-  source: string; webhookId: string; eventType: string; subject: string | null;
-  payload: Record<string, unknown>; jobId: string | null; outcome: DeliveryOutcome;
+  source: string;
+  webhookId: string;
+  eventType: string;
+  subject: string | null;
+  payload: Record<string, unknown>;
+  jobId: string | null;
+  outcome: DeliveryOutcome;
 }
 
 /**

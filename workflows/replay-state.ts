@@ -1,30 +1,7 @@
 import { condition } from '@temporalio/workflow';
-import type { ReplayItem, ReplayProgress } from '../contract/messages.js';
+import type { Carried, ReplayArgs, ReplayItem, ReplayProgress } from '../contract/messages.js';
 
-/** What a replay request asks for. TSDoc states each default (the HTTP API applies them). */
-export interface ReplayArgs {
-  replayId: string;
-  /** Operator named in every action the replay records. */
-  requestedBy: string;
-  deadLetterIds: string[];
-  /** Dead letters per batch; a batch ends when all its replays have finished. Default 10. */
-  batchSize?: number;
-  /** Replays running at once. Default 3. */
-  concurrency?: number;
-  /** Replay starts per minute: a token bucket refilled continuously, holding one second's worth. Default 60. */
-  ratePerMinute?: number;
-  /** Stop condition: halt when more than this many replays fail again. Default 5. */
-  maxFailures?: number;
-  /** Stay open this long for more `replayAdd` signals once the queue is empty. Default 0. */
-  keepOpenSeconds?: number;
-  /** State carried over continue-as-new (long replays keep their history small). */
-  carried?: Carried;
-}
-
-export interface Carried {
-  queue: string[]; items: ReplayItem[]; succeeded: number; failed: number; skipped: number;
-  peakRunning: number; batchesStarted: number; paused: boolean; tokens: number; refilledAt: number;
-}
+export type { ReplayArgs } from '../contract/messages.js';
 
 /** Items kept for the progress query; counts stay exact beyond it. */
 const MAX_ITEMS = 1_000;
@@ -50,8 +27,11 @@ export class ReplayState {
 
   constructor(private readonly a: ReplayArgs) {
     this.opts = {
-      batchSize: a.batchSize ?? 10, concurrency: a.concurrency ?? 3,
-      ratePerMinute: a.ratePerMinute ?? 60, burst: 1, maxFailures: a.maxFailures ?? 5,
+      batchSize: a.batchSize ?? 10,
+      concurrency: a.concurrency ?? 3,
+      ratePerMinute: a.ratePerMinute ?? 60,
+      burst: 1,
+      maxFailures: a.maxFailures ?? 5,
     };
     // Server timers are coarse (about a second on the dev server), so strict spacing would
     // cap the rate near 60/min. A bucket of one second's worth keeps the rate exact on average
@@ -61,7 +41,15 @@ export class ReplayState {
     const c = a.carried;
     this.queue = c ? [...c.queue] : [];
     this.items = new Map<string, ReplayItem>((c?.items ?? []).map((i) => [i.deadLetterId, i]));
-    this.n = { succeeded: c?.succeeded ?? 0, failed: c?.failed ?? 0, skipped: c?.skipped ?? 0, running: 0, waiting: 0, peak: c?.peakRunning ?? 0, batches: c?.batchesStarted ?? 0 };
+    this.n = {
+      succeeded: c?.succeeded ?? 0,
+      failed: c?.failed ?? 0,
+      skipped: c?.skipped ?? 0,
+      running: 0,
+      waiting: 0,
+      peak: c?.peakRunning ?? 0,
+      batches: c?.batchesStarted ?? 0,
+    };
     this.paused = c?.paused ?? false;
     this.tokens = c?.tokens ?? 1;
     this.refilledAt = c?.refilledAt ?? Date.now();
@@ -116,22 +104,50 @@ export class ReplayState {
 
   progress(): ReplayProgress {
     const { n } = this;
-    const state = this.done ? (this.halted ? 'halted' : this.stopRequested ? 'stopped' : 'completed') : this.stopping() ? 'stopping' : this.paused ? 'paused' : 'running';
+    const state = this.done
+      ? this.halted
+        ? 'halted'
+        : this.stopRequested
+          ? 'stopped'
+          : 'completed'
+      : this.stopping()
+        ? 'stopping'
+        : this.paused
+          ? 'paused'
+          : 'running';
     return {
-      replayId: this.a.replayId, state, requestedBy: this.a.requestedBy, options: this.opts,
+      replayId: this.a.replayId,
+      state,
+      requestedBy: this.a.requestedBy,
+      options: this.opts,
       counts: {
-        total: this.queue.length + n.waiting + n.running + n.succeeded + n.failed + n.skipped, pending: this.queue.length + n.waiting,
-        running: n.running, succeeded: n.succeeded, failed: n.failed, skipped: n.skipped,
+        total: this.queue.length + n.waiting + n.running + n.succeeded + n.failed + n.skipped,
+        pending: this.queue.length + n.waiting,
+        running: n.running,
+        succeeded: n.succeeded,
+        failed: n.failed,
+        skipped: n.skipped,
       },
-      peakRunning: n.peak, batchesStarted: n.batches, ...(this.stopReason ? { stopReason: this.stopReason } : {}), items: [...this.items.values()],
+      peakRunning: n.peak,
+      batchesStarted: n.batches,
+      ...(this.stopReason ? { stopReason: this.stopReason } : {}),
+      items: [...this.items.values()],
     };
   }
 
   carried(): Carried {
     const { n } = this;
     return {
-      queue: this.queue, items: [...this.items.values()].slice(-MAX_ITEMS), succeeded: n.succeeded, failed: n.failed, skipped: n.skipped,
-      peakRunning: n.peak, batchesStarted: n.batches, paused: this.paused, tokens: this.tokens, refilledAt: this.refilledAt,
+      queue: this.queue,
+      items: [...this.items.values()].slice(-MAX_ITEMS),
+      succeeded: n.succeeded,
+      failed: n.failed,
+      skipped: n.skipped,
+      peakRunning: n.peak,
+      batchesStarted: n.batches,
+      paused: this.paused,
+      tokens: this.tokens,
+      refilledAt: this.refilledAt,
     };
   }
 }

@@ -9,7 +9,12 @@ import { freePort } from '../lib/dev-server.js';
 /** The shipped rules, evaluated as they are by a real Prometheus. */
 const RULES = fileURLToPath(new URL('../../ops/alerts.yml', import.meta.url));
 
-export interface PromAlert { labels: Record<string, string>; state: 'pending' | 'firing'; activeAt: string; value: string }
+export interface PromAlert {
+  labels: Record<string, string>;
+  state: 'pending' | 'firing';
+  activeAt: string;
+  value: string;
+}
 
 export interface RunningPrometheus {
   url: string;
@@ -18,7 +23,9 @@ export interface RunningPrometheus {
   /** An instant query's vector (GET /api/v1/query). */
   query(expr: string): Promise<Array<{ metric: Record<string, string>; value: [number, string] }>>;
   /** Rule groups as loaded, with their last evaluation (GET /api/v1/rules). */
-  ruleGroups(): Promise<Array<{ name: string; lastEvaluation: string; rules: Array<{ name: string; health: string; lastError?: string }> }>>;
+  ruleGroups(): Promise<
+    Array<{ name: string; lastEvaluation: string; rules: Array<{ name: string; health: string; lastError?: string }> }>
+  >;
   output(): string;
   stop(): Promise<void>;
 }
@@ -36,17 +43,29 @@ export async function startPrometheus(target: string): Promise<RunningPrometheus
   const dir = await mkdtemp(path.join(os.tmpdir(), 'durable-jobs-prometheus-'));
   const port = await freePort();
   const config = path.join(dir, 'prometheus.yml');
-  await writeFile(config, stringify({
-    global: { scrape_interval: '1s', scrape_timeout: '1s', evaluation_interval: '1s' },
-    rule_files: [RULES],
-    scrape_configs: [{ job_name: 'durable-jobs-api', static_configs: [{ targets: [target] }] }],
-  }));
-  const child: ChildProcess = spawn('prometheus', [
-    `--config.file=${config}`, `--storage.tsdb.path=${path.join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`,
-    '--log.level=warn', '--storage.tsdb.retention.time=1h',
-  ], { stdio: ['ignore', 'pipe', 'pipe'] });
+  await writeFile(
+    config,
+    stringify({
+      global: { scrape_interval: '1s', scrape_timeout: '1s', evaluation_interval: '1s' },
+      rule_files: [RULES],
+      scrape_configs: [{ job_name: 'durable-jobs-api', static_configs: [{ targets: [target] }] }],
+    }),
+  );
+  const child: ChildProcess = spawn(
+    'prometheus',
+    [
+      `--config.file=${config}`,
+      `--storage.tsdb.path=${path.join(dir, 'data')}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+      '--log.level=warn',
+      '--storage.tsdb.retention.time=1h',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let out = '';
-  const keep = (b: Buffer) => { out = (out + b.toString()).slice(-20_000); };
+  const keep = (b: Buffer) => {
+    out = (out + b.toString()).slice(-20_000);
+  };
   child.stdout!.on('data', keep);
   child.stderr!.on('data', keep);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -62,7 +81,7 @@ export async function startPrometheus(target: string): Promise<RunningPrometheus
   };
   const api = async <T>(p: string): Promise<T> => {
     const r = await fetch(url + p);
-    const body = await r.json() as { status: string; data: T; error?: string };
+    const body = (await r.json()) as { status: string; data: T; error?: string };
     if (body.status !== 'success') throw new Error(`prometheus ${p}: ${body.error ?? r.status}`);
     return body.data;
   };
@@ -70,7 +89,13 @@ export async function startPrometheus(target: string): Promise<RunningPrometheus
     const deadline = Date.now() + 30_000;
     for (;;) {
       if (child.exitCode !== null) throw new Error(`prometheus exited (${child.exitCode}): ${out.slice(-2_000)}`);
-      if (await fetch(`${url}/-/ready`).then((r) => r.ok, () => false)) break;
+      if (
+        await fetch(`${url}/-/ready`).then(
+          (r) => r.ok,
+          () => false,
+        )
+      )
+        break;
       if (Date.now() > deadline) throw new Error(`prometheus not ready after 30 s: ${out.slice(-2_000)}`);
       await new Promise((r) => setTimeout(r, 200));
     }
@@ -81,8 +106,18 @@ export async function startPrometheus(target: string): Promise<RunningPrometheus
   return {
     url,
     alerts: async () => (await api<{ alerts: PromAlert[] }>('/api/v1/alerts')).alerts,
-    query: async (expr) => (await api<{ result: Array<{ metric: Record<string, string>; value: [number, string] }> }>(`/api/v1/query?query=${encodeURIComponent(expr)}`)).result,
-    ruleGroups: async () => (await api<{ groups: Array<{ name: string; lastEvaluation: string; rules: Array<{ name: string; health: string; lastError?: string }> }> }>('/api/v1/rules')).groups,
+    query: async (expr) =>
+      (
+        await api<{ result: Array<{ metric: Record<string, string>; value: [number, string] }> }>(
+          `/api/v1/query?query=${encodeURIComponent(expr)}`,
+        )
+      ).result,
+    ruleGroups: async () =>
+      (
+        await api<{
+          groups: Array<{ name: string; lastEvaluation: string; rules: Array<{ name: string; health: string; lastError?: string }> }>;
+        }>('/api/v1/rules')
+      ).groups,
     output: () => out,
     stop,
   };

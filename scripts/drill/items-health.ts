@@ -2,41 +2,68 @@ import type { DrillStack } from './stack.js';
 import { prometheusAvailable, startPrometheus, type PromAlert, type RunningPrometheus } from './alerts.js';
 import { check, DrillCheckFailed, http, simFault, simReset, submit, uid, waitForStatus, waitUntil, type DrillItem } from './support.js';
 
-const admin = (s: DrillStack, path: string, init: { method?: string; body?: unknown } = {}) =>
-  http(s, path, { ...init, admin: true });
+const admin = (s: DrillStack, path: string, init: { method?: string; body?: unknown } = {}) => http(s, path, { ...init, admin: true });
 
 const WATCHED = ['DeadLetterGrowth', 'LeaseExpirationsSpike'] as const;
 const active = (alerts: PromAlert[], name: string) => alerts.filter((a) => a.labels.alertname === name);
-const describe = (a: PromAlert | undefined) => (a ? `${a.state} since ${a.activeAt.slice(11, 19)}Z, value ${Number(a.value).toFixed(1)}` : 'inactive');
+const describe = (a: PromAlert | undefined) =>
+  a ? `${a.state} since ${a.activeAt.slice(11, 19)}Z, value ${Number(a.value).toFixed(1)}` : 'inactive';
 
 /** Waits for one alert to be firing in Prometheus, and says when it was pending and when it fired. */
-async function firing(p: RunningPrometheus, name: string, timeoutMs: number): Promise<{ alert: PromAlert; pendingSeen: boolean; firedAt: number }> {
+async function firing(
+  p: RunningPrometheus,
+  name: string,
+  timeoutMs: number,
+): Promise<{ alert: PromAlert; pendingSeen: boolean; firedAt: number }> {
   let pendingSeen = false;
-  const alert = await waitUntil(`Prometheus to fire ${name}`, async () => {
-    const a = active(await p.alerts(), name);
-    if (a.some((x) => x.state === 'pending')) pendingSeen = true;
-    return a.find((x) => x.state === 'firing');
-  }, timeoutMs);
+  const alert = await waitUntil(
+    `Prometheus to fire ${name}`,
+    async () => {
+      const a = active(await p.alerts(), name);
+      if (a.some((x) => x.state === 'pending')) pendingSeen = true;
+      return a.find((x) => x.state === 'firing');
+    },
+    timeoutMs,
+  );
   return { alert, pendingSeen, firedAt: Date.now() };
 }
 
 export const metrics: DrillItem = {
   item: '8 health figures and alerts',
   async run(s) {
-    check(prometheusAvailable(), 'the prometheus binary is not installed (apt-get install -y prometheus): the shipped rules cannot be evaluated');
+    check(
+      prometheusAvailable(),
+      'the prometheus binary is not installed (apt-get install -y prometheus): the shipped rules cannot be evaluated',
+    );
     await simReset(s);
     const prom = await startPrometheus(new URL(s.api).host);
     try {
       // Baseline: the API scraped, the shipped rules loaded and evaluated without error, and
       // a few samples of each counter the watched rules read, so increase() has a start.
-      await waitUntil('Prometheus to scrape the API', async () => (await prom.query('up{job="durable-jobs-api"} == 1')).length === 1, 60_000);
-      const groups = await waitUntil('the shipped rules to be evaluated', async () => {
-        const g = await prom.ruleGroups();
-        return g.length > 0 && g.every((x) => x.lastEvaluation > '2000' && x.rules.every((r) => r.health === 'ok')) ? g : undefined;
-      }, 60_000);
+      await waitUntil(
+        'Prometheus to scrape the API',
+        async () => (await prom.query('up{job="durable-jobs-api"} == 1')).length === 1,
+        60_000,
+      );
+      const groups = await waitUntil(
+        'the shipped rules to be evaluated',
+        async () => {
+          const g = await prom.ruleGroups();
+          return g.length > 0 && g.every((x) => x.lastEvaluation > '2000' && x.rules.every((r) => r.health === 'ok')) ? g : undefined;
+        },
+        60_000,
+      );
       const rules = groups.flatMap((g) => g.rules);
-      await waitUntil('three samples of the counters', async () => (await prom.query(
-        'min(count_over_time(durable_jobs_dead_letters_created_total[1m])) >= 3 and on () min(count_over_time(durable_jobs_lease_expirations_total[1m])) >= 3')).length === 1, 60_000);
+      await waitUntil(
+        'three samples of the counters',
+        async () =>
+          (
+            await prom.query(
+              'min(count_over_time(durable_jobs_dead_letters_created_total[1m])) >= 3 and on () min(count_over_time(durable_jobs_lease_expirations_total[1m])) >= 3',
+            )
+          ).length === 1,
+        60_000,
+      );
       const before = await prom.alerts();
       for (const n of WATCHED) check(active(before, n).length === 0, `${n} already ${describe(active(before, n)[0])} before the faults`);
 
@@ -45,7 +72,9 @@ export const metrics: DrillItem = {
       const bad = await Promise.all(Array.from({ length: 11 }, (_, i) => submit(s, 'summarize', { text: `Spike ${i}.` })));
       for (const r of bad) await waitForStatus(s, r.body.jobId, 'dead_lettered');
       const dl = await firing(prom, 'DeadLetterGrowth', 60_000).catch(async (e: Error) => {
-        throw new DrillCheckFailed(`${e.message}; its expression is ${JSON.stringify(await prom.query('sum(max by (job_type) (increase(durable_jobs_dead_letters_created_total[15m])))'))}`);
+        throw new DrillCheckFailed(
+          `${e.message}; its expression is ${JSON.stringify(await prom.query('sum(max by (job_type) (increase(durable_jobs_dead_letters_created_total[15m])))'))}`,
+        );
       });
 
       // Spike 2: both workers die holding six attempts: six leases expire at once.
@@ -53,7 +82,7 @@ export const metrics: DrillItem = {
       await simFault(s, { path: '/v1/summaries', times: 6, status: 200, delayMs: 120_000 });
       const held = await Promise.all(Array.from({ length: 6 }, (_, i) => submit(s, 'summarize', { text: `Held ${i}.` })));
       await waitUntil('six attempts in flight at the upstream', async () => {
-        const e = await (await fetch(`${s.providerUrl}/__sim/effects`)).json() as { inFlight: number };
+        const e = (await (await fetch(`${s.providerUrl}/__sim/effects`)).json()) as { inFlight: number };
         return e.inFlight >= 6;
       });
       for (const w of s.workers.filter((x) => x.alive())) await w.kill('SIGKILL');
@@ -69,10 +98,21 @@ export const metrics: DrillItem = {
       const slowest = await prom.query('max_over_time(scrape_duration_seconds{job="durable-jobs-api"}[1h])');
       const health = (await admin(s, '/v1/admin/queue-health')).body;
       const text = await (await fetch(`${s.api}/metrics`)).text();
-      const needed = ['durable_jobs_backlog_oldest_waiting_age_seconds', 'durable_jobs_arrivals_per_minute', 'durable_jobs_completions_per_minute',
-        'durable_jobs_lease_expirations', 'durable_jobs_attempts', 'durable_jobs_reconciliations', 'durable_jobs_dead_letters_open',
-        'durable_jobs_jobs_accepted_total', 'durable_jobs_jobs_completed_total', 'durable_jobs_dead_letters_created_total', 'durable_jobs_lease_expirations_total',
-        'durable_jobs_job_queue_time_seconds_bucket', 'durable_jobs_job_execution_time_seconds_bucket'];
+      const needed = [
+        'durable_jobs_backlog_oldest_waiting_age_seconds',
+        'durable_jobs_arrivals_per_minute',
+        'durable_jobs_completions_per_minute',
+        'durable_jobs_lease_expirations',
+        'durable_jobs_attempts',
+        'durable_jobs_reconciliations',
+        'durable_jobs_dead_letters_open',
+        'durable_jobs_jobs_accepted_total',
+        'durable_jobs_jobs_completed_total',
+        'durable_jobs_dead_letters_created_total',
+        'durable_jobs_lease_expirations_total',
+        'durable_jobs_job_queue_time_seconds_bucket',
+        'durable_jobs_job_execution_time_seconds_bucket',
+      ];
       const missing = needed.filter((m) => !new RegExp(`^${m}[{ ]`, 'm').test(text));
       check(missing.length === 0, `metrics missing from /metrics: ${missing.join(', ')}`);
       check(health && typeof health === 'object', 'GET /v1/admin/queue-health did not answer');
@@ -94,7 +134,10 @@ export const degradation: DrillItem = {
   item: '9 degradation, recovery, replay controls',
   async run(s) {
     await simReset(s);
-    const paused = await admin(s, '/v1/admin/degradation', { method: 'PUT', body: { pausedPriorities: ['low'], recoveryRatePerMinute: 60, reason: 'drill: provider brown-out' } });
+    const paused = await admin(s, '/v1/admin/degradation', {
+      method: 'PUT',
+      body: { pausedPriorities: ['low'], recoveryRatePerMinute: 60, reason: 'drill: provider brown-out' },
+    });
     check(paused.status === 200, `pausing low priority answered ${paused.status}`);
     const low = await submit(s, 'summarize', { text: 'Low priority during the drill.' }, `drill-low-${uid()}`, { priority: 'low' });
     const normal = await submit(s, 'summarize', { text: 'Normal priority during the drill.' });

@@ -5,10 +5,20 @@ import { parse } from 'yaml';
 import { startHarness, type Harness } from '../support/harness.js';
 
 let h: Harness;
-beforeAll(async () => { h = await startHarness('health-alerts', { workers: 0 }); });
-afterAll(async () => { await h?.close(); });
+beforeAll(async () => {
+  h = await startHarness('health-alerts', { workers: 0 });
+});
+afterAll(async () => {
+  await h?.close();
+});
 
-interface Rule { alert: string; expr: string; for?: string; labels?: Record<string, string>; annotations?: Record<string, string> }
+interface Rule {
+  alert: string;
+  expr: string;
+  for?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
 
 describe('ops/alerts.yml', () => {
   it('parses as Prometheus rule groups whose expressions name metrics that /metrics exports', async () => {
@@ -16,11 +26,20 @@ describe('ops/alerts.yml', () => {
     const doc = parse(text) as { groups: Array<{ name: string; rules: Rule[] }> };
     const rules = doc.groups.flatMap((g) => g.rules);
     // Every metric family is declared (# TYPE) even before it has samples.
-    const exported = new Set([...(await fetch(`${h.baseUrl}/metrics`).then((r) => r.text())).matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]!));
+    const exported = new Set(
+      [...(await fetch(`${h.baseUrl}/metrics`).then((r) => r.text())).matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]!),
+    );
 
     // The issue's list: backlog age, no completions while the backlog grows, lease expirations
     // spike, dead-letter growth, oldest dead letter age, outbox lag.
-    const required = ['JobBacklogAgeHigh', 'NoCompletionsWhileBacklogGrows', 'LeaseExpirationsSpike', 'DeadLetterGrowth', 'DeadLetterUnattended', 'OutboxLag'];
+    const required = [
+      'JobBacklogAgeHigh',
+      'NoCompletionsWhileBacklogGrows',
+      'LeaseExpirationsSpike',
+      'DeadLetterGrowth',
+      'DeadLetterUnattended',
+      'OutboxLag',
+    ];
     const names = rules.map((r) => r.alert);
     for (const want of required) expect(names).toContain(want);
     expect(new Set(names).size).toBe(names.length);
@@ -44,7 +63,9 @@ describe('ops/alerts.yml', () => {
     const text = await fetch(`${h.baseUrl}/metrics`).then((r) => r.text());
     // Exported: every declared family and every sample name (a histogram's _bucket, _sum, _count).
     const exported = new Set([...text.matchAll(/^# TYPE (\S+) /gm), ...text.matchAll(/^([a-zA-Z_:][\w:]*)(?=[{ ])/gm)].map((m) => m[1]!));
-    expect(metricNames('histogram_quantile(0.95, max by (job_type, le) (rate(a_bucket{window="5m"}[$__rate_interval]))) * 60 / on () b')).toEqual(['a_bucket', 'b']);
+    expect(
+      metricNames('histogram_quantile(0.95, max by (job_type, le) (rate(a_bucket{window="5m"}[$__rate_interval]))) * 60 / on () b'),
+    ).toEqual(['a_bucket', 'b']);
     const graphs = dash.panels.filter((p) => p.type !== 'row');
     expect(graphs.length).toBeGreaterThan(10);
     for (const p of graphs) {
@@ -59,7 +80,21 @@ describe('ops/alerts.yml', () => {
 });
 
 /** Metric names in a PromQL expression: identifiers that are not functions, keywords, label names or durations. */
-const KEYWORDS = new Set(['by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'bool', 'and', 'or', 'unless', 'offset', 'inf', 'nan']);
+const KEYWORDS = new Set([
+  'by',
+  'without',
+  'on',
+  'ignoring',
+  'group_left',
+  'group_right',
+  'bool',
+  'and',
+  'or',
+  'unless',
+  'offset',
+  'inf',
+  'nan',
+]);
 function metricNames(expr: string): string[] {
   const bare = expr
     .replace(/"(?:[^"\\]|\\.)*"/g, '""') // label values

@@ -10,15 +10,25 @@ import { declaredFamilies, parseSamples, sampleValue, type Sample } from '../sup
 // Cumulative counters and histograms derived from rows: the same values before and after the
 // checkpoint moves, from any API process, never going down, and no row lost to a late commit.
 let h: Harness;
-beforeAll(async () => { h = await startHarness('health-totals', { workers: 1 }); });
-afterAll(async () => { await h?.close(); });
+beforeAll(async () => {
+  h = await startHarness('health-totals', { workers: 1 });
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 const scrape = async () => {
   const r = await fetch(`${h.baseUrl}/metrics`);
   expect(r.status).toBe(200);
   return r.text();
 };
-const cumulative = (text: string): Sample[] => parseSamples(text).filter((s) => /^durable_jobs_.*(_total|_bucket|_sum|_count)$/.test(s.name) && !s.name.startsWith('durable_jobs_intake_rejections') && !s.name.startsWith('durable_jobs_scan_'));
+const cumulative = (text: string): Sample[] =>
+  parseSamples(text).filter(
+    (s) =>
+      /^durable_jobs_.*(_total|_bucket|_sum|_count)$/.test(s.name) &&
+      !s.name.startsWith('durable_jobs_intake_rejections') &&
+      !s.name.startsWith('durable_jobs_scan_'),
+  );
 const key = (s: Sample) => `${s.name}${JSON.stringify(Object.entries(s.labels).sort())}`;
 /** Moves the checkpoint to (just before the oldest open transaction of) now. */
 const advanceNow = () => withTransaction(h.pool, (tx) => advanceTotals(tx, { minIntervalSeconds: 0, lagSeconds: 0 }));
@@ -84,7 +94,9 @@ describe('cumulative metrics from durable rows', () => {
   it('reports the same values after the checkpoint folds the rows, and from a second API process', async () => {
     const before = cumulative(await scrape());
     expect(await advanceNow()).toBe(true);
-    const { rows } = await h.pool.query<{ n: number; through: Date }>('SELECT (SELECT count(*)::int FROM metric_totals) AS n, through FROM metric_checkpoint');
+    const { rows } = await h.pool.query<{ n: number; through: Date }>(
+      'SELECT (SELECT count(*)::int FROM metric_totals) AS n, through FROM metric_checkpoint',
+    );
     expect(rows[0]!.n).toBeGreaterThan(0);
     expect(rows[0]!.through.getTime()).toBeGreaterThan(Date.now() - 60_000);
     // Cached for a second per process: wait for a fresh scrape rather than compare a cached one.
@@ -93,7 +105,16 @@ describe('cumulative metrics from durable rows', () => {
     expect(new Map(after.map((x) => [key(x), x.value]))).toEqual(new Map(before.map((x) => [key(x), x.value])));
 
     const pool2 = createPool(h.databaseUrl, h.log);
-    const app2 = buildApp({ jobTypes: defaultJobRegistry, pool: pool2, temporal: h.temporal, jobs: createJobsClient({ jobs: defaultJobRegistry, pool: pool2, temporal: h.temporal, taskQueue: h.taskQueue }), log: h.log, adminApiKey: ADMIN_KEY, version: 'test', webhookSecrets: {} });
+    const app2 = buildApp({
+      jobTypes: defaultJobRegistry,
+      pool: pool2,
+      temporal: h.temporal,
+      jobs: createJobsClient({ jobs: defaultJobRegistry, pool: pool2, temporal: h.temporal, taskQueue: h.taskQueue }),
+      log: h.log,
+      adminApiKey: ADMIN_KEY,
+      version: 'test',
+      webhookSecrets: {},
+    });
     try {
       const other = cumulative((await app2.inject({ url: '/metrics' })).body);
       expect(new Map(other.map((x) => [key(x), x.value]))).toEqual(new Map(before.map((x) => [key(x), x.value])));
@@ -117,7 +138,9 @@ describe('cumulative metrics from durable rows', () => {
       await client.query('BEGIN');
       const { rows } = await client.query<{ t: Date }>('SELECT now() AS t');
       // Stamped with this transaction's start (now()), committed after the checkpoint moved.
-      await client.query(`INSERT INTO job_attempts (job_id, step, attempt, outcome, error_class, started_at) VALUES ('late-commit', 'x', 1, 'retryable', 'late_commit', now())`);
+      await client.query(
+        `INSERT INTO job_attempts (job_id, step, attempt, outcome, error_class, started_at) VALUES ('late-commit', 'x', 1, 'retryable', 'late_commit', now())`,
+      );
       await new Promise((r) => setTimeout(r, 50));
       expect(await advanceNow()).toBe(true);
       const through = (await h.pool.query<{ through: Date }>('SELECT through FROM metric_checkpoint')).rows[0]!.through;
@@ -127,9 +150,21 @@ describe('cumulative metrics from durable rows', () => {
       client.release();
     }
     await new Promise((r) => setTimeout(r, 1_100));
-    expect(sampleValue(parseSamples(await scrape()), 'durable_jobs_attempts_total', { job_type: 'other', outcome: 'retryable', error_class: 'late_commit' })).toBe(1);
+    expect(
+      sampleValue(parseSamples(await scrape()), 'durable_jobs_attempts_total', {
+        job_type: 'other',
+        outcome: 'retryable',
+        error_class: 'late_commit',
+      }),
+    ).toBe(1);
     expect(await advanceNow()).toBe(true);
     await new Promise((r) => setTimeout(r, 1_100));
-    expect(sampleValue(parseSamples(await scrape()), 'durable_jobs_attempts_total', { job_type: 'other', outcome: 'retryable', error_class: 'late_commit' })).toBe(1);
+    expect(
+      sampleValue(parseSamples(await scrape()), 'durable_jobs_attempts_total', {
+        job_type: 'other',
+        outcome: 'retryable',
+        error_class: 'late_commit',
+      }),
+    ).toBe(1);
   });
 });

@@ -1,5 +1,9 @@
 /** One sample of a Prometheus text exposition. */
-export interface Sample { name: string; labels: Record<string, string>; value: number }
+export interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
 
 export function parseSamples(text: string): Sample[] {
   const out: Sample[] = [];

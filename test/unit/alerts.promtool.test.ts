@@ -14,13 +14,29 @@ const run = promisify(execFile);
 const hasPromtool = spawnSync('promtool', ['--version']).status === 0;
 if (!hasPromtool) console.warn('SKIPPED ops/ promtool tests: promtool is not installed (apt-get install -y prometheus)');
 
-interface Rule { alert?: string; record?: string; expr: string; for?: string }
-interface AlertTest { eval_time: string; alertname: string; exp_alerts: unknown[] }
-const minutes = (d: string) => { const m = /^(\d+)([smh])$/.exec(d)!; return Number(m[1]) * { s: 1 / 60, m: 1, h: 60 }[m[2] as 's' | 'm' | 'h']; };
+interface Rule {
+  alert?: string;
+  record?: string;
+  expr: string;
+  for?: string;
+}
+interface AlertTest {
+  eval_time: string;
+  alertname: string;
+  exp_alerts: unknown[];
+}
+const minutes = (d: string) => {
+  const m = /^(\d+)([smh])$/.exec(d)!;
+  return Number(m[1]) * { s: 1 / 60, m: 1, h: 60 }[m[2] as 's' | 'm' | 'h'];
+};
 
 let tmp: string;
-beforeAll(async () => { tmp = await mkdtemp(path.join(os.tmpdir(), 'durable-jobs-promtool-')); });
-afterAll(async () => { await rm(tmp, { recursive: true, force: true }); });
+beforeAll(async () => {
+  tmp = await mkdtemp(path.join(os.tmpdir(), 'durable-jobs-promtool-'));
+});
+afterAll(async () => {
+  await rm(tmp, { recursive: true, force: true });
+});
 
 describe.skipIf(!hasPromtool)('ops/ with promtool', () => {
   it('promtool check rules ops/alerts.yml', async () => {
@@ -29,29 +45,42 @@ describe.skipIf(!hasPromtool)('ops/ with promtool', () => {
   });
 
   it('promtool test rules ops/alerts.test.yml: each alert firing, silent, and pending for its whole for:', async () => {
-    const { stdout } = await run('promtool', ['test', 'rules', 'alerts.test.yml'], { cwd: OPS }).catch((e: { stdout: string; stderr: string }) => {
-      throw new Error(`promtool test rules failed:\n${e.stdout}\n${e.stderr}`);
-    });
+    const { stdout } = await run('promtool', ['test', 'rules', 'alerts.test.yml'], { cwd: OPS }).catch(
+      (e: { stdout: string; stderr: string }) => {
+        throw new Error(`promtool test rules failed:\n${e.stdout}\n${e.stderr}`);
+      },
+    );
     expect(stdout).toContain('SUCCESS');
 
     // Every shipped alert has its cases: firing at T, and silent one evaluation (1 min) before
     // T when it has a for: (still pending), which pins the for: duration.
-    const rules = (parse(await readFile(path.join(OPS, 'alerts.yml'), 'utf8')) as { groups: Array<{ rules: Rule[] }> }).groups.flatMap((g) => g.rules).filter((r) => r.alert);
-    const tests = (parse(await readFile(path.join(OPS, 'alerts.test.yml'), 'utf8')) as { tests: Array<{ alert_rule_test: AlertTest[] }> }).tests.flatMap((t) => t.alert_rule_test);
+    const rules = (parse(await readFile(path.join(OPS, 'alerts.yml'), 'utf8')) as { groups: Array<{ rules: Rule[] }> }).groups
+      .flatMap((g) => g.rules)
+      .filter((r) => r.alert);
+    const tests = (
+      parse(await readFile(path.join(OPS, 'alerts.test.yml'), 'utf8')) as { tests: Array<{ alert_rule_test: AlertTest[] }> }
+    ).tests.flatMap((t) => t.alert_rule_test);
     for (const r of rules) {
       const mine = tests.filter((t) => t.alertname === r.alert);
       const firing = mine.filter((t) => t.exp_alerts.length > 0);
       expect(firing.length, `${r.alert}: no firing case`).toBeGreaterThan(0);
-      expect(mine.some((t) => t.exp_alerts.length === 0), `${r.alert}: no silent case`).toBe(true);
+      expect(
+        mine.some((t) => t.exp_alerts.length === 0),
+        `${r.alert}: no silent case`,
+      ).toBe(true);
       if (r.for && minutes(r.for) > 0) {
-        const pendingBefore = firing.some((f) => mine.some((t) => t.exp_alerts.length === 0 && minutes(t.eval_time) === minutes(f.eval_time) - 1));
+        const pendingBefore = firing.some((f) =>
+          mine.some((t) => t.exp_alerts.length === 0 && minutes(t.eval_time) === minutes(f.eval_time) - 1),
+        );
         expect(pendingBefore, `${r.alert}: no silent case one minute before it fires (for: ${r.for})`).toBe(true);
       }
     }
   });
 
   it('every query of ops/grafana-dashboard.json is valid PromQL', async () => {
-    const dash = JSON.parse(await readFile(path.join(OPS, 'grafana-dashboard.json'), 'utf8')) as { panels: Array<{ title: string; targets?: Array<{ expr: string }> }> };
+    const dash = JSON.parse(await readFile(path.join(OPS, 'grafana-dashboard.json'), 'utf8')) as {
+      panels: Array<{ title: string; targets?: Array<{ expr: string }> }>;
+    };
     const exprs = dash.panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr));
     expect(exprs.length).toBeGreaterThan(10);
     // As recording rules, with Grafana's interval variable replaced by a duration.

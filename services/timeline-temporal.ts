@@ -1,0 +1,167 @@
+// The Temporal side of a job's timeline: its history events (workflow and activity tasks,
+// timers, signals, the gate's decision) and the attempt still pending, from the frontend.
+import { defaultPayloadConverter } from '@temporalio/common';
+import proto from '@temporalio/proto';
+import { duration } from '../lib/job-stage.js';
+import type { JobTimeline, TimelineDeps, TimelineEvent } from './timeline-types.js';
+
+export const iso = (d: Date) => d.toISOString();
+const E = proto.temporal.api.enums.v1.EventType;
+
+/** `EVENT_TYPE_ACTIVITY_TASK_SCHEDULED` → `ActivityTaskScheduled`. */
+function eventTypeName(t: unknown): string {
+  const raw = typeof t === 'number' ? (E[t] ?? String(t)) : String(t);
+  return raw
+    .replace(/^EVENT_TYPE_/, '')
+    .toLowerCase()
+    .replace(/(^|_)([a-z])/g, (_m, _u, c: string) => c.toUpperCase());
+}
+
+function tsMs(ts: { seconds?: unknown; nanos?: number | null } | null | undefined): number | undefined {
+  if (!ts) return undefined;
+  const s = ts.seconds === null || ts.seconds === undefined ? 0 : Number((ts.seconds as { toString(): string }).toString());
+  return s * 1_000 + Math.floor((ts.nanos ?? 0) / 1e6);
+}
+
+const durMs = (d: { seconds?: unknown; nanos?: number | null } | null | undefined) => tsMs(d);
+
+function decode(payloads: { payloads?: unknown[] | null } | null | undefined): unknown {
+  const p = payloads?.payloads?.[0];
+  if (!p) return undefined;
+  try {
+    return defaultPayloadConverter.fromPayload(p as never);
+  } catch {
+    return undefined;
+  }
+}
+
+type HistoryEvent = proto.temporal.api.history.v1.IHistoryEvent;
+
+/** One timeline line per history event; activity names resolved through their scheduled event. Payloads are not shown, except the gate's decision. */
+function temporalEvents(events: HistoryEvent[]): TimelineEvent[] {
+  const activityOf = new Map<string, string>();
+  const out: TimelineEvent[] = [];
+  for (const ev of events) {
+    const at = tsMs(ev.eventTime);
+    if (at === undefined) continue;
+    const from = eventTypeName(ev.eventType);
+    let event = from;
+    let detail: string | undefined;
+    const sched = (id: unknown) => activityOf.get(String(id)) ?? 'activity';
+    if (ev.workflowExecutionStartedEventAttributes) {
+      const a = ev.workflowExecutionStartedEventAttributes;
+      event = 'workflow started';
+      detail = `${a.workflowType?.name ?? ''} on task queue ${a.taskQueue?.name ?? '?'}${a.attempt && a.attempt > 1 ? `, attempt ${a.attempt}` : ''}`;
+    } else if (ev.workflowTaskScheduledEventAttributes) event = 'workflow task scheduled';
+    else if (ev.workflowTaskStartedEventAttributes) {
+      event = 'workflow task started';
+      detail = ev.workflowTaskStartedEventAttributes.identity ?? undefined;
+    } else if (ev.workflowTaskCompletedEventAttributes) event = 'workflow task completed';
+    else if (ev.workflowTaskFailedEventAttributes) {
+      event = 'workflow task failed';
+      detail = ev.workflowTaskFailedEventAttributes.failure?.message ?? undefined;
+    } else if (ev.workflowTaskTimedOutEventAttributes) event = 'workflow task timed out';
+    else if (ev.activityTaskScheduledEventAttributes) {
+      const a = ev.activityTaskScheduledEventAttributes;
+      activityOf.set(String(ev.eventId), a.activityType?.name ?? 'activity');
+      event = `activity scheduled: ${a.activityType?.name ?? '?'}`;
+      detail = `activity ${a.activityId ?? '?'}; start-to-close ${duration(durMs(a.startToCloseTimeout) ?? 0)}${a.heartbeatTimeout ? `, heartbeat ${duration(durMs(a.heartbeatTimeout) ?? 0)}` : ''}`;
+    } else if (ev.activityTaskStartedEventAttributes) {
+      const a = ev.activityTaskStartedEventAttributes;
+      event = `activity started: ${sched(a.scheduledEventId)}`;
+      detail = `attempt ${a.attempt ?? 1}${a.identity ? ` on ${a.identity}` : ''}${a.lastFailure?.message ? `; previous attempt failed: ${a.lastFailure.message}` : ''}`;
+    } else if (ev.activityTaskCompletedEventAttributes) {
+      const a = ev.activityTaskCompletedEventAttributes;
+      const name = sched(a.scheduledEventId);
+      event = `activity completed: ${name}`;
+      if (name === 'checkAdmission') {
+        const d = decode(a.result) as { decision?: string; reason?: string; waitMs?: number } | undefined;
+        if (d?.decision) detail = `${d.decision}${d.reason ? `: ${d.reason}` : ''}${d.waitMs ? ` (wait ${duration(d.waitMs)})` : ''}`;
+      }
+    } else if (ev.activityTaskFailedEventAttributes) {
+      const a = ev.activityTaskFailedEventAttributes;
+      event = `activity failed: ${sched(a.scheduledEventId)}`;
+      detail = `${a.failure?.message ?? ''}${a.retryState ? ` (${proto.temporal.api.enums.v1.RetryState[a.retryState as number] ?? a.retryState})` : ''}`;
+    } else if (ev.activityTaskTimedOutEventAttributes) {
+      const a = ev.activityTaskTimedOutEventAttributes;
+      event = `activity timed out: ${sched(a.scheduledEventId)}`;
+      detail = a.failure?.message ?? undefined;
+    } else if (ev.activityTaskCancelRequestedEventAttributes)
+      event = `activity cancel requested: ${sched(ev.activityTaskCancelRequestedEventAttributes.scheduledEventId)}`;
+    else if (ev.activityTaskCanceledEventAttributes)
+      event = `activity cancelled: ${sched(ev.activityTaskCanceledEventAttributes.scheduledEventId)}`;
+    else if (ev.timerStartedEventAttributes) {
+      const a = ev.timerStartedEventAttributes;
+      event = 'timer started';
+      detail = `timer ${a.timerId}: fires in ${duration(durMs(a.startToFireTimeout) ?? 0)}`;
+    } else if (ev.timerFiredEventAttributes) {
+      event = 'timer fired';
+      detail = `timer ${ev.timerFiredEventAttributes.timerId}`;
+    } else if (ev.timerCanceledEventAttributes) {
+      event = 'timer cancelled';
+      detail = `timer ${ev.timerCanceledEventAttributes.timerId}`;
+    } else if (ev.workflowExecutionSignaledEventAttributes) {
+      event = `signal: ${ev.workflowExecutionSignaledEventAttributes.signalName}`;
+      detail = ev.workflowExecutionSignaledEventAttributes.identity ?? undefined;
+    } else if (ev.workflowExecutionCancelRequestedEventAttributes) {
+      event = 'workflow cancel requested';
+      detail = ev.workflowExecutionCancelRequestedEventAttributes.identity ?? undefined;
+    } else if (ev.workflowExecutionCompletedEventAttributes) event = 'workflow completed';
+    else if (ev.workflowExecutionFailedEventAttributes) {
+      event = 'workflow failed';
+      detail = ev.workflowExecutionFailedEventAttributes.failure?.message ?? undefined;
+    } else if (ev.workflowExecutionCanceledEventAttributes) event = 'workflow cancelled';
+    else if (ev.workflowExecutionTerminatedEventAttributes) {
+      event = 'workflow terminated';
+      detail = ev.workflowExecutionTerminatedEventAttributes.reason ?? undefined;
+    } else if (ev.workflowExecutionTimedOutEventAttributes) event = 'workflow timed out';
+    else if (ev.workflowExecutionContinuedAsNewEventAttributes) event = 'workflow continued as new';
+    else if (ev.upsertWorkflowSearchAttributesEventAttributes) event = 'search attributes updated';
+    else if (ev.workflowPropertiesModifiedEventAttributes) event = 'workflow properties modified';
+    else if (ev.markerRecordedEventAttributes) {
+      event = 'marker recorded';
+      detail = ev.markerRecordedEventAttributes.markerName ?? undefined;
+    }
+    out.push({ at: new Date(at).toISOString(), source: 'temporal', kind: from, event, ...(detail ? { detail } : {}) });
+  }
+  return out;
+}
+
+export async function temporalSide(deps: TimelineDeps, jobId: string): Promise<{ info: JobTimeline['temporal']; events: TimelineEvent[] }> {
+  const info: JobTimeline['temporal'] = { workflowId: jobId };
+  if (!deps.temporal) return { info: { ...info, note: 'no Temporal client: Postgres events only' }, events: [] };
+  const client = deps.temporal;
+  const handle = client.workflow.getHandle(jobId);
+  try {
+    const within = <T>(fn: () => Promise<T>) => client.connection.withDeadline(Date.now() + 5_000, fn);
+    const d = await within(() => handle.describe());
+    const history = await within(() => handle.fetchHistory());
+    const events = temporalEvents(history.events ?? []);
+    // Retries of an activity leave no history event until the last attempt ends: the pending one shows here.
+    for (const p of d.raw.pendingActivities ?? []) {
+      const at = tsMs(p.lastStartedTime) ?? tsMs(p.scheduledTime);
+      if (at === undefined) continue;
+      const state =
+        proto.temporal.api.enums.v1.PendingActivityState[p.state as number]?.replace(/^PENDING_ACTIVITY_STATE_/, '').toLowerCase() ??
+        'pending';
+      events.push({
+        at: new Date(at).toISOString(),
+        source: 'temporal',
+        kind: 'PendingActivity',
+        event: `activity pending: ${p.activityType?.name ?? '?'}`,
+        detail: `attempt ${p.attempt ?? 1}, ${state}${p.lastFailure?.message ? `; last failure: ${p.lastFailure.message}` : ''}${tsMs(p.nextAttemptScheduleTime) ? `; next attempt ${new Date(tsMs(p.nextAttemptScheduleTime)!).toISOString()}` : ''}`,
+      });
+    }
+    return {
+      info: { ...info, runId: d.runId, status: d.status.name, taskQueue: d.taskQueue, historyEvents: history.events?.length ?? 0 },
+      events,
+    };
+  } catch (err) {
+    const name = (err as Error).name;
+    const note =
+      name === 'WorkflowNotFoundError'
+        ? 'no workflow in Temporal for this job (not started, or its history is past retention)'
+        : `Temporal unavailable: ${(err as Error).message}`;
+    return { info: { ...info, note }, events: [] };
+  }
+}
