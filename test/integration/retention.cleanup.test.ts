@@ -109,6 +109,18 @@ describe('retention cleanup', () => {
 
     const first = await run(input);
 
+    // Live evidence stayed, every row of it.
+    expect(await rowsOf(unfinished.jobId)).toEqual(before[unfinished.jobId]);
+    expect(await rowsOf(dl.body.jobId)).toEqual(dlBefore);
+    expect(await rowsOf(failedNotification.jobId)).toMatchObject({ job_intents: 1, outbox: 1, effects: 0 });
+    expect((await h.pool.query(`SELECT state FROM dead_letters WHERE job_id = $1`, [dl.body.jobId])).rows).toEqual([{ state: 'open' }]);
+    // Inside the idempotency window: the key still answers 200 with the same job.
+    expect(await rowsOf(recent.jobId)).toMatchObject({ job_intents: 1 });
+    const again = await h.submit('summarize', recent.input, { key: recent.key });
+    expect(again.status).toBe(200);
+    expect(again.body.jobId).toBe(recent.jobId);
+    expect((await h.api(`/v1/jobs/${recent.jobId}`)).body).toMatchObject({ status: 'succeeded' });
+
     // Old rows went, all of them, though each statement deleted at most 2.
     const gone = [...old, pastWindow];
     for (const j of gone) expect(await rowsOf(j.jobId)).toEqual({ job_intents: 0, job_attempts: 0, effects: 0, outbox: 0, activity_leases: 0, intent_duplicates: 0, dead_letters: 0 });
@@ -124,18 +136,6 @@ describe('retention cleanup', () => {
     expect(first.intent_duplicates).toBe(sum('intent_duplicates'));
     expect(await others()).toEqual({ ...othersBefore, scanRuns: othersBefore.scanRuns - 1, audit: othersBefore.audit - 1, samples: othersBefore.samples - 1, rejections: othersBefore.rejections - 1, webhooks: othersBefore.webhooks - 1 });
     expect((await others()).pendingWebhooks).toBe(othersBefore.pendingWebhooks);
-
-    // Live evidence stayed, every row of it.
-    expect(await rowsOf(unfinished.jobId)).toEqual(before[unfinished.jobId]);
-    expect(await rowsOf(dl.body.jobId)).toEqual(dlBefore);
-    expect(await rowsOf(failedNotification.jobId)).toMatchObject({ job_intents: 1, outbox: 1, effects: 0 });
-    expect((await h.pool.query(`SELECT state FROM dead_letters WHERE job_id = $1`, [dl.body.jobId])).rows).toEqual([{ state: 'open' }]);
-    // Inside the idempotency window: the key still answers 200 with the same job.
-    expect(await rowsOf(recent.jobId)).toMatchObject({ job_intents: 1 });
-    const again = await h.submit('summarize', recent.input, { key: recent.key });
-    expect(again.status).toBe(200);
-    expect(again.body.jobId).toBe(recent.jobId);
-    expect((await h.api(`/v1/jobs/${recent.jobId}`)).body).toMatchObject({ status: 'succeeded' });
 
     // Idempotent: a second run finds nothing left to delete.
     const second = await run(input);
