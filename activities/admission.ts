@@ -3,11 +3,21 @@ import { withTransaction } from '../lib/db.js';
 import { admissionWaitMs } from '../lib/health.js';
 import type { Logger } from '../lib/logger.js';
 import { getSetting } from '../store/degradation.js';
-import { admittedLastMinute, findReservation, lockAdmissions, markSlotAdmitted, reserveSlot, type Reservation } from '../store/admissions.js';
+import {
+  admittedLastMinute,
+  findReservation,
+  lockAdmissions,
+  markSlotAdmitted,
+  reserveSlot,
+  type Reservation,
+} from '../store/admissions.js';
 import { getIntent, markAdmitted, markDeferred, othersDeferred } from '../store/intents.js';
 import type { JobArgs, Priority } from '../contract/job-types.js';
 
-export interface AdmissionDeps { pool: pg.Pool; log: Logger }
+export interface AdmissionDeps {
+  pool: pg.Pool;
+  log: Logger;
+}
 
 export type AdmissionDecision =
   | { decision: 'admit' }
@@ -45,7 +55,11 @@ export function createAdmissionActivities(deps: AdmissionDeps) {
     return withTransaction(deps.pool, async (tx) => {
       await lockAdmissions(tx);
       const { times, now } = await admittedLastMinute(tx);
-      const waitMs = admissionWaitMs(now.getTime(), times.map((t) => t.getTime()), rate);
+      const waitMs = admissionWaitMs(
+        now.getTime(),
+        times.map((t) => t.getTime()),
+        rate,
+      );
       if (waitMs === 0) {
         await markSlotAdmitted(tx, args.jobId, args.round);
         await markAdmitted(tx, args.jobId);

@@ -12,20 +12,33 @@ import type { JobBudget } from '../contract/job-types.js';
 /** Delay after an attempt failed because our own Postgres was unreachable. */
 const DATABASE_RETRY_MS = 5_000;
 
-export interface AttemptDeps { pool: pg.Pool; log: Logger }
+export interface AttemptDeps {
+  pool: pg.Pool;
+  log: Logger;
+}
 
 /** This attempt's fence (store/fence.ts); undefined outside an activity. */
 export function currentFence(): AttemptFence | undefined {
   try {
     const info = Context.current().info;
     if (!info.workflowExecution) return undefined;
-    return { workflowId: info.workflowExecution.workflowId, runId: info.workflowExecution.runId, activityId: info.activityId, attempt: info.attempt };
+    return {
+      workflowId: info.workflowExecution.workflowId,
+      runId: info.workflowExecution.runId,
+      activityId: info.activityId,
+      attempt: info.attempt,
+    };
   } catch {
     return undefined;
   }
 }
 
-export interface FailureDetails { errorClass: string; statusCode?: number; delayMs?: number; budgetExhausted?: boolean }
+export interface FailureDetails {
+  errorClass: string;
+  statusCode?: number;
+  delayMs?: number;
+  budgetExhausted?: boolean;
+}
 
 /**
  * Keeps the lease alive while `fn` runs: heartbeats are the lease, and a worker that dies
@@ -51,7 +64,11 @@ export async function withHeartbeat<T>(fn: () => Promise<T>, details?: { step: s
  * one, else full jitter; and if that delay would overrun the elapsed budget, the attempt
  * stops now as non-retryable (`RetryBudgetExhausted`) instead of sleeping into the cap.
  */
-export async function failAttempt(deps: AttemptDeps, job: { jobId: string; step: string; budget: JobBudget; startedAt: Date }, err: unknown): Promise<never> {
+export async function failAttempt(
+  deps: AttemptDeps,
+  job: { jobId: string; step: string; budget: JobBudget; startedAt: Date },
+  err: unknown,
+): Promise<never> {
   const ctx = Context.current();
   // A cancelled attempt (the job was cancelled, or the server lost its lease) is no failure
   // of the upstream: record nothing, classify nothing, let the SDK report the cancellation.
@@ -64,31 +81,83 @@ export async function failAttempt(deps: AttemptDeps, job: { jobId: string; step:
   if (err instanceof RetryableError || !(err instanceof DurableJobsError)) {
     // Our own Postgres unreachable mid-attempt: retry, but not in a burst that spends the
     // attempt cap before a restart finishes.
-    const retryable = err instanceof RetryableError ? err
-      : isConnectionError(err) ? new RetryableError((err as Error).message, { errorClass: 'database_unavailable', retryAfterMs: DATABASE_RETRY_MS }, { cause: err })
-        : new RetryableError((err as Error)?.message ?? String(err), { errorClass: 'internal_error' }, { cause: err });
-    const { delayMs, source: delaySource } = chooseDelay(info.attempt, retryable.details.retryAfterMs, { baseMs: job.budget.backoffBaseMs, capMs: job.budget.backoffCapMs });
+    const retryable =
+      err instanceof RetryableError
+        ? err
+        : isConnectionError(err)
+          ? new RetryableError(
+              (err as Error).message,
+              { errorClass: 'database_unavailable', retryAfterMs: DATABASE_RETRY_MS },
+              { cause: err },
+            )
+          : new RetryableError((err as Error)?.message ?? String(err), { errorClass: 'internal_error' }, { cause: err });
+    const { delayMs, source: delaySource } = chooseDelay(info.attempt, retryable.details.retryAfterMs, {
+      baseMs: job.budget.backoffBaseMs,
+      capMs: job.budget.backoffCapMs,
+    });
     const deadline = info.scheduleToCloseTimeoutMs ? info.scheduledTimestampMs + info.scheduleToCloseTimeoutMs : undefined;
     const details: FailureDetails = { errorClass: retryable.details.errorClass, statusCode: retryable.details.statusCode, delayMs };
     if (exceedsBudget(now, delayMs, deadline, attemptMarginMs(now - job.startedAt.getTime())) || lastAttempt) {
       details.budgetExhausted = true;
       await safeRecord(deps, { ...base, outcome: 'non_retryable', errorClass: details.errorClass, statusCode: details.statusCode });
-      const why = lastAttempt ? `attempt cap of ${info.retryPolicy?.maximumAttempts} reached` : `next delay ${delayMs} ms would pass the elapsed budget`;
-      deps.log.warn({ jobId: job.jobId, step: job.step, attempt: info.attempt, errorClass: details.errorClass }, `retry budget exhausted: ${why}`);
-      throw ApplicationFailure.create({ message: `${retryable.message}; ${why}`, type: 'RetryBudgetExhausted', nonRetryable: true, details: [details] });
+      const why = lastAttempt
+        ? `attempt cap of ${info.retryPolicy?.maximumAttempts} reached`
+        : `next delay ${delayMs} ms would pass the elapsed budget`;
+      deps.log.warn(
+        { jobId: job.jobId, step: job.step, attempt: info.attempt, errorClass: details.errorClass },
+        `retry budget exhausted: ${why}`,
+      );
+      throw ApplicationFailure.create({
+        message: `${retryable.message}; ${why}`,
+        type: 'RetryBudgetExhausted',
+        nonRetryable: true,
+        details: [details],
+      });
     }
-    await safeRecord(deps, { ...base, outcome: 'retryable', errorClass: details.errorClass, statusCode: details.statusCode, delayMs, delaySource });
-    const marked = await markRetrying(deps.pool, job.jobId, info.attempt, { errorClass: details.errorClass, message: retryable.message, statusCode: details.statusCode }, new Date(now + delayMs), currentFence()).catch(() => undefined);
-    if (marked === false) deps.log.warn({ jobId: job.jobId, step: job.step, attempt: info.attempt }, 'stale attempt: a newer attempt superseded it; its status write was refused');
-    deps.log.info({ jobId: job.jobId, step: job.step, attempt: info.attempt, errorClass: details.errorClass, statusCode: details.statusCode, delayMs }, 'attempt failed; retrying');
-    throw ApplicationFailure.create({ message: retryable.message, type: 'RetryableError', nonRetryable: false, nextRetryDelay: delayMs, details: [details] });
+    await safeRecord(deps, {
+      ...base,
+      outcome: 'retryable',
+      errorClass: details.errorClass,
+      statusCode: details.statusCode,
+      delayMs,
+      delaySource,
+    });
+    const marked = await markRetrying(
+      deps.pool,
+      job.jobId,
+      info.attempt,
+      { errorClass: details.errorClass, message: retryable.message, statusCode: details.statusCode },
+      new Date(now + delayMs),
+      currentFence(),
+    ).catch(() => undefined);
+    if (marked === false)
+      deps.log.warn(
+        { jobId: job.jobId, step: job.step, attempt: info.attempt },
+        'stale attempt: a newer attempt superseded it; its status write was refused',
+      );
+    deps.log.info(
+      { jobId: job.jobId, step: job.step, attempt: info.attempt, errorClass: details.errorClass, statusCode: details.statusCode, delayMs },
+      'attempt failed; retrying',
+    );
+    throw ApplicationFailure.create({
+      message: retryable.message,
+      type: 'RetryableError',
+      nonRetryable: false,
+      nextRetryDelay: delayMs,
+      details: [details],
+    });
   }
 
   const errorClass = err instanceof NonRetryableError ? err.details.errorClass : err.code;
   const statusCode = err instanceof NonRetryableError ? err.details.statusCode : undefined;
   await safeRecord(deps, { ...base, outcome: 'non_retryable', errorClass, statusCode });
   deps.log.warn({ jobId: job.jobId, step: job.step, attempt: info.attempt, errorClass, statusCode }, 'attempt failed permanently');
-  throw ApplicationFailure.create({ message: err.message, type: err.name, nonRetryable: true, details: [{ errorClass, statusCode } satisfies FailureDetails] });
+  throw ApplicationFailure.create({
+    message: err.message,
+    type: err.name,
+    nonRetryable: true,
+    details: [{ errorClass, statusCode } satisfies FailureDetails],
+  });
 }
 
 /** Recording is evidence, not control flow: a failed insert (Postgres down) must not mask the real error. */

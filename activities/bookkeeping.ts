@@ -7,7 +7,9 @@ import type { ActivityDeps } from './deps.js';
 export function createBookkeepingActivities(deps: Pick<ActivityDeps, 'pool'>) {
   return {
     /** Records a terminal or waiting state the workflow decided (cancelled, deferred, dead-lettered). */
-    async recordJobState(args: StepArgs & { state: JobState; reason: string | null; error?: { errorClass: string; message: string; statusCode?: number } }): Promise<void> {
+    async recordJobState(
+      args: StepArgs & { state: JobState; reason: string | null; error?: { errorClass: string; message: string; statusCode?: number } },
+    ): Promise<void> {
       Context.current().heartbeat();
       await setStatus(deps.pool, args.jobId, args.state, args.reason, args.error);
     },

@@ -11,7 +11,12 @@ const SLOT_TTL_MS = 15_000;
 const RENEW_EVERY_MS = 5_000;
 
 export interface SlotScope {
-  jobId: string; jobType: string; tenantId: string; holder: string; attempt: number; limits: ConcurrencyLimits;
+  jobId: string;
+  jobType: string;
+  tenantId: string;
+  holder: string;
+  attempt: number;
+  limits: ConcurrencyLimits;
   /** When the attempt started: a wait moves the job's first execution start past it. */
   attemptStartedAt?: Date;
   /** Told how long this call waited for its slot (0 when one was free): not execution time. */
@@ -26,11 +31,23 @@ export interface SlotScope {
  */
 export async function withSlot<T>(deps: { pool: pg.Pool; log: Logger }, s: SlotScope, fn: () => Promise<T>): Promise<T> {
   const ctx = Context.current();
-  const req = { jobType: s.jobType, tenantId: s.tenantId, holder: s.holder, perTenant: s.limits.perTenant, global: s.limits.global, ttlMs: SLOT_TTL_MS };
+  const req = {
+    jobType: s.jobType,
+    tenantId: s.tenantId,
+    holder: s.holder,
+    perTenant: s.limits.perTenant,
+    global: s.limits.global,
+    ttlMs: SLOT_TTL_MS,
+  };
   let slot = await tryAcquireSlot(deps.pool, req);
   if (!slot) {
     const waitStarted = Date.now();
-    await markWaiting(deps.pool, s.jobId, `waiting for an upstream slot (at most ${s.limits.perTenant} per tenant, ${s.limits.global} in total for ${s.jobType})`, currentFence());
+    await markWaiting(
+      deps.pool,
+      s.jobId,
+      `waiting for an upstream slot (at most ${s.limits.perTenant} per tenant, ${s.limits.global} in total for ${s.jobType})`,
+      currentFence(),
+    );
     deps.log.info({ jobId: s.jobId, jobType: s.jobType }, 'waiting for a concurrency slot');
     let pause = 100;
     while (!slot) {
@@ -40,13 +57,23 @@ export async function withSlot<T>(deps: { pool: pg.Pool; log: Logger }, s: SlotS
       slot = await tryAcquireSlot(deps.pool, req);
     }
     s.onWaited?.(Date.now() - waitStarted);
-    await markRunning(deps.pool, s.jobId, s.attempt, currentFence(), s.attemptStartedAt ? { attemptStartedAt: s.attemptStartedAt } : undefined);
+    await markRunning(
+      deps.pool,
+      s.jobId,
+      s.attempt,
+      currentFence(),
+      s.attemptStartedAt ? { attemptStartedAt: s.attemptStartedAt } : undefined,
+    );
   }
-  const renew = setInterval(() => { renewSlot(deps.pool, slot!, SLOT_TTL_MS).catch(() => undefined); }, RENEW_EVERY_MS);
+  const renew = setInterval(() => {
+    renewSlot(deps.pool, slot!, SLOT_TTL_MS).catch(() => undefined);
+  }, RENEW_EVERY_MS);
   try {
     return await fn();
   } finally {
     clearInterval(renew);
-    await releaseSlot(deps.pool, slot).catch((e: Error) => deps.log.warn({ jobId: s.jobId, err: e.message }, 'could not release slot; it expires by itself'));
+    await releaseSlot(deps.pool, slot).catch((e: Error) =>
+      deps.log.warn({ jobId: s.jobId, err: e.message }, 'could not release slot; it expires by itself'),
+    );
   }
 }

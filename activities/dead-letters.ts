@@ -3,14 +3,27 @@ import { Context } from '@temporalio/activity';
 import type pg from 'pg';
 import { withTransaction } from '../lib/db.js';
 import type { Logger } from '../lib/logger.js';
-import { deadLetterForJob, endReplay, insertAction, insertDeadLetter, lockDeadLetter, markReplaying, replayStartedBy } from '../store/dead-letters.js';
+import {
+  deadLetterForJob,
+  endReplay,
+  insertAction,
+  insertDeadLetter,
+  lockDeadLetter,
+  markReplaying,
+  replayStartedBy,
+} from '../store/dead-letters.js';
 import { failureWindow } from '../store/attempts.js';
 import { effectRequestIds, effectsForJob, type ProviderRequestRef } from '../store/effects.js';
 import { getIntent, insertIntent, loadInput, markJobDeadLettered, markWorkflowStarted } from '../store/intents.js';
 import type { JobArgs, StepArgs } from '../contract/job-types.js';
 import type { JobRegistry } from '../job-api/registry.js';
 
-export interface DeadLetterDeps { pool: pg.Pool; log: Logger; codeVersion: string; jobs: Pick<JobRegistry, 'get'> }
+export interface DeadLetterDeps {
+  pool: pg.Pool;
+  log: Logger;
+  codeVersion: string;
+  jobs: Pick<JobRegistry, 'get'>;
+}
 
 /** Stable per failed run: the same failure recorded twice gets the same ID (and one row). */
 export function deadLetterIdFor(jobId: string, runId: string): string {
@@ -34,7 +47,9 @@ function stringLeaves(v: unknown, out: string[] = []): string[] {
  */
 export function redactMessage(message: string, input?: unknown): string {
   let m = message;
-  const leaves = stringLeaves(input).filter((s) => s.length >= 4).sort((a, b) => b.length - a.length);
+  const leaves = stringLeaves(input)
+    .filter((s) => s.length >= 4)
+    .sort((a, b) => b.length - a.length);
   for (const s of leaves) m = m.split(s).join('[input]');
   m = m
     .replace(/[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}/g, '[email]')
@@ -89,12 +104,27 @@ export function createDeadLetterActivities(deps: DeadLetterDeps) {
         await markJobDeadLettered(tx, a.jobId, original.id, a.reason, error);
         if (await endReplay(tx, original.id, a.jobId, 'failed')) {
           const actor = (await replayStartedBy(tx, original.id)) ?? 'system';
-          await insertAction(tx, { deadLetterId: original.id, action: 'replay_failed', actor, details: {
-            replayJobId: a.jobId, runId: a.runId, errorClass: a.error.errorClass, statusCode: a.error.statusCode ?? null,
-            errorType: a.errorType ?? null, retryState: a.retryState ?? null, message, codeVersion: deps.codeVersion, buildId: a.buildId,
-          } });
+          await insertAction(tx, {
+            deadLetterId: original.id,
+            action: 'replay_failed',
+            actor,
+            details: {
+              replayJobId: a.jobId,
+              runId: a.runId,
+              errorClass: a.error.errorClass,
+              statusCode: a.error.statusCode ?? null,
+              errorType: a.errorType ?? null,
+              retryState: a.retryState ?? null,
+              message,
+              codeVersion: deps.codeVersion,
+              buildId: a.buildId,
+            },
+          });
         }
-        deps.log.warn({ jobId: a.jobId, deadLetterId: original.id, errorClass: a.error.errorClass }, 'replay failed again; dead letter reopened');
+        deps.log.warn(
+          { jobId: a.jobId, deadLetterId: original.id, errorClass: a.error.errorClass },
+          'replay failed again; dead letter reopened',
+        );
         return { deadLetterId: original.id };
       }
       const id = deadLetterIdFor(a.jobId, a.runId);
@@ -109,14 +139,28 @@ export function createDeadLetterActivities(deps: DeadLetterDeps) {
       }
       const now = new Date();
       const inserted = await insertDeadLetter(tx, {
-        id, job_id: a.jobId, run_id: a.runId, tenant_id: intent.tenant_id, job_type: intent.job_type,
-        error_class: a.error.errorClass, error_type: a.errorType ?? null, status_code: a.error.statusCode ?? null,
-        retry_state: a.retryState ?? null, failed_step: a.failedStep ?? null, message,
-        attempts: Math.max(window.attempts, intent.attempts), code_version: deps.codeVersion, build_id: a.buildId,
-        input_hash: intent.input_hash, input_ref: `job_intents:${a.jobId}`, provider_request_ids: requestIds,
-        first_failure_at: window.first_failure_at ?? now, last_failure_at: window.last_failure_at ?? now,
+        id,
+        job_id: a.jobId,
+        run_id: a.runId,
+        tenant_id: intent.tenant_id,
+        job_type: intent.job_type,
+        error_class: a.error.errorClass,
+        error_type: a.errorType ?? null,
+        status_code: a.error.statusCode ?? null,
+        retry_state: a.retryState ?? null,
+        failed_step: a.failedStep ?? null,
+        message,
+        attempts: Math.max(window.attempts, intent.attempts),
+        code_version: deps.codeVersion,
+        build_id: a.buildId,
+        input_hash: intent.input_hash,
+        input_ref: `job_intents:${a.jobId}`,
+        provider_request_ids: requestIds,
+        first_failure_at: window.first_failure_at ?? now,
+        last_failure_at: window.last_failure_at ?? now,
       });
-      if (inserted) await insertAction(tx, { deadLetterId: id, action: 'recorded', actor: 'system', details: { runId: a.runId, reason: a.reason } });
+      if (inserted)
+        await insertAction(tx, { deadLetterId: id, action: 'recorded', actor: 'system', details: { runId: a.runId, reason: a.reason } });
       await markJobDeadLettered(tx, a.jobId, id, a.reason, error);
       if (inserted) deps.log.warn({ jobId: a.jobId, deadLetterId: id, errorClass: a.error.errorClass }, 'job dead-lettered');
       return { deadLetterId: id };
@@ -139,34 +183,64 @@ export function createDeadLetterActivities(deps: DeadLetterDeps) {
       const args: JobArgs = { jobId: '', tenantId: dl.tenant_id, jobType: dl.job_type, priority: intent.priority };
       const workflowType = definition.workflowType;
       if (dl.state === 'replaying' && dl.replay_id === a.replayId && dl.replay_job_id) {
-        return { kind: 'start', replayJobId: dl.replay_job_id, workflowType, args: { ...args, jobId: dl.replay_job_id, effectScope: dl.job_id } };
+        return {
+          kind: 'start',
+          replayJobId: dl.replay_job_id,
+          workflowType,
+          args: { ...args, jobId: dl.replay_job_id, effectScope: dl.job_id },
+        };
       }
       if (dl.state !== 'open') {
         // Discarded (or replayed, or held by another replay) since the request: never by accident.
-        await insertAction(tx, { deadLetterId: dl.id, action: 'replay_skipped', actor: a.actor, details: { replayId: a.replayId, state: dl.state } });
+        await insertAction(tx, {
+          deadLetterId: dl.id,
+          action: 'replay_skipped',
+          actor: a.actor,
+          details: { replayId: a.replayId, state: dl.state },
+        });
         return { kind: 'skip', reason: `dead letter is ${dl.state}` };
       }
       const n = dl.replay_count + 1;
       const replayJobId = `${dl.job_id}-replay-${n}`;
       await insertIntent(tx, {
-        jobId: replayJobId, tenantId: dl.tenant_id, jobType: dl.job_type, keyHash: null,
-        inputHash: intent.input_hash, input: await loadInput(tx, dl.job_id), priority: intent.priority, replayOf: dl.job_id,
+        jobId: replayJobId,
+        tenantId: dl.tenant_id,
+        jobType: dl.job_type,
+        keyHash: null,
+        inputHash: intent.input_hash,
+        input: await loadInput(tx, dl.job_id),
+        priority: intent.priority,
+        replayOf: dl.job_id,
       });
       // The replay workflow starts this job right after this activity; its history makes
       // that start certain, so no repair scan should ever start it a second way.
       await markWorkflowStarted(tx, replayJobId);
       await markReplaying(tx, dl.id, a.replayId, replayJobId, n);
-      await insertAction(tx, { deadLetterId: dl.id, action: 'replay_started', actor: a.actor, details: { replayId: a.replayId, replayJobId } });
+      await insertAction(tx, {
+        deadLetterId: dl.id,
+        action: 'replay_started',
+        actor: a.actor,
+        details: { replayId: a.replayId, replayJobId },
+      });
       return { kind: 'start', replayJobId, workflowType, args: { ...args, jobId: replayJobId, effectScope: dl.job_id } };
     });
   }
 
   /** Ends one replay (no-op when the failed replay job already reported itself). */
-  async function finishReplay(a: { deadLetterId: string; replayId: string; replayJobId: string; actor: string; outcome: 'succeeded' | 'failed'; error?: string }): Promise<void> {
+  async function finishReplay(a: {
+    deadLetterId: string;
+    replayId: string;
+    replayJobId: string;
+    actor: string;
+    outcome: 'succeeded' | 'failed';
+    error?: string;
+  }): Promise<void> {
     await withTransaction(deps.pool, async (tx) => {
       if (!(await endReplay(tx, a.deadLetterId, a.replayJobId, a.outcome))) return;
       await insertAction(tx, {
-        deadLetterId: a.deadLetterId, action: a.outcome === 'succeeded' ? 'replay_succeeded' : 'replay_failed', actor: a.actor,
+        deadLetterId: a.deadLetterId,
+        action: a.outcome === 'succeeded' ? 'replay_succeeded' : 'replay_failed',
+        actor: a.actor,
         details: { replayId: a.replayId, replayJobId: a.replayJobId, ...(a.error ? { message: redactMessage(a.error) } : {}) },
       });
     });

@@ -3,13 +3,25 @@ import type pg from 'pg';
 import { effectKeyFor, inputHash } from '../lib/ids.js';
 import type { Logger } from '../lib/logger.js';
 import { recordAttempt } from '../store/attempts.js';
-import { beginEffect, clearDoubt, countReconciliation, recordEffectFailure, recordEffectSuccess, reopenFailedEffect } from '../store/effects.js';
+import {
+  beginEffect,
+  clearDoubt,
+  countReconciliation,
+  recordEffectFailure,
+  recordEffectSuccess,
+  reopenFailedEffect,
+} from '../store/effects.js';
 import { NonRetryableError, RetryableError } from '../lib/errors.js';
 import { currentFence } from './attempt.js';
 import { upstreamFor, type FallbackPlan } from './fallback.js';
 import type { Provider } from './provider.js';
 
-export interface EffectDeps { pool: pg.Pool; provider: Provider; log: Logger; fallbackProvider?: Provider | undefined }
+export interface EffectDeps {
+  pool: pg.Pool;
+  provider: Provider;
+  log: Logger;
+  fallbackProvider?: Provider | undefined;
+}
 
 export interface EffectSpec {
   /** Effects belong to the business intent (the original job ID, also for replays). */
@@ -55,17 +67,28 @@ export async function runEffect(deps: EffectDeps, s: EffectSpec): Promise<Effect
   const attempt = Context.current().info.attempt;
   // Every effect-row write is fenced: a stale attempt (a newer one has started) changes nothing.
   const fence = currentFence();
-  const row = await beginEffect(deps.pool, { effectKey, jobId: s.effectScope, tenantId: s.tenantId, step: s.step, requestHash: inputHash(s.step, s.body) }, fence);
+  const row = await beginEffect(
+    deps.pool,
+    { effectKey, jobId: s.effectScope, tenantId: s.tenantId, step: s.step, requestHash: inputHash(s.step, s.body) },
+    fence,
+  );
   if (!row) throw new RetryableError(`stale attempt ${attempt}: a newer attempt of this step has started`, { errorClass: 'stale_attempt' });
   const base = { jobId: s.jobId, step: s.step, attempt, startedAt: s.startedAt };
   if (row.state === 'succeeded') {
     await recordAttempt(deps.pool, { ...base, outcome: 'reused' });
     deps.log.info({ jobId: s.jobId, effectKey, step: s.step }, 'effect already applied; reusing stored result');
-    return { effectKey, providerId: row.provider_id, providerRequestId: row.provider_request_id, response: row.result as Record<string, unknown>, via: 'reused' };
+    return {
+      effectKey,
+      providerId: row.provider_id,
+      providerRequestId: row.provider_request_id,
+      response: row.result as Record<string, unknown>,
+      via: 'reused',
+    };
   }
   if (row.state === 'failed') {
     // Only a replay (an operator's decision, after fixing the cause) calls a refused effect again.
-    if (s.effectScope === s.jobId) throw new NonRetryableError(`effect ${s.step} failed permanently before; not calling again`, { errorClass: 'effect_failed' });
+    if (s.effectScope === s.jobId)
+      throw new NonRetryableError(`effect ${s.step} failed permanently before; not calling again`, { errorClass: 'effect_failed' });
     await reopenFailedEffect(deps.pool, effectKey);
     deps.log.info({ jobId: s.jobId, effectKey, step: s.step }, 'replay: calling a previously refused effect again');
   }
@@ -77,26 +100,45 @@ export async function runEffect(deps: EffectDeps, s: EffectSpec): Promise<Effect
     const known = await lookUpInDoubt(deps, s, provider, effectKey, fence);
     if (known) {
       await recordAttempt(deps.pool, { ...base, outcome: 'reconciled', statusCode: known.status });
-      deps.log.info({ jobId: s.jobId, effectKey, step: s.step, providerId: known.providerId }, 'in-doubt effect was applied upstream (looked up by key); not calling again');
+      deps.log.info(
+        { jobId: s.jobId, effectKey, step: s.step, providerId: known.providerId },
+        'in-doubt effect was applied upstream (looked up by key); not calling again',
+      );
       return { effectKey, providerId: known.providerId, providerRequestId: known.requestId, response: known.body, via: 'reconciled' };
     }
   }
   let res;
   try {
-    const call = () => provider({ path: s.path, body: s.body, effectKey, tenantId: s.tenantId, timeoutMs: s.timeoutMs, signal: Context.current().cancellationSignal });
+    const call = () =>
+      provider({
+        path: s.path,
+        body: s.body,
+        effectKey,
+        tenantId: s.tenantId,
+        timeoutMs: s.timeoutMs,
+        signal: Context.current().cancellationSignal,
+      });
     res = s.guard ? await s.guard(call) : await call();
   } catch (err) {
     if (err instanceof NonRetryableError) await recordEffectFailure(deps.pool, effectKey, null, fence);
     // 429 and 4xx mean "not applied"; 5xx, timeouts and resets leave the effect in doubt. So
     // does a 409 "key in progress": the request still running (often our own earlier
     // attempt's) may apply it, so the next attempt must reconcile, not assume nothing happened.
-    if (err instanceof RetryableError && err.details.statusCode !== undefined && err.details.statusCode < 500
-      && err.details.errorClass !== 'request_in_progress') await clearDoubt(deps.pool, effectKey, fence);
+    if (
+      err instanceof RetryableError &&
+      err.details.statusCode !== undefined &&
+      err.details.statusCode < 500 &&
+      err.details.errorClass !== 'request_in_progress'
+    )
+      await clearDoubt(deps.pool, effectKey, fence);
     throw err;
   }
   const providerId = typeof res.body.id === 'string' ? res.body.id : null;
   if (!(await recordEffectSuccess(deps.pool, effectKey, res.requestId, providerId, res.body, fence))) {
-    deps.log.warn({ jobId: s.jobId, effectKey, step: s.step, attempt }, 'stale attempt: a newer attempt superseded it; its effect-row write was refused');
+    deps.log.warn(
+      { jobId: s.jobId, effectKey, step: s.step, attempt },
+      'stale attempt: a newer attempt superseded it; its effect-row write was refused',
+    );
   }
   await recordAttempt(deps.pool, { ...base, outcome: reconciling ? 'reconciled' : 'succeeded', statusCode: res.status });
   deps.log.info({ jobId: s.jobId, effectKey, step: s.step, providerId, reconciled: reconciling }, 'effect applied');
@@ -110,23 +152,40 @@ export async function runEffect(deps: EffectDeps, s: EffectSpec): Promise<Effect
  * so the call below sends it. Without a lookup, an upstream that is not idempotent by key
  * is never re-sent blind: the effect stops for an operator.
  */
-async function lookUpInDoubt(deps: EffectDeps, s: EffectSpec, provider: Provider, effectKey: string, fence: ReturnType<typeof currentFence>):
-  Promise<{ status: number; body: Record<string, unknown>; requestId: string | null; providerId: string | null } | undefined> {
+async function lookUpInDoubt(
+  deps: EffectDeps,
+  s: EffectSpec,
+  provider: Provider,
+  effectKey: string,
+  fence: ReturnType<typeof currentFence>,
+): Promise<{ status: number; body: Record<string, unknown>; requestId: string | null; providerId: string | null } | undefined> {
   const upstream = s.upstream ?? { idempotentByKey: true, lookupByKey: false };
   if (!upstream.lookupByKey) {
     if (upstream.idempotentByKey) return undefined;
-    throw new NonRetryableError(`effect ${s.step} is in doubt and its upstream is not idempotent by key: not sending it again`, { errorClass: 'effect_in_doubt' });
+    throw new NonRetryableError(`effect ${s.step} is in doubt and its upstream is not idempotent by key: not sending it again`, {
+      errorClass: 'effect_in_doubt',
+    });
   }
   let found;
   try {
-    found = await provider({ method: 'GET', path: `/v1/idempotency/${encodeURIComponent(effectKey)}`, tenantId: s.tenantId, timeoutMs: s.timeoutMs, signal: Context.current().cancellationSignal });
+    found = await provider({
+      method: 'GET',
+      path: `/v1/idempotency/${encodeURIComponent(effectKey)}`,
+      tenantId: s.tenantId,
+      timeoutMs: s.timeoutMs,
+      signal: Context.current().cancellationSignal,
+    });
   } catch (err) {
     if (err instanceof NonRetryableError && err.details.statusCode === 404) return undefined;
     throw err;
   }
   const b = found.body as { state?: string; path?: string; status?: number; response?: Record<string, unknown> };
   if (b.state === 'in_progress') {
-    throw new RetryableError(`effect ${s.step} is still in progress upstream`, { errorClass: 'request_in_progress', statusCode: 409, retryAfterMs: 1_000 });
+    throw new RetryableError(`effect ${s.step} is still in progress upstream`, {
+      errorClass: 'request_in_progress',
+      statusCode: 409,
+      retryAfterMs: 1_000,
+    });
   }
   // A key stored for another path is not this effect: let the call below get the upstream's own answer.
   if (b.state !== 'completed' || !b.response || b.path !== s.path) return undefined;

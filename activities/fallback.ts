@@ -33,7 +33,11 @@ export async function fallbackPlan(pool: pg.Pool, jobType: JobType, declaresFall
   return { enabled: true, reason: `the fallback upstream is enabled for ${jobType} by ${since.by} since ${since.at}` };
 }
 
-export interface ClaimedEffect { inserted: boolean; was_in_doubt: boolean; upstream?: Upstream }
+export interface ClaimedEffect {
+  inserted: boolean;
+  was_in_doubt: boolean;
+  upstream?: Upstream;
+}
 
 /**
  * Which upstream this attempt calls. An effect an earlier attempt may have applied (in doubt)
@@ -41,30 +45,52 @@ export interface ClaimedEffect { inserted: boolean; was_in_doubt: boolean; upstr
  * business effect twice, under two providers that do not share idempotency keys. Only an
  * effect that is new, or that its upstream definitely refused (429, 4xx), follows the setting.
  */
-export function chooseUpstream(row: ClaimedEffect, plan: FallbackPlan, fallbackConfigured: boolean): { upstream: Upstream; reason: string | null } {
+export function chooseUpstream(
+  row: ClaimedEffect,
+  plan: FallbackPlan,
+  fallbackConfigured: boolean,
+): { upstream: Upstream; reason: string | null } {
   const prior = row.upstream ?? 'primary';
   if (!row.inserted && row.was_in_doubt) {
-    if (prior === 'fallback') return { upstream: 'fallback', reason: 'an earlier call may have reached the fallback upstream: reconciling with it' };
-    return { upstream: 'primary', reason: plan.enabled ? 'the fallback upstream is enabled, but an earlier call may have reached the primary: reconciling with the primary, never re-sending to the fallback' : null };
+    if (prior === 'fallback')
+      return { upstream: 'fallback', reason: 'an earlier call may have reached the fallback upstream: reconciling with it' };
+    return {
+      upstream: 'primary',
+      reason: plan.enabled
+        ? 'the fallback upstream is enabled, but an earlier call may have reached the primary: reconciling with the primary, never re-sending to the fallback'
+        : null,
+    };
   }
   if (!plan.enabled) return { upstream: 'primary', reason: null };
-  if (!fallbackConfigured) return { upstream: 'primary', reason: `${plan.reason}, but this worker has no PROVIDER_FALLBACK_URL: staying on the primary` };
+  if (!fallbackConfigured)
+    return { upstream: 'primary', reason: `${plan.reason}, but this worker has no PROVIDER_FALLBACK_URL: staying on the primary` };
   return { upstream: 'fallback', reason: `sent to the fallback upstream: ${plan.reason}` };
 }
 
-export interface UpstreamDeps { pool: pg.Pool; provider: Provider; fallbackProvider?: Provider | undefined; log: Logger }
+export interface UpstreamDeps {
+  pool: pg.Pool;
+  provider: Provider;
+  fallbackProvider?: Provider | undefined;
+  log: Logger;
+}
 
 /** Chooses the upstream, records the choice on the effect and the job, and returns the adapter to call. */
-export async function upstreamFor(deps: UpstreamDeps, e: { effectKey: string; jobId: string; row: ClaimedEffect; plan: FallbackPlan }): Promise<Provider> {
+export async function upstreamFor(
+  deps: UpstreamDeps,
+  e: { effectKey: string; jobId: string; row: ClaimedEffect; plan: FallbackPlan },
+): Promise<Provider> {
   const choice = chooseUpstream(e.row, e.plan, deps.fallbackProvider !== undefined);
   const provider = choice.upstream === 'fallback' ? deps.fallbackProvider : deps.provider;
   if (!provider) {
     // In doubt at the fallback, on a worker without one: another worker (or this one, once
     // configured) must reconcile it there. Never the primary.
-    throw new RetryableError('effect is in doubt at the fallback upstream and this worker has no PROVIDER_FALLBACK_URL', { errorClass: 'fallback_not_configured' });
+    throw new RetryableError('effect is in doubt at the fallback upstream and this worker has no PROVIDER_FALLBACK_URL', {
+      errorClass: 'fallback_not_configured',
+    });
   }
   await setEffectUpstream(deps.pool, e.effectKey, choice.upstream);
   await setJobUpstream(deps.pool, e.jobId, choice.upstream, choice.reason);
-  if (choice.upstream === 'fallback') deps.log.warn({ jobId: e.jobId, effectKey: e.effectKey, reason: choice.reason }, 'calling the fallback upstream');
+  if (choice.upstream === 'fallback')
+    deps.log.warn({ jobId: e.jobId, effectKey: e.effectKey, reason: choice.reason }, 'calling the fallback upstream');
   return provider;
 }

@@ -15,8 +15,13 @@ export type { ActivityDeps } from './deps.js';
 /** The product's own activities (every job type shares them), wired with explicit dependencies. */
 export function createSystemActivities(deps: ActivityDeps) {
   return {
-    ...createBookkeepingActivities(deps), ...createOutboxActivities(deps), ...createDeadLetterActivities(deps),
-    ...createScheduleActivities(deps), ...createScanActivities(deps), ...createScanRepairActivities(deps), ...createAdmissionActivities(deps),
+    ...createBookkeepingActivities(deps),
+    ...createOutboxActivities(deps),
+    ...createDeadLetterActivities(deps),
+    ...createScheduleActivities(deps),
+    ...createScanActivities(deps),
+    ...createScanRepairActivities(deps),
+    ...createAdmissionActivities(deps),
     ...createRetentionActivities(deps),
   };
 }

@@ -61,16 +61,36 @@ export async function runStep<T>(deps: StepDeps, args: StepArgs, step: string, b
     args,
     attempt,
     startedAt,
-    effect: async (name, path, reqBody) => runEffect(deps, {
-      effectScope: args.effectScope ?? args.jobId, jobId: args.jobId, tenantId: args.tenantId,
-      step: name, path, body: reqBody, timeoutMs: budget.upstreamTimeoutMs, startedAt,
-      fallback: await fallbackPlan(deps.pool, args.jobType, definition.fallback), upstream: definition.upstream,
-      guard: (call) => withSlot(deps, {
-        jobId: args.jobId, jobType: args.jobType, tenantId: args.tenantId, attempt,
-        holder: `${args.jobId}:${name}#${attempt}`, limits: deps.limits[args.jobType] ?? definition.concurrency,
-        attemptStartedAt: startedAt, onWaited: (ms) => { waitedMs += ms; },
-      }, call),
-    }),
+    effect: async (name, path, reqBody) =>
+      runEffect(deps, {
+        effectScope: args.effectScope ?? args.jobId,
+        jobId: args.jobId,
+        tenantId: args.tenantId,
+        step: name,
+        path,
+        body: reqBody,
+        timeoutMs: budget.upstreamTimeoutMs,
+        startedAt,
+        fallback: await fallbackPlan(deps.pool, args.jobType, definition.fallback),
+        upstream: definition.upstream,
+        guard: (call) =>
+          withSlot(
+            deps,
+            {
+              jobId: args.jobId,
+              jobType: args.jobType,
+              tenantId: args.tenantId,
+              attempt,
+              holder: `${args.jobId}:${name}#${attempt}`,
+              limits: deps.limits[args.jobType] ?? definition.concurrency,
+              attemptStartedAt: startedAt,
+              onWaited: (ms) => {
+                waitedMs += ms;
+              },
+            },
+            call,
+          ),
+      }),
     input: async <I>() => {
       const input = await loadInput(deps.pool, args.jobId);
       // The intake commits the intent before it starts the workflow, so this is reachable only
@@ -81,15 +101,23 @@ export async function runStep<T>(deps: StepDeps, args: StepArgs, step: string, b
   };
   let ran = false;
   // Execution time is this span, slot waits excluded; back-offs fall between spans.
-  const recordSpan = () => ran
-    ? addExecutionSpan(deps.pool, args.jobId, Date.now() - startedAt.getTime() - waitedMs, startedAt).catch((e: Error) => deps.log.warn({ jobId: args.jobId, err: e.message }, 'could not record execution time'))
-    : undefined;
+  const recordSpan = () =>
+    ran
+      ? addExecutionSpan(deps.pool, args.jobId, Date.now() - startedAt.getTime() - waitedMs, startedAt).catch((e: Error) =>
+          deps.log.warn({ jobId: args.jobId, err: e.message }, 'could not record execution time'),
+        )
+      : undefined;
   try {
-    const result = await withHeartbeat(async () => {
-      await whenDatabaseIsBack(deps, args.jobId, async () => { await markRunning(deps.pool, args.jobId, attempt, currentFence()); });
-      ran = true;
-      return body(ctx);
-    }, { step });
+    const result = await withHeartbeat(
+      async () => {
+        await whenDatabaseIsBack(deps, args.jobId, async () => {
+          await markRunning(deps.pool, args.jobId, attempt, currentFence());
+        });
+        ran = true;
+        return body(ctx);
+      },
+      { step },
+    );
     await recordSpan();
     return result;
   } catch (err) {
@@ -102,12 +130,19 @@ export async function runStep<T>(deps: StepDeps, args: StepArgs, step: string, b
  * Result and outbox rows in one transaction, fenced by the attempt number: a stale attempt
  * that finishes after a newer one wrote its result changes nothing.
  */
-export async function completeWithOutbox(deps: StepDeps, ctx: StepContext, result: unknown, notification?: { kind: string; payload: Record<string, unknown> }): Promise<boolean> {
+export async function completeWithOutbox(
+  deps: StepDeps,
+  ctx: StepContext,
+  result: unknown,
+  notification?: { kind: string; payload: Record<string, unknown> },
+): Promise<boolean> {
   const landed = await withTransaction(deps.pool, async (tx) => {
     const ok = await writeResultFenced(tx, ctx.args.jobId, ctx.attempt, result, notification ? 'pending' : null);
     if (ok && notification) {
       await insertOutbox(tx, {
-        jobId: ctx.args.jobId, kind: notification.kind, payload: notification.payload,
+        jobId: ctx.args.jobId,
+        kind: notification.kind,
+        payload: notification.payload,
         effectKey: effectKeyFor(ctx.args.effectScope ?? ctx.args.jobId, `notify-${notification.kind}`),
         deliverWithinMs: 15 * 60_000,
       });
@@ -115,8 +150,18 @@ export async function completeWithOutbox(deps: StepDeps, ctx: StepContext, resul
     return ok;
   });
   if (!landed) {
-    await recordAttempt(deps.pool, { jobId: ctx.args.jobId, step: 'result', attempt: ctx.attempt, outcome: 'fenced', errorClass: 'stale_attempt', startedAt: ctx.startedAt });
-    deps.log.warn({ jobId: ctx.args.jobId, attempt: ctx.attempt }, 'fenced result write refused: a newer attempt already stored its result');
+    await recordAttempt(deps.pool, {
+      jobId: ctx.args.jobId,
+      step: 'result',
+      attempt: ctx.attempt,
+      outcome: 'fenced',
+      errorClass: 'stale_attempt',
+      startedAt: ctx.startedAt,
+    });
+    deps.log.warn(
+      { jobId: ctx.args.jobId, attempt: ctx.attempt },
+      'fenced result write refused: a newer attempt already stored its result',
+    );
   }
   return landed;
 }

@@ -25,15 +25,28 @@ export function withLeaseTracking<T extends object>(deps: AdmissionDeps, activit
         return fn(...args); // called outside an activity (a unit test): nothing to track
       }
       if (!info.heartbeatTimeoutMs || !info.workflowExecution) return fn(...args);
-      const key: LeaseKey = { jobId: info.workflowExecution.workflowId, runId: info.workflowExecution.runId, activityId: info.activityId, attempt: info.attempt };
-      await bestEffort(deps, key, () => leaseStarted(deps.pool, { ...key, activityType: info.activityType, startToCloseMs: info.startToCloseTimeoutMs }));
+      const key: LeaseKey = {
+        jobId: info.workflowExecution.workflowId,
+        runId: info.workflowExecution.runId,
+        activityId: info.activityId,
+        attempt: info.attempt,
+      };
+      await bestEffort(deps, key, () =>
+        leaseStarted(deps.pool, { ...key, activityType: info.activityType, startToCloseMs: info.startToCloseTimeoutMs }),
+      );
       if (info.attempt > 1) {
-        const flagged = await bestEffort(deps, key, () => flagLeaseExpired(deps.pool, { ...key, attempt: info.attempt - 1 }, info.heartbeatDetails));
+        const flagged = await bestEffort(deps, key, () =>
+          flagLeaseExpired(deps.pool, { ...key, attempt: info.attempt - 1 }, info.heartbeatDetails),
+        );
         if (flagged) {
-          deps.log.warn({ jobId: key.jobId, activityType: info.activityType, attempt: info.attempt - 1 }, 'previous attempt lost its lease (no outcome recorded)');
+          deps.log.warn(
+            { jobId: key.jobId, activityType: info.activityType, attempt: info.attempt - 1 },
+            'previous attempt lost its lease (no outcome recorded)',
+          );
           // A job step's lost attempt also goes into job_attempts: counting attempts there must count it.
           const step = (info.heartbeatDetails as { step?: unknown } | undefined)?.step;
-          if (typeof step === 'string') await bestEffort(deps, key, () => recordLostAttempt(deps.pool, { ...key, attempt: info.attempt - 1 }, step));
+          if (typeof step === 'string')
+            await bestEffort(deps, key, () => recordLostAttempt(deps.pool, { ...key, attempt: info.attempt - 1 }, step));
         }
       }
       try {

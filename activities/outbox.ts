@@ -23,11 +23,17 @@ export function createOutboxActivities(deps: ActivityDeps) {
           const rows = await pendingOutboxForJob(deps.pool, args.jobId);
           for (const row of rows) {
             await runEffect(deps, {
-              effectScope: args.effectScope ?? args.jobId, jobId: args.jobId, tenantId: args.tenantId,
+              effectScope: args.effectScope ?? args.jobId,
+              jobId: args.jobId,
+              tenantId: args.tenantId,
               // The row's own key, never one rebuilt from this run: a replay job or the scan
               // delivering another job's row must present the key the upstream already knows.
-              effectKey: row.effect_key, step: row.effect_key.slice(row.effect_key.lastIndexOf(':') + 1), path: '/v1/notifications',
-              body: row.payload, timeoutMs: timeouts.upstreamTimeoutMs, startedAt,
+              effectKey: row.effect_key,
+              step: row.effect_key.slice(row.effect_key.lastIndexOf(':') + 1),
+              path: '/v1/notifications',
+              body: row.payload,
+              timeoutMs: timeouts.upstreamTimeoutMs,
+              startedAt,
             });
             await markOutbox(deps.pool, row.id, 'delivered', null);
           }

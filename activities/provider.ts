@@ -40,13 +40,20 @@ export function createProvider(baseUrl: string) {
       });
     } catch (err) {
       const timedOut = timeout.aborted;
-      throw new RetryableError(timedOut ? `upstream call timed out after ${c.timeoutMs} ms` : `upstream unreachable: ${(err as Error).message}`,
-        { errorClass: timedOut ? 'timeout' : 'connection_error' }, { cause: err });
+      throw new RetryableError(
+        timedOut ? `upstream call timed out after ${c.timeoutMs} ms` : `upstream unreachable: ${(err as Error).message}`,
+        { errorClass: timedOut ? 'timeout' : 'connection_error' },
+        { cause: err },
+      );
     }
     const requestId = res.headers.get('x-request-id');
     const text = await res.text().catch(() => '');
     let body: Record<string, unknown> = {};
-    try { body = text ? JSON.parse(text) : {}; } catch { body = { raw: text.slice(0, 200) }; }
+    try {
+      body = text ? JSON.parse(text) : {};
+    } catch {
+      body = { raw: text.slice(0, 200) };
+    }
     if (res.ok) return { status: res.status, body, requestId };
     const message = `upstream answered ${res.status} on ${c.path}${requestId ? ` (request ${requestId})` : ''}`;
     const sent = { idempotencyKeySent: c.effectKey !== undefined };

@@ -18,10 +18,17 @@ type BatchDelete = (db: Db, days: number, limit: number) => Promise<number>;
 
 /** Each table's own batch (a `DELETE ... WHERE ctid IN (SELECT ... LIMIT n)` in its store file). */
 const BY_AGE: Array<[Exclude<RetentionTable, 'job_intents'>, BatchDelete]> = [
-  ['job_attempts', deleteExpiredAttempts], ['effects', deleteExpiredEffects], ['activity_leases', deleteExpiredLeases],
-  ['admissions', deleteExpiredAdmissions], ['intent_duplicates', deleteExpiredDuplicates], ['outbox', deleteExpiredOutbox],
-  ['webhook_deliveries', deleteExpiredDeliveries], ['scan_runs', deleteExpiredScanRuns], ['degradation_audit', deleteExpiredAudit],
-  ['health_samples', deleteExpiredSamples], ['intake_rejections', deleteExpiredRejections],
+  ['job_attempts', deleteExpiredAttempts],
+  ['effects', deleteExpiredEffects],
+  ['activity_leases', deleteExpiredLeases],
+  ['admissions', deleteExpiredAdmissions],
+  ['intent_duplicates', deleteExpiredDuplicates],
+  ['outbox', deleteExpiredOutbox],
+  ['webhook_deliveries', deleteExpiredDeliveries],
+  ['scan_runs', deleteExpiredScanRuns],
+  ['degradation_audit', deleteExpiredAudit],
+  ['health_samples', deleteExpiredSamples],
+  ['intake_rejections', deleteExpiredRejections],
 ];
 
 /** The retention cleanup's activity. Function names are Temporal activity types. */

@@ -23,18 +23,32 @@ async function execution(client: Client, workflowId: string): Promise<Execution>
   }
 }
 
-export interface ReplayRepairs { started: number; finished: number }
+export interface ReplayRepairs {
+  started: number;
+  finished: number;
+}
 
 /** Repairs of the compensation scan for replays and webhooks. Function names are Temporal activity types. */
 export function createScanRepairActivities(deps: ActivityDeps) {
   /** Ends a stuck replay from its job's outcome, in the name of whoever started it; false when it had already ended. */
-  async function endStuckReplay(dl: DeadLetterRow, replayJobId: string, outcome: 'succeeded' | 'failed', jobStatus: string): Promise<boolean> {
+  async function endStuckReplay(
+    dl: DeadLetterRow,
+    replayJobId: string,
+    outcome: 'succeeded' | 'failed',
+    jobStatus: string,
+  ): Promise<boolean> {
     return withTransaction(deps.pool, async (tx) => {
       if (!(await endReplay(tx, dl.id, replayJobId, outcome))) return false;
       await insertAction(tx, {
-        deadLetterId: dl.id, action: outcome === 'succeeded' ? 'replay_succeeded' : 'replay_failed', actor: (await replayStartedBy(tx, dl.id)) ?? 'system',
-        details: { replayId: dl.replay_id, replayJobId, recordedBy: 'compensation scan',
-          ...(outcome === 'failed' ? { message: `replay job closed without an outcome (${jobStatus})` } : {}) },
+        deadLetterId: dl.id,
+        action: outcome === 'succeeded' ? 'replay_succeeded' : 'replay_failed',
+        actor: (await replayStartedBy(tx, dl.id)) ?? 'system',
+        details: {
+          replayId: dl.replay_id,
+          replayJobId,
+          recordedBy: 'compensation scan',
+          ...(outcome === 'failed' ? { message: `replay job closed without an outcome (${jobStatus})` } : {}),
+        },
       });
       return true;
     });
@@ -64,10 +78,19 @@ export function createScanRepairActivities(deps: ActivityDeps) {
             continue;
           }
           if (job.kind === 'absent') {
-            const args: StepArgs = { jobId: replayJobId, tenantId: dl.tenant_id, jobType: dl.job_type, priority: intent.priority, effectScope: dl.job_id };
+            const args: StepArgs = {
+              jobId: replayJobId,
+              tenantId: dl.tenant_id,
+              jobType: dl.job_type,
+              priority: intent.priority,
+              effectScope: dl.job_id,
+            };
             if (await startJobWorkflow(ctx.client, ctx.info.taskQueue, deps.jobs.require(args.jobType), args, deps.jobBudgets)) {
               n.started += 1;
-              deps.log.info({ deadLetterId: dl.id, replayJobId, repair: 'replay_started' }, 'scan: started a replay job its replay request never started');
+              deps.log.info(
+                { deadLetterId: dl.id, replayJobId, repair: 'replay_started' },
+                'scan: started a replay job its replay request never started',
+              );
             }
             continue;
           }
@@ -75,7 +98,10 @@ export function createScanRepairActivities(deps: ActivityDeps) {
           const outcome = intent.status === 'succeeded' ? 'succeeded' : 'failed';
           if (await endStuckReplay(dl, replayJobId, outcome, job.status)) {
             n.finished += 1;
-            deps.log.info({ deadLetterId: dl.id, replayJobId, outcome, repair: 'replay_finished' }, 'scan: ended a replay its replay request left open');
+            deps.log.info(
+              { deadLetterId: dl.id, replayJobId, outcome, repair: 'replay_finished' },
+              'scan: ended a replay its replay request left open',
+            );
           }
         }
         return n;
@@ -105,7 +131,10 @@ export function createScanRepairActivities(deps: ActivityDeps) {
               deps.log.info({ ...at, repair: 'webhook_job_closed' }, 'scan: pending webhook for a job that already finished');
               continue;
             }
-            deps.log.warn({ ...at, err: { name: (err as Error).name, message: (err as Error).message } }, 'scan: webhook could not be signalled again; it stays pending_signal');
+            deps.log.warn(
+              { ...at, err: { name: (err as Error).name, message: (err as Error).message } },
+              'scan: webhook could not be signalled again; it stays pending_signal',
+            );
             continue;
           }
           await setSignalOutcome(deps.pool, d.source, d.webhook_id, 'signalled');

@@ -15,13 +15,20 @@ import type { StepArgs } from '../contract/job-types.js';
 import type { ActivityDeps } from './deps.js';
 import { startJobWorkflow } from '../services/start-job.js';
 
-export interface MissedWindow { scheduleId: string; jobType: ScannedSchedule['jobType']; window: ScheduleWindow }
+export interface MissedWindow {
+  scheduleId: string;
+  jobType: ScannedSchedule['jobType'];
+  window: ScheduleWindow;
+}
 
 /** Which times the Schedule's spec matched in [from, to): Temporal computes cron and time zones for us. */
 async function matchingTimes(scheduleId: string, fromMs: number, toMs: number): Promise<number[]> {
   const ctx = Context.current();
   const res = await ctx.client.workflowService.listScheduleMatchingTimes({
-    namespace: ctx.info.workflowNamespace, scheduleId, startTime: msToTs(fromMs), endTime: msToTs(toMs),
+    namespace: ctx.info.workflowNamespace,
+    scheduleId,
+    startTime: msToTs(fromMs),
+    endTime: msToTs(toMs),
   });
   return (res.startTime ?? []).map((t) => tsToMs(t));
 }
@@ -34,7 +41,13 @@ export function createScanActivities(deps: ActivityDeps) {
      * that have no filled `schedule_windows` row: the server was down past the catch-up
      * window, the Schedule was paused, or a trigger was lost.
      */
-    async findMissedWindows(a: { schedules: ScannedSchedule[]; now: string; since?: string; graceMs: number; limit: number }): Promise<MissedWindow[]> {
+    async findMissedWindows(a: {
+      schedules: ScannedSchedule[];
+      now: string;
+      since?: string;
+      graceMs: number;
+      limit: number;
+    }): Promise<MissedWindow[]> {
       const now = Date.parse(a.now);
       const out: MissedWindow[] = [];
       for (const s of a.schedules) {
@@ -59,7 +72,8 @@ export function createScanActivities(deps: ActivityDeps) {
           if (!filled.has(w.start) && out.length < a.limit) out.push({ scheduleId: s.scheduleId, jobType: s.jobType, window: w });
         }
       }
-      if (out.length > 0) deps.log.info({ windows: out.map((m) => `${m.jobType}@${m.window.start}`) }, 'scan: missed schedule windows found');
+      if (out.length > 0)
+        deps.log.info({ windows: out.map((m) => `${m.jobType}@${m.window.start}`) }, 'scan: missed schedule windows found');
       return out;
     },
 
@@ -73,10 +87,19 @@ export function createScanActivities(deps: ActivityDeps) {
             deps.log.warn({ jobId: row.job_id, jobType: row.job_type }, 'scan: intent of an unknown job type left alone');
             continue;
           }
-          await startJobWorkflow(ctx.client, ctx.info.taskQueue, deps.jobs.require(row.job_type), { jobId: row.job_id, tenantId: row.tenant_id, jobType: row.job_type, priority: row.priority }, deps.jobBudgets);
+          await startJobWorkflow(
+            ctx.client,
+            ctx.info.taskQueue,
+            deps.jobs.require(row.job_type),
+            { jobId: row.job_id, tenantId: row.tenant_id, jobType: row.job_type, priority: row.priority },
+            deps.jobBudgets,
+          );
           if (await markStartedIfUnstarted(deps.pool, row.job_id)) {
             started += 1;
-            deps.log.info({ jobId: row.job_id, jobType: row.job_type, repair: 'intent_started' }, 'scan: started the workflow of an intent that had none');
+            deps.log.info(
+              { jobId: row.job_id, jobType: row.job_type, repair: 'intent_started' },
+              'scan: started the workflow of an intent that had none',
+            );
           }
         }
         return started;
@@ -109,12 +132,20 @@ export function createScanActivities(deps: ActivityDeps) {
         for (const e of await listInDoubtEffects(deps.pool, new Date(Date.parse(a.now) - a.leaseMs), a.limit)) {
           let res;
           try {
-            res = await deps.provider({ method: 'GET', path: `/v1/idempotency/${encodeURIComponent(e.effect_key)}`, tenantId: e.tenant_id, timeoutMs: DEFAULT_BUDGET.upstreamTimeoutMs });
+            res = await deps.provider({
+              method: 'GET',
+              path: `/v1/idempotency/${encodeURIComponent(e.effect_key)}`,
+              tenantId: e.tenant_id,
+              timeoutMs: DEFAULT_BUDGET.upstreamTimeoutMs,
+            });
           } catch (err) {
             if (err instanceof NonRetryableError && err.details.statusCode === 404) {
               if (await markEffectNotApplied(deps.pool, e.effect_key, e.attempts)) {
                 notApplied += 1;
-                deps.log.info({ jobId: e.job_id, effectKey: e.effect_key, repair: 'effect_not_applied' }, 'scan: upstream never saw the effect; marked not applied');
+                deps.log.info(
+                  { jobId: e.job_id, effectKey: e.effect_key, repair: 'effect_not_applied' },
+                  'scan: upstream never saw the effect; marked not applied',
+                );
               }
               continue;
             }
@@ -123,11 +154,19 @@ export function createScanActivities(deps: ActivityDeps) {
           const body = res.body as { state?: string; response?: Record<string, unknown> };
           if (body.state !== 'completed' || !body.response) continue;
           const response = body.response;
-          const recorded = await recordReconciledSuccess(deps.pool, e.effect_key, typeof response.requestId === 'string' ? response.requestId : null,
-            typeof response.id === 'string' ? response.id : null, response);
+          const recorded = await recordReconciledSuccess(
+            deps.pool,
+            e.effect_key,
+            typeof response.requestId === 'string' ? response.requestId : null,
+            typeof response.id === 'string' ? response.id : null,
+            response,
+          );
           if (!recorded) continue;
           reconciled += 1;
-          deps.log.info({ jobId: e.job_id, effectKey: e.effect_key, repair: 'effect_reconciled' }, 'scan: in-doubt effect was applied upstream; recorded its result');
+          deps.log.info(
+            { jobId: e.job_id, effectKey: e.effect_key, repair: 'effect_reconciled' },
+            'scan: in-doubt effect was applied upstream; recorded its result',
+          );
         }
         return { reconciled, notApplied };
       });

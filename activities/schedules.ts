@@ -26,13 +26,16 @@ export interface EnsureWindowResult {
   jobIds: string[];
 }
 
-
 function scheduledInput(window: ScheduleWindow): DigestInput {
   // The digest that runs for a window reports on the window before it, which has ended.
   const len = Date.parse(window.end) - Date.parse(window.start);
-  return { windowStart: window.start, windowEnd: window.end, periodStart: new Date(Date.parse(window.start) - len).toISOString(), periodEnd: window.start };
+  return {
+    windowStart: window.start,
+    windowEnd: window.end,
+    periodStart: new Date(Date.parse(window.start) - len).toISOString(),
+    periodEnd: window.start,
+  };
 }
-
 
 /** The schedule activities and the `digest` job's step. Function names are Temporal activity types. */
 export function createScheduleActivities(deps: ActivityDeps) {
@@ -46,7 +49,12 @@ export function createScheduleActivities(deps: ActivityDeps) {
     async ensureWindowJobs(a: EnsureWindowArgs): Promise<EnsureWindowResult> {
       const ctx = Context.current();
       const firstTrigger = await recordWindowSeen(deps.pool, {
-        jobType: a.jobType, windowStart: a.window.start, windowEnd: a.window.end, scheduleId: a.scheduleId, source: a.source, triggerId: a.triggerId,
+        jobType: a.jobType,
+        windowStart: a.window.start,
+        windowEnd: a.window.end,
+        scheduleId: a.scheduleId,
+        source: a.source,
+        triggerId: a.triggerId,
       });
       const input = scheduledInput(a.window);
       const jobIds: string[] = [];
@@ -54,19 +62,33 @@ export function createScheduleActivities(deps: ActivityDeps) {
         const key = windowKey(a.jobType, a.window);
         const jobId = jobIdFor(tenantId, a.jobType, key);
         await insertIntent(deps.pool, {
-          jobId, tenantId, jobType: a.jobType, keyHash: keyHash(tenantId, key), inputHash: inputHash(a.jobType, input), input, priority: 'normal',
+          jobId,
+          tenantId,
+          jobType: a.jobType,
+          keyHash: keyHash(tenantId, key),
+          inputHash: inputHash(a.jobType, input),
+          input,
+          priority: 'normal',
         });
         if (!(await getIntent(deps.pool, jobId))) {
           throw new NonRetryableError(`window intent ${jobId} could not be stored`, { errorClass: 'window_intent_conflict' });
         }
-        await startJobWorkflow(ctx.client, ctx.info.taskQueue, deps.jobs.require(a.jobType), { jobId, tenantId, jobType: a.jobType, priority: 'normal' }, deps.jobBudgets);
+        await startJobWorkflow(
+          ctx.client,
+          ctx.info.taskQueue,
+          deps.jobs.require(a.jobType),
+          { jobId, tenantId, jobType: a.jobType, priority: 'normal' },
+          deps.jobBudgets,
+        );
         await markWorkflowStarted(deps.pool, jobId);
         jobIds.push(jobId);
         ctx.heartbeat();
       }
       const filledNow = await markWindowFilled(deps.pool, a.jobType, a.window.start, jobIds.length);
-      deps.log.info({ scheduleId: a.scheduleId, jobType: a.jobType, windowStart: a.window.start, source: a.source, firstTrigger, jobs: jobIds.length },
-        firstTrigger ? 'scheduled window: jobs started' : 'scheduled window seen again: existing jobs kept');
+      deps.log.info(
+        { scheduleId: a.scheduleId, jobType: a.jobType, windowStart: a.window.start, source: a.source, firstTrigger, jobs: jobIds.length },
+        firstTrigger ? 'scheduled window: jobs started' : 'scheduled window seen again: existing jobs kept',
+      );
       return { firstTrigger, filledNow, jobIds };
     },
   };

@@ -6,9 +6,7 @@
  *
  * Node-only. Nothing here reaches the HTTP server, the simulator or the scripts.
  */
-import {
-  createJobsClient as createIntake, type JobsClient, type JobsClientDeps,
-} from '../services/intake.js';
+import { createJobsClient as createIntake, type JobsClient, type JobsClientDeps } from '../services/intake.js';
 import { defaultJobRegistry } from '../jobs/index.js';
 
 export type ClientOptions = Omit<JobsClientDeps, 'jobs'> & {
@@ -28,7 +26,16 @@ export { JOB_STATES, PRIORITIES, TERMINAL_STATES, UNFINISHED_STATES, isTerminalS
 export type { JobRegistry } from '../job-api/registry.js';
 export { defaultJobRegistry } from '../jobs/index.js';
 export {
-  ConfigError, DurableJobsError, IdempotencyConflictError, NonRetryableError, NotFoundError, RetryableError,
-  StateConflictError, UnavailableError, ValidationError, type Dependency, type FieldIssue,
+  ConfigError,
+  DurableJobsError,
+  IdempotencyConflictError,
+  NonRetryableError,
+  NotFoundError,
+  RetryableError,
+  StateConflictError,
+  UnavailableError,
+  ValidationError,
+  type Dependency,
+  type FieldIssue,
 } from '../lib/errors.js';
 export { migrate } from '../lib/migrate.js';

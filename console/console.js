@@ -29,9 +29,19 @@ function el(tag, attrs = {}, ...children) {
   }
   return e;
 }
-const clear = (node) => { node.replaceChildren(); return node; };
-const text = (sel, value) => { $(sel).textContent = value ?? ''; };
-const utc = (iso) => (iso ? String(iso).replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '');
+const clear = (node) => {
+  node.replaceChildren();
+  return node;
+};
+const text = (sel, value) => {
+  $(sel).textContent = value ?? '';
+};
+const utc = (iso) =>
+  iso
+    ? String(iso)
+        .replace('T', ' ')
+        .replace(/\.\d+Z$/, 'Z')
+    : '';
 /** HH:MM:SS.mmmZ: one UTC time base, to the millisecond, for ordering the timeline. */
 const clock = (iso) => (iso ? String(iso).slice(11) : '');
 const json = (v) => (v === undefined ? '' : JSON.stringify(v, null, 2));
@@ -59,22 +69,38 @@ function problemText(err) {
   const fields = Array.isArray(p.errors) ? ` (${p.errors.map((e) => `${e.path}: ${e.message}`).join('; ')})` : '';
   return `${err.status} ${p.title ?? 'error'}${p.detail ? `: ${p.detail}` : ''}${fields}`;
 }
-function showError(sel, err) { text(sel, err ? problemText(err) : ''); }
+function showError(sel, err) {
+  text(sel, err ? problemText(err) : '');
+}
 
 // ---------- API ----------
 
 class ApiError extends Error {
-  constructor(status, problem) { super(`HTTP ${status}`); this.status = status; this.problem = problem; }
+  constructor(status, problem) {
+    super(`HTTP ${status}`);
+    this.status = status;
+    this.problem = problem;
+  }
 }
 
 async function api(method, path, body, key = sessionStorage.getItem(KEY)) {
   const headers = { accept: 'application/json' };
   if (key) headers.authorization = `Bearer ${key}`;
   if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'omit', cache: 'no-store' });
+  const res = await fetch(path, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    credentials: 'omit',
+    cache: 'no-store',
+  });
   const raw = await res.text();
   let data;
-  try { data = raw ? JSON.parse(raw) : undefined; } catch { data = undefined; }
+  try {
+    data = raw ? JSON.parse(raw) : undefined;
+  } catch {
+    data = undefined;
+  }
   if (res.status === 401 && key === sessionStorage.getItem(KEY) && me) signOut('Your key was refused; sign in again.');
   if (!res.ok) throw new ApiError(res.status, data);
   return data;
@@ -112,7 +138,11 @@ function signOut(message = '') {
 }
 
 function stopTimers(except) {
-  for (const [name, id] of timers) if (name !== except) { clearInterval(id); timers.delete(name); }
+  for (const [name, id] of timers)
+    if (name !== except) {
+      clearInterval(id);
+      timers.delete(name);
+    }
 }
 function every(name, msEvery, fn) {
   clearInterval(timers.get(name));
@@ -138,7 +168,10 @@ function route() {
 
 let jobsListed = false;
 async function showJobsPage(jobId) {
-  if (!jobsListed) { jobsListed = true; await searchJobs(); }
+  if (!jobsListed) {
+    jobsListed = true;
+    await searchJobs();
+  }
   if (jobId) await openJob(jobId);
 }
 
@@ -148,12 +181,30 @@ async function searchJobs() {
     const r = await get(`/v1/admin/jobs?${qs($('#job-search'))}`);
     const body = clear($('#job-results tbody'));
     for (const j of r.jobs) {
-      body.append(el('tr', { class: 'selectable', dataset: { jobId: j.jobId }, onclick: () => { location.hash = `#jobs/${encodeURIComponent(j.jobId)}`; } },
-        el('td', {}, el('code', {}, j.jobId)), el('td', {}, j.tenantId), el('td', {}, j.type), el('td', {}, badge(j.status)),
-        el('td', {}, j.priority), el('td', {}, String(j.attempts)), el('td', {}, utc(j.createdAt))));
+      body.append(
+        el(
+          'tr',
+          {
+            class: 'selectable',
+            dataset: { jobId: j.jobId },
+            onclick: () => {
+              location.hash = `#jobs/${encodeURIComponent(j.jobId)}`;
+            },
+          },
+          el('td', {}, el('code', {}, j.jobId)),
+          el('td', {}, j.tenantId),
+          el('td', {}, j.type),
+          el('td', {}, badge(j.status)),
+          el('td', {}, j.priority),
+          el('td', {}, String(j.attempts)),
+          el('td', {}, utc(j.createdAt)),
+        ),
+      );
     }
     if (r.jobs.length === 0) body.append(el('tr', {}, el('td', { colspan: 7, class: 'muted' }, 'no job matches')));
-  } catch (err) { showError('#job-search-error', err); }
+  } catch (err) {
+    showError('#job-search-error', err);
+  }
 }
 
 async function openJob(jobId) {
@@ -164,7 +215,12 @@ async function openJob(jobId) {
 
 async function renderJob(jobId) {
   let j;
-  try { j = await get(`/v1/admin/jobs/${encodeURIComponent(jobId)}`); } catch (err) { showError('#job-search-error', err); return; }
+  try {
+    j = await get(`/v1/admin/jobs/${encodeURIComponent(jobId)}`);
+  } catch (err) {
+    showError('#job-search-error', err);
+    return;
+  }
   const links = clear($('#job-links'));
   if (me.temporalUi) {
     const ui = `${me.temporalUi.url}/namespaces/${encodeURIComponent(me.temporalUi.namespace)}/workflows/${encodeURIComponent(j.jobId)}`;
@@ -172,19 +228,42 @@ async function renderJob(jobId) {
   } else links.append('no Temporal Web UI configured (TEMPORAL_UI_URL)');
   const jobLink = (id) => el('a', { href: `#jobs/${encodeURIComponent(id)}` }, id);
   kv($('#job-fields'), [
-    ['status', badge(j.status)], ['stage', j.stage], ['next step', j.nextStep], ['tenant', j.tenantId], ['type', j.type], ['priority', j.priority],
-    ['attempts', String(j.attempts)], ['reason', j.statusReason],
-    ['error', j.error ? `${j.error.errorClass}${j.error.statusCode ? ` (HTTP ${j.error.statusCode})` : ''}: ${j.error.message}` : undefined],
-    ['next attempt', utc(j.nextAttemptAt)], ['created', utc(j.createdAt)], ['first started', utc(j.firstStartedAt)], ['finished', utc(j.finishedAt)],
-    ['queued', ms(j.queuedMs)], ['executing', ms(j.executionMs)], ['deferred since', utc(j.deferredSince)], ['notification', j.notification],
+    ['status', badge(j.status)],
+    ['stage', j.stage],
+    ['next step', j.nextStep],
+    ['tenant', j.tenantId],
+    ['type', j.type],
+    ['priority', j.priority],
+    ['attempts', String(j.attempts)],
+    ['reason', j.statusReason],
+    [
+      'error',
+      j.error ? `${j.error.errorClass}${j.error.statusCode ? ` (HTTP ${j.error.statusCode})` : ''}: ${j.error.message}` : undefined,
+    ],
+    ['next attempt', utc(j.nextAttemptAt)],
+    ['created', utc(j.createdAt)],
+    ['first started', utc(j.firstStartedAt)],
+    ['finished', utc(j.finishedAt)],
+    ['queued', ms(j.queuedMs)],
+    ['executing', ms(j.executionMs)],
+    ['deferred since', utc(j.deferredSince)],
+    ['notification', j.notification],
     ['upstream', j.upstream ? `${j.upstream}${j.upstreamReason ? `: ${j.upstreamReason}` : ''}` : undefined],
-    ['replay of', j.replayOf ? jobLink(j.replayOf) : undefined], ['replayed as', j.replayJobId ? jobLink(j.replayJobId) : undefined],
+    ['replay of', j.replayOf ? jobLink(j.replayOf) : undefined],
+    ['replayed as', j.replayJobId ? jobLink(j.replayJobId) : undefined],
     ['dead letter', j.deadLetterId ? el('a', { href: `#dead-letters/${encodeURIComponent(j.deadLetterId)}` }, j.deadLetterId) : undefined],
   ]);
   $('#job-result').textContent = j.result === undefined ? '(no result yet)' : json(j.result);
   // Live while unfinished: watch it run, retry, succeed.
-  if (!FINISHED.has(j.status)) every('job', 2000, async () => { await renderJob(jobId); await renderTimeline(jobId); });
-  else { clearInterval(timers.get('job')); timers.delete('job'); }
+  if (!FINISHED.has(j.status))
+    every('job', 2000, async () => {
+      await renderJob(jobId);
+      await renderTimeline(jobId);
+    });
+  else {
+    clearInterval(timers.get('job'));
+    timers.delete('job');
+  }
 }
 
 async function renderTimeline(jobId) {
@@ -196,7 +275,9 @@ async function renderTimeline(jobId) {
     t = await get(`/v1/admin/jobs/${encodeURIComponent(jobId)}/timeline`);
   } catch (err) {
     const noRoute = err instanceof ApiError && err.status === 404 && /^no route/.test(err.problem?.detail ?? '');
-    verdict.textContent = noRoute ? 'timeline unavailable (this API has no timeline endpoint yet)' : `timeline unavailable: ${problemText(err)}`;
+    verdict.textContent = noRoute
+      ? 'timeline unavailable (this API has no timeline endpoint yet)'
+      : `timeline unavailable: ${problemText(err)}`;
     verdict.dataset.state = 'unavailable';
     return;
   }
@@ -205,16 +286,33 @@ async function renderTimeline(jobId) {
   const tm = t.timings ?? {};
   kv($('#timeline-timings'), [
     ['intake', ms(tm.intake?.executionMs)],
-    ['claim (queue)', ms(tm.claim?.queueMs)], ['claim (deferred)', ms(tm.claim?.deferredMs)],
-    ['side effects (queue / execution)', tm.sideEffects ? `${ms(tm.sideEffects.queueMs) || '–'} / ${ms(tm.sideEffects.executionMs) || '–'}` : undefined],
-    ['completion (queue / execution)', tm.completion ? `${ms(tm.completion.queueMs) || '–'} / ${ms(tm.completion.executionMs) || '–'}` : undefined],
+    ['claim (queue)', ms(tm.claim?.queueMs)],
+    ['claim (deferred)', ms(tm.claim?.deferredMs)],
+    [
+      'side effects (queue / execution)',
+      tm.sideEffects ? `${ms(tm.sideEffects.queueMs) || '–'} / ${ms(tm.sideEffects.executionMs) || '–'}` : undefined,
+    ],
+    [
+      'completion (queue / execution)',
+      tm.completion ? `${ms(tm.completion.queueMs) || '–'} / ${ms(tm.completion.executionMs) || '–'}` : undefined,
+    ],
     ['duplicates', t.duplicates?.count ? String(t.duplicates.count) : undefined],
     ['replays', t.lineage?.replays?.length ? t.lineage.replays.map((r) => `${r.jobId} (${r.status})`).join(', ') : undefined],
     ['temporal', t.temporal ? [t.temporal.status, t.temporal.taskQueue, t.temporal.note].filter(Boolean).join(' · ') : undefined],
   ]);
   text('#timeline-date', t.events?.length ? `UTC, from ${utc(t.events[0].at)}` : '');
   for (const e of t.events ?? []) {
-    events.append(el('tr', {}, el('td', { class: 'nowrap', title: e.at }, clock(e.at)), el('td', {}, e.source), el('td', {}, e.kind ?? e.from ?? ''), el('td', {}, e.event), el('td', {}, e.detail ?? '')));
+    events.append(
+      el(
+        'tr',
+        {},
+        el('td', { class: 'nowrap', title: e.at }, clock(e.at)),
+        el('td', {}, e.source),
+        el('td', {}, e.kind ?? e.from ?? ''),
+        el('td', {}, e.event),
+        el('td', {}, e.detail ?? ''),
+      ),
+    );
   }
 }
 
@@ -225,7 +323,10 @@ let replayId = null;
 let dlListed = false;
 
 async function showDeadLettersPage(id) {
-  if (!dlListed) { dlListed = true; await listDeadLetters(); }
+  if (!dlListed) {
+    dlListed = true;
+    await listDeadLetters();
+  }
   if (id) await openDeadLetter(id);
   if (replayId) every('replay', 1000, renderProgress);
 }
@@ -236,33 +337,100 @@ async function listDeadLetters() {
     const r = await get(`/v1/dead-letters?${qs($('#dl-filter'))}`);
     const body = clear($('#dl-list tbody'));
     for (const d of r.deadLetters) {
-      const box = el('input', { type: 'checkbox', 'aria-label': `select ${d.id}`, dataset: { id: d.id }, onclick: (ev) => { ev.stopPropagation(); if (ev.target.checked) selected.add(d.id); else selected.delete(d.id); } });
+      const box = el('input', {
+        type: 'checkbox',
+        'aria-label': `select ${d.id}`,
+        dataset: { id: d.id },
+        onclick: (ev) => {
+          ev.stopPropagation();
+          if (ev.target.checked) selected.add(d.id);
+          else selected.delete(d.id);
+        },
+      });
       box.checked = selected.has(d.id);
-      body.append(el('tr', { class: 'selectable', dataset: { id: d.id }, onclick: () => { location.hash = `#dead-letters/${encodeURIComponent(d.id)}`; } },
-        el('td', {}, box), el('td', {}, el('code', {}, d.id)), el('td', {}, el('code', {}, d.jobId)), el('td', {}, d.tenantId), el('td', {}, d.jobType),
-        el('td', {}, badge(d.state)), el('td', {}, d.errorClass), el('td', {}, d.statusCode ? String(d.statusCode) : ''), el('td', {}, d.failedStep ?? ''),
-        el('td', {}, d.message ?? ''), el('td', {}, utc(d.lastFailureAt))));
+      body.append(
+        el(
+          'tr',
+          {
+            class: 'selectable',
+            dataset: { id: d.id },
+            onclick: () => {
+              location.hash = `#dead-letters/${encodeURIComponent(d.id)}`;
+            },
+          },
+          el('td', {}, box),
+          el('td', {}, el('code', {}, d.id)),
+          el('td', {}, el('code', {}, d.jobId)),
+          el('td', {}, d.tenantId),
+          el('td', {}, d.jobType),
+          el('td', {}, badge(d.state)),
+          el('td', {}, d.errorClass),
+          el('td', {}, d.statusCode ? String(d.statusCode) : ''),
+          el('td', {}, d.failedStep ?? ''),
+          el('td', {}, d.message ?? ''),
+          el('td', {}, utc(d.lastFailureAt)),
+        ),
+      );
     }
     if (r.deadLetters.length === 0) body.append(el('tr', {}, el('td', { colspan: 11, class: 'muted' }, 'no dead letter matches')));
-  } catch (err) { showError('#dl-error', err); }
+  } catch (err) {
+    showError('#dl-error', err);
+  }
 }
 
 async function openDeadLetter(id) {
   let d;
-  try { d = await get(`/v1/dead-letters/${encodeURIComponent(id)}`); } catch (err) { showError('#dl-error', err); return; }
+  try {
+    d = await get(`/v1/dead-letters/${encodeURIComponent(id)}`);
+  } catch (err) {
+    showError('#dl-error', err);
+    return;
+  }
   $('#dl-detail').hidden = false;
   text('#dl-detail-id', d.id);
   $('#dl-discard').dataset.id = d.id;
   kv($('#dl-fields'), [
-    ['state', badge(d.state)], ['job', el('a', { href: `#jobs/${encodeURIComponent(d.jobId)}` }, d.jobId)], ['tenant', d.tenantId], ['type', d.jobType],
-    ['error', `${d.errorClass}${d.errorType ? ` / ${d.errorType}` : ''}${d.statusCode ? ` (HTTP ${d.statusCode})` : ''}`], ['failed step', d.failedStep],
-    ['message', d.message], ['retry state', d.retryState], ['attempts', String(d.attempts)], ['code version', d.codeVersion], ['build', d.buildId],
-    ['input hash', d.inputHash], ['provider request IDs', (d.providerRequestIds ?? []).map((x) => (typeof x === 'string' ? x : JSON.stringify(x))).join(', ')],
-    ['first failure', utc(d.firstFailureAt)], ['last failure', utc(d.lastFailureAt)], ['discard reason', d.discardReason],
-    ['replays', (d.replays ?? []).length ? el('span', {}, ...d.replays.map((r) => el('span', {}, el('a', { href: `#jobs/${encodeURIComponent(r.jobId)}` }, r.jobId), ' ', badge(r.status), ' '))) : undefined],
+    ['state', badge(d.state)],
+    ['job', el('a', { href: `#jobs/${encodeURIComponent(d.jobId)}` }, d.jobId)],
+    ['tenant', d.tenantId],
+    ['type', d.jobType],
+    ['error', `${d.errorClass}${d.errorType ? ` / ${d.errorType}` : ''}${d.statusCode ? ` (HTTP ${d.statusCode})` : ''}`],
+    ['failed step', d.failedStep],
+    ['message', d.message],
+    ['retry state', d.retryState],
+    ['attempts', String(d.attempts)],
+    ['code version', d.codeVersion],
+    ['build', d.buildId],
+    ['input hash', d.inputHash],
+    ['provider request IDs', (d.providerRequestIds ?? []).map((x) => (typeof x === 'string' ? x : JSON.stringify(x))).join(', ')],
+    ['first failure', utc(d.firstFailureAt)],
+    ['last failure', utc(d.lastFailureAt)],
+    ['discard reason', d.discardReason],
+    [
+      'replays',
+      (d.replays ?? []).length
+        ? el(
+            'span',
+            {},
+            ...d.replays.map((r) =>
+              el('span', {}, el('a', { href: `#jobs/${encodeURIComponent(r.jobId)}` }, r.jobId), ' ', badge(r.status), ' '),
+            ),
+          )
+        : undefined,
+    ],
   ]);
   const actions = clear($('#dl-actions tbody'));
-  for (const a of d.actions ?? []) actions.append(el('tr', {}, el('td', {}, utc(a.at)), el('td', {}, a.action), el('td', {}, a.actor), el('td', {}, a.details ? JSON.stringify(a.details) : '')));
+  for (const a of d.actions ?? [])
+    actions.append(
+      el(
+        'tr',
+        {},
+        el('td', {}, utc(a.at)),
+        el('td', {}, a.action),
+        el('td', {}, a.actor),
+        el('td', {}, a.details ? JSON.stringify(a.details) : ''),
+      ),
+    );
   $('#dl-discard button').disabled = d.state !== 'open';
 }
 
@@ -280,12 +448,25 @@ async function dryRun() {
     for (const p of r.deadLetters) {
       const changed = [p.changed?.codeVersion ? 'code' : '', p.changed?.inputHash ? 'input' : ''].filter(Boolean).join(', ') || 'nothing';
       for (const e of p.effects) {
-        body.append(el('tr', {}, el('td', {}, el('code', {}, p.deadLetterId)), el('td', {}, el('code', {}, p.jobId)), el('td', {}, e.step), el('td', {}, el('code', {}, e.effectKey)),
-          el('td', { class: `a-${e.action}` }, e.action), el('td', {}, `${e.state}${e.inDoubt ? ' (in doubt)' : ''}`), el('td', {}, changed)));
+        body.append(
+          el(
+            'tr',
+            {},
+            el('td', {}, el('code', {}, p.deadLetterId)),
+            el('td', {}, el('code', {}, p.jobId)),
+            el('td', {}, e.step),
+            el('td', {}, el('code', {}, e.effectKey)),
+            el('td', { class: `a-${e.action}` }, e.action),
+            el('td', {}, `${e.state}${e.inDoubt ? ' (in doubt)' : ''}`),
+            el('td', {}, changed),
+          ),
+        );
       }
     }
     $('#dl-preview').hidden = false;
-  } catch (err) { showError('#dl-error', err); }
+  } catch (err) {
+    showError('#dl-error', err);
+  }
 }
 
 async function startReplay(ev) {
@@ -294,29 +475,52 @@ async function startReplay(ev) {
   const f = new FormData(ev.target);
   const num = (k) => Number(f.get(k));
   try {
-    const r = await post('/v1/dead-letters/replay', { ids: replayTargets(), batchSize: num('batchSize'), concurrency: num('concurrency'), ratePerMinute: num('ratePerMinute') });
+    const r = await post('/v1/dead-letters/replay', {
+      ids: replayTargets(),
+      batchSize: num('batchSize'),
+      concurrency: num('concurrency'),
+      ratePerMinute: num('ratePerMinute'),
+    });
     replayId = r.replayId;
     selected.clear();
     $('#dl-progress').hidden = false;
     await renderProgress();
     every('replay', 1000, renderProgress);
-  } catch (err) { showError('#dl-error', err); }
+  } catch (err) {
+    showError('#dl-error', err);
+  }
 }
 
 async function renderProgress() {
   if (!replayId) return;
   let p;
-  try { p = await get(`/v1/dead-letters/replays/${encodeURIComponent(replayId)}`); } catch (err) { showError('#dl-error', err); return; }
+  try {
+    p = await get(`/v1/dead-letters/replays/${encodeURIComponent(replayId)}`);
+  } catch (err) {
+    showError('#dl-error', err);
+    return;
+  }
   text('#dl-replay-id', p.replayId);
   const state = $('#dl-replay-state');
   state.textContent = p.state;
   state.className = `badge s-${p.state}`;
   const c = p.counts;
-  text('#dl-replay-counts', `${c.succeeded} succeeded, ${c.failed} failed, ${c.running} running, ${c.pending} pending, ${c.skipped} skipped of ${c.total} · batch ${p.options.batchSize}, concurrency ${p.options.concurrency} (peak ${p.peakRunning}), ${p.options.ratePerMinute}/min · by ${p.requestedBy}${p.stopReason ? ` · stopped: ${p.stopReason}` : ''}`);
+  text(
+    '#dl-replay-counts',
+    `${c.succeeded} succeeded, ${c.failed} failed, ${c.running} running, ${c.pending} pending, ${c.skipped} skipped of ${c.total} · batch ${p.options.batchSize}, concurrency ${p.options.concurrency} (peak ${p.peakRunning}), ${p.options.ratePerMinute}/min · by ${p.requestedBy}${p.stopReason ? ` · stopped: ${p.stopReason}` : ''}`,
+  );
   const items = clear($('#dl-items tbody'));
   for (const i of p.items) {
-    items.append(el('tr', {}, el('td', {}, el('code', {}, i.deadLetterId)), el('td', {}, badge(i.status)),
-      el('td', {}, i.replayJobId ? el('a', { href: `#jobs/${encodeURIComponent(i.replayJobId)}` }, i.replayJobId) : ''), el('td', {}, i.detail ?? '')));
+    items.append(
+      el(
+        'tr',
+        {},
+        el('td', {}, el('code', {}, i.deadLetterId)),
+        el('td', {}, badge(i.status)),
+        el('td', {}, i.replayJobId ? el('a', { href: `#jobs/${encodeURIComponent(i.replayJobId)}` }, i.replayJobId) : ''),
+        el('td', {}, i.detail ?? ''),
+      ),
+    );
   }
   const done = STOPPED.has(p.state);
   for (const b of ['#dl-pause', '#dl-resume', '#dl-stop']) $(b).disabled = done;
@@ -332,9 +536,14 @@ async function steer(command) {
   showError('#dl-error');
   try {
     const reason = $('#dl-stop-reason').value.trim();
-    await post(`/v1/dead-letters/replays/${encodeURIComponent(replayId)}/${command}`, command === 'stop' && reason ? { reason } : command === 'stop' ? {} : undefined);
+    await post(
+      `/v1/dead-letters/replays/${encodeURIComponent(replayId)}/${command}`,
+      command === 'stop' && reason ? { reason } : command === 'stop' ? {} : undefined,
+    );
     await renderProgress();
-  } catch (err) { showError('#dl-error', err); }
+  } catch (err) {
+    showError('#dl-error', err);
+  }
 }
 
 async function discard(ev) {
@@ -345,7 +554,9 @@ async function discard(ev) {
     await post(`/v1/dead-letters/${encodeURIComponent(id)}/discard`, { reason: String(new FormData(ev.target).get('reason') ?? '') });
     ev.target.reset();
     await Promise.all([openDeadLetter(id), listDeadLetters()]);
-  } catch (err) { showError('#dl-error', err); }
+  } catch (err) {
+    showError('#dl-error', err);
+  }
 }
 
 // ---------- queue health ----------
@@ -353,17 +564,25 @@ async function discard(ev) {
 const plots = {};
 function plot(id, series, xs, ys) {
   const data = [xs, ...ys];
-  if (plots[id]) { plots[id].setData(data); return; }
+  if (plots[id]) {
+    plots[id].setData(data);
+    return;
+  }
   const node = $(`#${id}`);
   const colors = ['#2f5bd3', '#067647', '#b54708', '#b42318'];
-  plots[id] = new window.uPlot({
-    width: Math.max(320, node.clientWidth || 480), height: 180,
-    scales: { x: { time: true } },
-    // One time base everywhere: UTC, like every time in the API.
-    tzDate: (ts) => window.uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
-    series: [{}, ...series.map((label, i) => ({ label, stroke: colors[i % colors.length], width: 1.5, spanGaps: false }))],
-    axes: [{}, { size: 50 }],
-  }, data, node);
+  plots[id] = new window.uPlot(
+    {
+      width: Math.max(320, node.clientWidth || 480),
+      height: 180,
+      scales: { x: { time: true } },
+      // One time base everywhere: UTC, like every time in the API.
+      tzDate: (ts) => window.uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
+      series: [{}, ...series.map((label, i) => ({ label, stroke: colors[i % colors.length], width: 1.5, spanGaps: false }))],
+      axes: [{}, { size: 50 }],
+    },
+    data,
+    node,
+  );
 }
 
 async function showHealthPage() {
@@ -373,16 +592,31 @@ async function showHealthPage() {
 
 async function renderHealth() {
   let h;
-  try { h = await get('/v1/admin/queue-health?history=60'); showError('#health-error'); } catch (err) { showError('#health-error', err); return; }
+  try {
+    h = await get('/v1/admin/queue-health?history=60');
+    showError('#health-error');
+  } catch (err) {
+    showError('#health-error', err);
+    return;
+  }
   text('#health-at', `as of ${utc(h.generatedAt)}, refreshed every 10 s`);
   const w = h.headlineWindow;
   kv($('#health-figures'), [
-    ['backlog (admitted, unfinished)', String(h.backlog.active)], ['deferred', String(h.backlog.deferred)],
+    ['backlog (admitted, unfinished)', String(h.backlog.active)],
+    ['deferred', String(h.backlog.deferred)],
     ['oldest waiting', h.backlog.oldestWaitingAgeSeconds === null ? 'none' : `${Math.round(h.backlog.oldestWaitingAgeSeconds)} s`],
     [`arrivals / completions per min (${w})`, `${h.rates.arrivalsPerMinute[w]} / ${h.rates.completionsPerMinute[w]}`],
-    ['recovery', h.recovery.words], ['open dead letters', String(h.deadLetters.open)], [`dead-letter growth per min (${w})`, String(h.deadLetters.growthPerMinute[w])],
-    ['outbox pending', String(h.outbox.pending)], ['effects in doubt', String(h.reconciliations.effectsInDoubt)],
-    ['degradation', h.degradation.pausedPriorities.length ? `paused: ${h.degradation.pausedPriorities.join(', ')}${h.degradation.resume ? ` · ${h.degradation.resume.words}` : ''}` : 'nothing paused'],
+    ['recovery', h.recovery.words],
+    ['open dead letters', String(h.deadLetters.open)],
+    [`dead-letter growth per min (${w})`, String(h.deadLetters.growthPerMinute[w])],
+    ['outbox pending', String(h.outbox.pending)],
+    ['effects in doubt', String(h.reconciliations.effectsInDoubt)],
+    [
+      'degradation',
+      h.degradation.pausedPriorities.length
+        ? `paused: ${h.degradation.pausedPriorities.join(', ')}${h.degradation.resume ? ` · ${h.degradation.resume.words}` : ''}`
+        : 'nothing paused',
+    ],
   ]);
   const hist = h.history;
   if (!hist || typeof window.uPlot !== 'function') return;
@@ -404,7 +638,13 @@ async function showDegradationPage() {
 
 async function renderDegradation() {
   let d;
-  try { d = await get('/v1/admin/degradation'); showError('#deg-error'); } catch (err) { showError('#deg-error', err); return; }
+  try {
+    d = await get('/v1/admin/degradation');
+    showError('#deg-error');
+  } catch (err) {
+    showError('#deg-error', err);
+    return;
+  }
   kv($('#deg-fields'), [
     ['paused', d.pausedPriorities.length ? d.pausedPriorities.map((p) => `${p} since ${utc(d.pausedSince?.[p])}`).join(', ') : 'nothing'],
     ['ramp rate', `${d.recoveryRatePerMinute} jobs/min on resume`],
@@ -415,8 +655,17 @@ async function renderDegradation() {
   kv($('#deg-deferred'), deferred.length ? deferred.map(([p, n]) => [p, String(n)]) : [['deferred', 'none']]);
   const audit = clear($('#deg-audit tbody'));
   for (const a of d.audit ?? []) {
-    audit.append(el('tr', {}, el('td', {}, utc(a.at)), el('td', {}, a.actor), el('td', {}, el('code', {}, a.keyId)),
-      el('td', {}, `${JSON.stringify(a.before)} → ${JSON.stringify(a.after)}`), el('td', {}, a.reason ?? '')));
+    audit.append(
+      el(
+        'tr',
+        {},
+        el('td', {}, utc(a.at)),
+        el('td', {}, a.actor),
+        el('td', {}, el('code', {}, a.keyId)),
+        el('td', {}, `${JSON.stringify(a.before)} → ${JSON.stringify(a.after)}`),
+        el('td', {}, a.reason ?? ''),
+      ),
+    );
   }
   if (!degFormFilled) {
     degFormFilled = true;
@@ -434,7 +683,10 @@ async function applyDegradation(ev) {
   const body = {
     pausedPriorities: [...f.querySelectorAll('input[name=paused]:checked')].map((b) => b.value),
     recoveryRatePerMinute: Number(f.elements.recoveryRatePerMinute.value),
-    fallbackJobTypes: f.elements.fallbackJobTypes.value.split(',').map((s) => s.trim()).filter(Boolean),
+    fallbackJobTypes: f.elements.fallbackJobTypes.value
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
   };
   const reason = f.elements.reason.value.trim();
   if (reason) body.reason = reason;
@@ -442,7 +694,9 @@ async function applyDegradation(ev) {
     await api('PUT', '/v1/admin/degradation', body);
     f.elements.reason.value = '';
     await renderDegradation();
-  } catch (err) { showError('#deg-error', err); }
+  } catch (err) {
+    showError('#deg-error', err);
+  }
 }
 
 // ---------- wiring ----------
@@ -454,13 +708,24 @@ function start() {
     const key = input.value.trim();
     input.value = '';
     text('#sign-in-error', '');
-    try { await signIn(key); } catch (err) {
-      text('#sign-in-error', err instanceof ApiError && err.status === 401 ? `Refused: ${err.problem?.detail ?? 'not an admin key'}` : problemText(err));
+    try {
+      await signIn(key);
+    } catch (err) {
+      text(
+        '#sign-in-error',
+        err instanceof ApiError && err.status === 401 ? `Refused: ${err.problem?.detail ?? 'not an admin key'}` : problemText(err),
+      );
     }
   });
   $('#sign-out').addEventListener('click', () => signOut());
-  $('#job-search').addEventListener('submit', (ev) => { ev.preventDefault(); void searchJobs(); });
-  $('#dl-filter').addEventListener('submit', (ev) => { ev.preventDefault(); void listDeadLetters(); });
+  $('#job-search').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    void searchJobs();
+  });
+  $('#dl-filter').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    void listDeadLetters();
+  });
   $('#dl-dry-run').addEventListener('click', () => void dryRun());
   $('#dl-replay').addEventListener('submit', (ev) => void startReplay(ev));
   $('#dl-pause').addEventListener('click', () => void steer('pause'));

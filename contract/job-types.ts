@@ -33,7 +33,10 @@ export interface JobBudget {
 }
 
 /** Caps on concurrent upstream calls of one job type, per tenant and in total, across all workers. */
-export interface ConcurrencyLimits { perTenant: number; global: number }
+export interface ConcurrencyLimits {
+  perTenant: number;
+  global: number;
+}
 
 export const DEFAULT_BUDGET: JobBudget = {
   heartbeatTimeoutMs: 10_000,

@@ -5,7 +5,12 @@ import { defineQuery, defineSignal } from '@temporalio/workflow';
 export const jobProgressQuery = defineQuery<{ phase: string; detail: string }>('jobProgress');
 
 /** A provider's `transcription.completed` webhook, forwarded by `POST /v1/webhooks/{source}`. */
-export interface TranscriptionEvent { webhookId: string; transcriptionId: string; status: string; text: string }
+export interface TranscriptionEvent {
+  webhookId: string;
+  transcriptionId: string;
+  status: string;
+  text: string;
+}
 export const transcriptionCompletedSignal = defineSignal<[TranscriptionEvent]>('transcriptionCompleted');
 
 /** The event type the provider sends when a transcription is done. */
@@ -44,7 +49,14 @@ export const replayStopSignal = defineSignal<[{ reason?: string; by?: string }]>
 export const replayProgressQuery = defineQuery<ReplayProgress>('replayProgress');
 
 export type ReplayItemStatus = 'pending' | 'running' | 'succeeded' | 'failed' | 'skipped';
-export interface ReplayItem { deadLetterId: string; status: ReplayItemStatus; replayJobId?: string; startedAt?: string; finishedAt?: string; detail?: string }
+export interface ReplayItem {
+  deadLetterId: string;
+  status: ReplayItemStatus;
+  replayJobId?: string;
+  startedAt?: string;
+  finishedAt?: string;
+  detail?: string;
+}
 export interface ReplayProgress {
   replayId: string;
   state: 'running' | 'paused' | 'stopping' | 'stopped' | 'halted' | 'completed';

@@ -6,8 +6,18 @@
 
 /** Every table the cleanup prunes. `dead_letters` and `dead_letter_actions` are evidence: never pruned. */
 export const RETENTION_TABLES = [
-  'job_intents', 'job_attempts', 'effects', 'outbox', 'activity_leases', 'admissions', 'intent_duplicates',
-  'webhook_deliveries', 'scan_runs', 'degradation_audit', 'health_samples', 'intake_rejections',
+  'job_intents',
+  'job_attempts',
+  'effects',
+  'outbox',
+  'activity_leases',
+  'admissions',
+  'intent_duplicates',
+  'webhook_deliveries',
+  'scan_runs',
+  'degradation_audit',
+  'health_samples',
+  'intake_rejections',
 ] as const;
 export type RetentionTable = (typeof RETENTION_TABLES)[number];
 

@@ -58,13 +58,26 @@ export interface ScanInput {
 }
 
 export interface ScanCounts {
-  windowsFilled: number; intentsStarted: number; outboxRedelivered: number;
-  effectsReconciled: number; effectsNotApplied: number;
-  replaysStarted: number; replaysFinished: number; webhooksResignalled: number; errors: number;
+  windowsFilled: number;
+  intentsStarted: number;
+  outboxRedelivered: number;
+  effectsReconciled: number;
+  effectsNotApplied: number;
+  replaysStarted: number;
+  replaysFinished: number;
+  webhooksResignalled: number;
+  errors: number;
 }
 
-export interface ScanReport extends ScanCounts { now: string; errorDetails: string[] }
-
+export interface ScanReport extends ScanCounts {
+  now: string;
+  errorDetails: string[];
+}
 
 /** The input a scheduled job stores in its intent: the window, and the period it reports on. */
-export interface DigestInput { windowStart: string; windowEnd: string; periodStart: string; periodEnd: string }
+export interface DigestInput {
+  windowStart: string;
+  windowEnd: string;
+  periodStart: string;
+  periodEnd: string;
+}

@@ -10,9 +10,7 @@
  * (`<jobId>:<step>`), which is what makes a retry or a replay reuse the effect it already made.
  */
 import type { z } from 'zod';
-import {
-  DEFAULT_BUDGET, DEFAULT_CONCURRENCY, type ConcurrencyLimits, type JobArgs, type JobBudget,
-} from '../contract/job-types.js';
+import { DEFAULT_BUDGET, DEFAULT_CONCURRENCY, type ConcurrencyLimits, type JobArgs, type JobBudget } from '../contract/job-types.js';
 
 export interface JobDefinitionOptions<S extends z.ZodType, E extends string> {
   /** The job type's name: the `type` of `POST /v1/jobs`. Lower-case letters, digits and dashes. */
@@ -86,8 +84,10 @@ const NAME = /^[a-z][a-z0-9-]{0,62}$/;
 const IDENT = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 
 export function defineJob<S extends z.ZodType, const E extends string>(o: JobDefinitionOptions<S, E>): JobDefinition<S, E> {
-  if (!NAME.test(o.name)) throw new Error(`job type name "${o.name}" must be lower-case letters, digits and dashes, starting with a letter`);
-  if (!IDENT.test(o.workflowType)) throw new Error(`job type ${o.name}: workflowType "${o.workflowType}" must be the name of an exported function`);
+  if (!NAME.test(o.name))
+    throw new Error(`job type name "${o.name}" must be lower-case letters, digits and dashes, starting with a letter`);
+  if (!IDENT.test(o.workflowType))
+    throw new Error(`job type ${o.name}: workflowType "${o.workflowType}" must be the name of an exported function`);
   for (const e of o.effects) {
     if (!NAME.test(e)) throw new Error(`job type ${o.name}: effect step "${e}" must be lower-case letters, digits and dashes`);
   }

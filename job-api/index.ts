@@ -7,13 +7,23 @@
  */
 export { defineJob, budgetOf, type JobDefinition, type JobDefinitionOptions, type JobInput } from './define.js';
 export {
-  createJobRegistry, jobType, SYSTEM_WORKFLOW_TYPES, type ActivityFunction, type JobRegistry, type JobTypeModule,
+  createJobRegistry,
+  jobType,
+  SYSTEM_WORKFLOW_TYPES,
+  type ActivityFunction,
+  type JobRegistry,
+  type JobTypeModule,
 } from './registry.js';
 export { builtInJobTypes, defaultJobRegistry } from '../jobs/index.js';
 export { completeWithOutbox, runStep, type StepContext, type StepDeps } from '../activities/job-steps.js';
 export type { ActivityDeps } from '../activities/deps.js';
 export type { EffectResult } from '../activities/effects.js';
 export {
-  DEFAULT_BUDGET, DEFAULT_CONCURRENCY, type ConcurrencyLimits, type JobArgs, type JobBudget, type StepArgs,
+  DEFAULT_BUDGET,
+  DEFAULT_CONCURRENCY,
+  type ConcurrencyLimits,
+  type JobArgs,
+  type JobBudget,
+  type StepArgs,
 } from '../contract/job-types.js';
 export { NonRetryableError, RetryableError } from '../lib/errors.js';

@@ -42,7 +42,10 @@ export interface JobTypeModule {
  * Joins a definition to its worker side: `workflows` is the module with the workflow body
  * (pass `new URL('./workflow.ts', import.meta.url)`), `activities` its activity factory.
  */
-export function jobType(definition: JobDefinition, worker: { workflows: URL | string; activities: JobTypeModule['activities'] }): JobTypeModule {
+export function jobType(
+  definition: JobDefinition,
+  worker: { workflows: URL | string; activities: JobTypeModule['activities'] },
+): JobTypeModule {
   return { definition, workflowsPath: modulePath(worker.workflows), activities: worker.activities };
 }
 
@@ -93,6 +96,7 @@ export function createJobRegistry(modules: readonly JobTypeModule[]): JobRegistr
       return m.definition;
     },
     fallbackTypes: list.filter((m) => m.definition.fallback).map((m) => m.definition.name),
-    concurrencyLimits: (overrides = {}) => Object.fromEntries(list.map((m) => [m.definition.name, { ...m.definition.concurrency, ...overrides[m.definition.name] }])),
+    concurrencyLimits: (overrides = {}) =>
+      Object.fromEntries(list.map((m) => [m.definition.name, { ...m.definition.concurrency, ...overrides[m.definition.name] }])),
   };
 }

@@ -7,5 +7,10 @@ export { defineJob, budgetOf, type JobDefinition, type JobDefinitionOptions, typ
 export { runJob, type JobOutcome, type SetPhase } from '../workflows/lifecycle.js';
 export { stepOptions, bookkeepingActivities, BOOKKEEPING_OPTIONS } from '../workflows/activity-options.js';
 export {
-  DEFAULT_BUDGET, DEFAULT_CONCURRENCY, type ConcurrencyLimits, type JobArgs, type JobBudget, type StepArgs,
+  DEFAULT_BUDGET,
+  DEFAULT_CONCURRENCY,
+  type ConcurrencyLimits,
+  type JobArgs,
+  type JobBudget,
+  type StepArgs,
 } from '../contract/job-types.js';

@@ -34,7 +34,11 @@ export function sourceHash(root: string): string {
 
 function gitCommit(root: string): string | undefined {
   try {
-    const out = execFileSync('git', ['-C', root, 'rev-parse', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 5_000 });
+    const out = execFileSync('git', ['-C', root, 'rev-parse', 'HEAD'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+      timeout: 5_000,
+    });
     return /^[0-9a-f]{40}$/.test(out.trim()) ? out.trim() : undefined;
   } catch {
     return undefined;

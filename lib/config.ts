@@ -17,13 +17,19 @@ export const PACKAGE_VERSION: string = (createRequire(import.meta.url)('../packa
  */
 export type Mode = 'dev' | 'production';
 
-export interface TenantSeed { tenantId: string; apiKey: string }
+export interface TenantSeed {
+  tenantId: string;
+  apiKey: string;
+}
 
 /**
  * One admin key of a named operator, as the server keeps it: the SHA-256 of the key (hex),
  * never the key. Every audit row names `operator`.
  */
-export interface OperatorKey { operator: string; keyHash: string }
+export interface OperatorKey {
+  operator: string;
+  keyHash: string;
+}
 
 export interface Config {
   mode: Mode;
@@ -117,25 +123,39 @@ function retentionConfig(days: number, windowDays: number, batchSize: number, ra
   let overrides: Partial<Record<RetentionTable, number>> = {};
   if (raw !== undefined) {
     let json: unknown;
-    try { json = JSON.parse(raw); } catch { throw new ConfigError('RETENTION_DAYS_BY_TABLE must be a JSON object keyed by table'); }
+    try {
+      json = JSON.parse(raw);
+    } catch {
+      throw new ConfigError('RETENTION_DAYS_BY_TABLE must be a JSON object keyed by table');
+    }
     const parsed = z.partialRecord(z.enum(RETENTION_TABLES), z.number().positive()).safeParse(json);
     if (!parsed.success) {
       const i = parsed.error.issues[0]!;
-      throw new ConfigError(`RETENTION_DAYS_BY_TABLE: ${i.path.join('.') || '(root)'}: ${i.message} (tables: ${RETENTION_TABLES.join(', ')}; days > 0)`);
+      throw new ConfigError(
+        `RETENTION_DAYS_BY_TABLE: ${i.path.join('.') || '(root)'}: ${i.message} (tables: ${RETENTION_TABLES.join(', ')}; days > 0)`,
+      );
     }
     overrides = parsed.data;
   }
   if (overrides.job_intents !== undefined && overrides.job_intents < windowDays) {
-    throw new ConfigError(`RETENTION_DAYS_BY_TABLE: job_intents (${overrides.job_intents} days) must be at least IDEMPOTENCY_WINDOW_DAYS (${windowDays})`);
+    throw new ConfigError(
+      `RETENTION_DAYS_BY_TABLE: job_intents (${overrides.job_intents} days) must be at least IDEMPOTENCY_WINDOW_DAYS (${windowDays})`,
+    );
   }
-  const out = Object.fromEntries(RETENTION_TABLES.map((t) => [t, overrides[t] ?? RETENTION_DEFAULTS[t] ?? days])) as Record<RetentionTable, number>;
+  const out = Object.fromEntries(RETENTION_TABLES.map((t) => [t, overrides[t] ?? RETENTION_DEFAULTS[t] ?? days])) as Record<
+    RetentionTable,
+    number
+  >;
   out.job_intents = Math.max(out.job_intents, windowDays);
   return { days: out, idempotencyWindowDays: windowDays, batchSize };
 }
 
 const port = (name: string, fallback: number) =>
-  z.coerce.number({ error: `${name} must be a port number (1-65535)` })
-    .int(`${name} must be a whole number`).min(1, `${name} must be 1-65535`).max(65535, `${name} must be 1-65535`)
+  z.coerce
+    .number({ error: `${name} must be a port number (1-65535)` })
+    .int(`${name} must be a whole number`)
+    .min(1, `${name} must be 1-65535`)
+    .max(65535, `${name} must be 1-65535`)
     .default(fallback);
 
 function parseTenants(raw: string): TenantSeed[] {
@@ -156,7 +176,10 @@ function parseWebhookSecrets(raw: string): Record<string, string[]> {
   for (const entry of raw.split(',')) {
     const eq = entry.indexOf('=');
     const source = entry.slice(0, eq).trim();
-    const secrets = entry.slice(eq + 1).split('|').map((s) => s.trim());
+    const secrets = entry
+      .slice(eq + 1)
+      .split('|')
+      .map((s) => s.trim());
     if (eq <= 0 || !/^[a-z0-9_-]+$/.test(source) || secrets.some((s) => !/^whsec_[A-Za-z0-9+/=]{16,}$/.test(s))) {
       throw new ConfigError('WEBHOOK_SECRETS must be "source=whsec_...[|whsec_...],..." (base64 after whsec_, at least 16 characters)');
     }
@@ -178,21 +201,31 @@ function parseAdminKeys(raw: string, legacyKey: string | undefined): OperatorKey
   const add = (operator: string, key: string) => {
     const digest = KEY_DIGEST.exec(key)?.[1] ?? keyDigest(key);
     const owner = out.find((k) => k.keyHash === digest);
-    if (owner && owner.operator !== operator) throw new ConfigError(`ADMIN_API_KEYS: one key is listed for both "${owner.operator}" and "${operator}"; a key names one operator`);
+    if (owner && owner.operator !== operator)
+      throw new ConfigError(`ADMIN_API_KEYS: one key is listed for both "${owner.operator}" and "${operator}"; a key names one operator`);
     if (!owner) out.push({ operator, keyHash: digest });
   };
   const seen = new Set<string>();
   for (const entry of raw.trim() === '' ? [] : raw.split(',')) {
     const eq = entry.indexOf('=');
     const operator = entry.slice(0, eq).trim();
-    const keys = entry.slice(eq + 1).split('|').map((k) => k.trim());
+    const keys = entry
+      .slice(eq + 1)
+      .split('|')
+      .map((k) => k.trim());
     if (eq <= 0 || !OPERATOR_NAME.test(operator)) {
-      throw new ConfigError('ADMIN_API_KEYS must be "operator=key[|key...],..." with operator names of 1-64 of A-Z a-z 0-9 . _ @ - (starting with a letter or digit)');
+      throw new ConfigError(
+        'ADMIN_API_KEYS must be "operator=key[|key...],..." with operator names of 1-64 of A-Z a-z 0-9 . _ @ - (starting with a letter or digit)',
+      );
     }
-    if (seen.has(operator)) throw new ConfigError(`ADMIN_API_KEYS: operator "${operator}" is listed twice; list its keys once, separated by |`);
+    if (seen.has(operator))
+      throw new ConfigError(`ADMIN_API_KEYS: operator "${operator}" is listed twice; list its keys once, separated by |`);
     seen.add(operator);
     for (const key of keys) {
-      if (!KEY_DIGEST.test(key) && key.length < 16) throw new ConfigError(`ADMIN_API_KEYS: each key of operator "${operator}" must be at least 16 characters, or sha256:<64 hex digits>`);
+      if (!KEY_DIGEST.test(key) && key.length < 16)
+        throw new ConfigError(
+          `ADMIN_API_KEYS: each key of operator "${operator}" must be at least 16 characters, or sha256:<64 hex digits>`,
+        );
       add(operator, key);
     }
   }
@@ -201,18 +234,34 @@ function parseAdminKeys(raw: string, legacyKey: string | undefined): OperatorKey
 }
 
 const positiveInt = z.number().int().positive();
-const BUDGET_SCHEMA = z.object({
-  heartbeatTimeoutMs: positiveInt.min(1_000), startToCloseTimeoutMs: positiveInt.min(1_000),
-  scheduleToCloseTimeoutMs: positiveInt.min(1_000), maximumAttempts: positiveInt,
-  backoffBaseMs: positiveInt, backoffCapMs: positiveInt, upstreamTimeoutMs: positiveInt.min(100),
-}).partial().strict();
+const BUDGET_SCHEMA = z
+  .object({
+    heartbeatTimeoutMs: positiveInt.min(1_000),
+    startToCloseTimeoutMs: positiveInt.min(1_000),
+    scheduleToCloseTimeoutMs: positiveInt.min(1_000),
+    maximumAttempts: positiveInt,
+    backoffBaseMs: positiveInt,
+    backoffCapMs: positiveInt,
+    upstreamTimeoutMs: positiveInt.min(100),
+  })
+  .partial()
+  .strict();
 const LIMITS_SCHEMA = z.object({ perTenant: positiveInt, global: positiveInt }).partial().strict();
 
 /** Parses a JSON object keyed by job type, e.g. `{"summarize": {"maximumAttempts": 5}}`. */
-function perJobType<T extends z.ZodType>(name: string, raw: string | undefined, schema: T, jobTypes: readonly JobType[]): Partial<Record<JobType, z.infer<T>>> {
+function perJobType<T extends z.ZodType>(
+  name: string,
+  raw: string | undefined,
+  schema: T,
+  jobTypes: readonly JobType[],
+): Partial<Record<JobType, z.infer<T>>> {
   if (raw === undefined) return {};
   let json: unknown;
-  try { json = JSON.parse(raw); } catch { throw new ConfigError(`${name} must be a JSON object keyed by job type`); }
+  try {
+    json = JSON.parse(raw);
+  } catch {
+    throw new ConfigError(`${name} must be a JSON object keyed by job type`);
+  }
   const parsed = z.partialRecord(z.enum(jobTypes as [JobType, ...JobType[]]), schema).safeParse(json);
   if (!parsed.success) {
     const i = parsed.error.issues[0]!;
@@ -221,7 +270,10 @@ function perJobType<T extends z.ZodType>(name: string, raw: string | undefined, 
   return parsed.data as Partial<Record<JobType, z.infer<T>>>;
 }
 
-const boolFlag = z.enum(['true', 'false', '1', '0', '']).optional().transform((v) => v === 'true' || v === '1');
+const boolFlag = z
+  .enum(['true', 'false', '1', '0', ''])
+  .optional()
+  .transform((v) => v === 'true' || v === '1');
 
 /**
  * `jobTypes`: the names of the registered job types (`registry.names`), which `JOB_BUDGETS`
@@ -235,7 +287,10 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { jobTypes: readonly Jo
   const schema = z.object({
     HTTP_PORT: port('HTTP_PORT', 8080),
     HTTP_HOST: z.string().min(1).optional(),
-    TEMPORAL_ADDRESS: z.string().regex(/^[^\s:]+:\d+$/, 'TEMPORAL_ADDRESS must be host:port').optional(),
+    TEMPORAL_ADDRESS: z
+      .string()
+      .regex(/^[^\s:]+:\d+$/, 'TEMPORAL_ADDRESS must be host:port')
+      .optional(),
     TEMPORAL_NAMESPACE: z.string().min(1).optional(),
     TEMPORAL_UI_PORT: port('TEMPORAL_UI_PORT', 8233),
     TEMPORAL_CLI_PATH: z.string().min(1).optional(),
@@ -243,25 +298,49 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { jobTypes: readonly Jo
     TEMPORAL_TLS: boolFlag,
     TEMPORAL_TLS_CERT_PATH: z.string().min(1).optional(),
     TEMPORAL_TLS_KEY_PATH: z.string().min(1).optional(),
-    TASK_QUEUE: z.string().regex(/^[A-Za-z0-9._-]{1,200}$/, 'TASK_QUEUE must be 1-200 of A-Z a-z 0-9 . _ -').default('durable-jobs'),
-    DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'DATABASE_URL must start with postgres:// or postgresql://').optional(),
+    TASK_QUEUE: z
+      .string()
+      .regex(/^[A-Za-z0-9._-]{1,200}$/, 'TASK_QUEUE must be 1-200 of A-Z a-z 0-9 . _ -')
+      .default('durable-jobs'),
+    DATABASE_URL: z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, 'DATABASE_URL must start with postgres:// or postgresql://')
+      .optional(),
     PROVIDER_URL: z.url({ error: 'PROVIDER_URL must be an http(s) URL' }).optional(),
     PROVIDER_FALLBACK_URL: z.url({ error: 'PROVIDER_FALLBACK_URL must be an http(s) URL' }).optional(),
     SIM_PORT: port('SIM_PORT', 8090),
     SIM_WEBHOOK_URL: z.url({ error: 'SIM_WEBHOOK_URL must be an http(s) URL' }).optional(),
     DJ_API_URL: z.url({ error: 'DJ_API_URL must be an http(s) URL' }).optional(),
-    WORKERS: z.coerce.number().int('WORKERS must be a whole number').min(0, 'WORKERS must be 0-16').max(16, 'WORKERS must be 0-16').default(1),
+    WORKERS: z.coerce
+      .number()
+      .int('WORKERS must be a whole number')
+      .min(0, 'WORKERS must be 0-16')
+      .max(16, 'WORKERS must be 0-16')
+      .default(1),
     SEED_TENANTS: z.string().optional(),
     ADMIN_API_KEY: z.string().min(8, 'ADMIN_API_KEY must be at least 8 characters').optional(),
     ADMIN_API_KEYS: z.string().optional(),
-    TEMPORAL_UI_URL: z.union([z.literal('none'), z.url().regex(/^https?:\/\//)], { error: 'TEMPORAL_UI_URL must be an http(s) URL, or "none"' }).optional(),
+    TEMPORAL_UI_URL: z
+      .union([z.literal('none'), z.url().regex(/^https?:\/\//)], { error: 'TEMPORAL_UI_URL must be an http(s) URL, or "none"' })
+      .optional(),
     WEBHOOK_SECRETS: z.string().default(''),
     JOB_BUDGETS: z.string().optional(),
     CONCURRENCY_LIMITS: z.string().optional(),
-    RETENTION_DAYS: z.coerce.number({ error: 'RETENTION_DAYS must be a number of days' }).positive('RETENTION_DAYS must be > 0').default(30),
+    RETENTION_DAYS: z.coerce
+      .number({ error: 'RETENTION_DAYS must be a number of days' })
+      .positive('RETENTION_DAYS must be > 0')
+      .default(30),
     RETENTION_DAYS_BY_TABLE: z.string().optional(),
-    IDEMPOTENCY_WINDOW_DAYS: z.coerce.number({ error: 'IDEMPOTENCY_WINDOW_DAYS must be a number of days' }).positive('IDEMPOTENCY_WINDOW_DAYS must be > 0').default(7),
-    RETENTION_BATCH_SIZE: z.coerce.number().int('RETENTION_BATCH_SIZE must be a whole number').min(1, 'RETENTION_BATCH_SIZE must be 1-10000').max(10_000, 'RETENTION_BATCH_SIZE must be 1-10000').default(500),
+    IDEMPOTENCY_WINDOW_DAYS: z.coerce
+      .number({ error: 'IDEMPOTENCY_WINDOW_DAYS must be a number of days' })
+      .positive('IDEMPOTENCY_WINDOW_DAYS must be > 0')
+      .default(7),
+    RETENTION_BATCH_SIZE: z.coerce
+      .number()
+      .int('RETENTION_BATCH_SIZE must be a whole number')
+      .min(1, 'RETENTION_BATCH_SIZE must be 1-10000')
+      .max(10_000, 'RETENTION_BATCH_SIZE must be 1-10000')
+      .default(500),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   });
   // Empty strings mean "unset": `FOO= npm start` must not turn into an invalid value.
@@ -278,7 +357,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { jobTypes: readonly Jo
   const seedTenants = parseTenants(e.SEED_TENANTS ?? (mode === 'dev' ? 'demo=demo-key' : ''));
   const adminKeys = parseAdminKeys(e.ADMIN_API_KEYS ?? '', adminApiKey);
   const clash = seedTenants.find((t) => adminKeys.some((k) => k.keyHash === keyDigest(t.apiKey)));
-  if (clash) throw new ConfigError(`the API key of tenant "${clash.tenantId}" is also an admin key; a tenant key never opens an admin route`);
+  if (clash)
+    throw new ConfigError(`the API key of tenant "${clash.tenantId}" is also an admin key; a tenant key never opens an admin route`);
   const profile = temporalProfile(cleaned as Record<string, string>, mode);
   const { address: profileAddress, ...temporalConnection } = profile.connectionOptions;
   if (e.TEMPORAL_ADDRESS === undefined && profileAddress !== undefined && !/^[^\s:]+:\d+$/.test(profileAddress)) {
@@ -309,7 +389,10 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { jobTypes: readonly Jo
     seedTenants,
     adminApiKey,
     adminKeys,
-    temporalUiUrl: e.TEMPORAL_UI_URL === 'none' ? undefined : (e.TEMPORAL_UI_URL ?? (mode === 'dev' ? `http://127.0.0.1:${e.TEMPORAL_UI_PORT}` : undefined))?.replace(/\/+$/, ''),
+    temporalUiUrl:
+      e.TEMPORAL_UI_URL === 'none'
+        ? undefined
+        : (e.TEMPORAL_UI_URL ?? (mode === 'dev' ? `http://127.0.0.1:${e.TEMPORAL_UI_PORT}` : undefined))?.replace(/\/+$/, ''),
     webhookSecrets: parseWebhookSecrets(e.WEBHOOK_SECRETS),
     logLevel: e.LOG_LEVEL,
     jobBudgets: perJobType('JOB_BUDGETS', e.JOB_BUDGETS, BUDGET_SCHEMA, opts.jobTypes),
@@ -345,6 +428,8 @@ function temporalProfile(env: Record<string, string>, mode: Mode): ClientConnect
     }
     return loaded;
   } catch (err) {
-    throw new ConfigError(`invalid Temporal client profile (TEMPORAL_PROFILE / TEMPORAL_CONFIG_FILE / TEMPORAL_TLS_*): ${(err as Error).message}`);
+    throw new ConfigError(
+      `invalid Temporal client profile (TEMPORAL_PROFILE / TEMPORAL_CONFIG_FILE / TEMPORAL_TLS_*): ${(err as Error).message}`,
+    );
   }
 }

@@ -20,7 +20,9 @@ export function createPool(connectionString: string, log: Logger, max = 10): pg.
     // A query that hangs on a dead server must fail so that the caller can answer 503 or retry.
     query_timeout: 15_000,
   });
-  pool.on('error', (err) => log.warn({ err: { message: err.message, code: (err as { code?: string }).code } }, 'idle postgres client failed; it will be replaced'));
+  pool.on('error', (err) =>
+    log.warn({ err: { message: err.message, code: (err as { code?: string }).code } }, 'idle postgres client failed; it will be replaced'),
+  );
   return pool;
 }
 
@@ -54,7 +56,11 @@ export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
  * Runs a Postgres call for a request, turning "Postgres is unreachable" into a 503 that
  * says so (`UnavailableError`, dependency `postgres`); every other error passes through.
  */
-export async function pgOr503<T>(fn: () => Promise<T>, message = 'Postgres is not reachable', retryAfterSeconds = UNAVAILABLE_RETRY_AFTER_SECONDS): Promise<T> {
+export async function pgOr503<T>(
+  fn: () => Promise<T>,
+  message = 'Postgres is not reachable',
+  retryAfterSeconds = UNAVAILABLE_RETRY_AFTER_SECONDS,
+): Promise<T> {
   try {
     return await fn();
   } catch (err) {

@@ -14,7 +14,11 @@ export abstract class DurableJobsError extends Error {
 /** Transient: 429, 5xx, timeouts, connection errors. `retryAfterMs` comes from `Retry-After`. */
 export class RetryableError extends DurableJobsError {
   readonly code = 'retryable';
-  constructor(message: string, readonly details: { statusCode?: number; retryAfterMs?: number; errorClass: string } , options?: { cause?: unknown }) {
+  constructor(
+    message: string,
+    readonly details: { statusCode?: number; retryAfterMs?: number; errorClass: string },
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
   }
 }
@@ -22,17 +26,27 @@ export class RetryableError extends DurableJobsError {
 /** Permanent: 400/401/403/404/409/422, validation, compliance. Never retried. */
 export class NonRetryableError extends DurableJobsError {
   readonly code = 'non_retryable';
-  constructor(message: string, readonly details: { statusCode?: number; errorClass: string }, options?: { cause?: unknown }) {
+  constructor(
+    message: string,
+    readonly details: { statusCode?: number; errorClass: string },
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
   }
 }
 
-export interface FieldIssue { path: string; message: string }
+export interface FieldIssue {
+  path: string;
+  message: string;
+}
 
 /** Bad request input; `fields` names each offending field. */
 export class ValidationError extends DurableJobsError {
   readonly code = 'validation';
-  constructor(message: string, readonly fields: FieldIssue[] = []) {
+  constructor(
+    message: string,
+    readonly fields: FieldIssue[] = [],
+  ) {
     super(message);
   }
 }
@@ -49,7 +63,11 @@ export type Dependency = 'postgres' | 'temporal' | 'contention';
 export class UnavailableError extends DurableJobsError {
   readonly code = 'unavailable';
   readonly dependency: Dependency;
-  constructor(message: string, readonly retryAfterSeconds: number, options: { dependency: Dependency; cause?: unknown }) {
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+    options: { dependency: Dependency; cause?: unknown },
+  ) {
     super(message, options);
     this.dependency = options.dependency;
   }
@@ -66,7 +84,10 @@ export class NotFoundError extends DurableJobsError {
  */
 export class StateConflictError extends DurableJobsError {
   readonly code = 'state_conflict';
-  constructor(message: string, readonly problem: { slug?: string; title?: string; status?: 409 | 422; extra?: Record<string, unknown> } = {}) {
+  constructor(
+    message: string,
+    readonly problem: { slug?: string; title?: string; status?: 409 | 422; extra?: Record<string, unknown> } = {},
+  ) {
     super(message);
   }
 }

@@ -54,7 +54,10 @@ export function recovery(backlog: number, netDrainPerMinute: number): Recovery {
   }
   const etaSeconds = (b / netDrainPerMinute) * 60;
   return {
-    state: 'draining', backlog: b, netDrainPerMinute, etaSeconds,
+    state: 'draining',
+    backlog: b,
+    netDrainPerMinute,
+    etaSeconds,
     words: `backlog ${formatCount(b)} draining at ${formatRate(netDrainPerMinute)}: ${formatDuration(etaSeconds)}`,
   };
 }
@@ -111,14 +114,14 @@ export function sparkline(values: Array<number | null>): string {
   if (present.length === 0) return ' '.repeat(values.length);
   const min = Math.min(...present);
   const max = Math.max(...present);
-  return values.map((v) => {
-    if (v === null || !Number.isFinite(v)) return ' ';
-    if (max === min) return max === 0 ? BARS[0] : BARS[3];
-    return BARS[Math.min(BARS.length - 1, Math.floor(((v - min) / (max - min)) * BARS.length))];
-  }).join('');
+  return values
+    .map((v) => {
+      if (v === null || !Number.isFinite(v)) return ' ';
+      if (max === min) return max === 0 ? BARS[0] : BARS[3];
+      return BARS[Math.min(BARS.length - 1, Math.floor(((v - min) / (max - min)) * BARS.length))];
+    })
+    .join('');
 }
-
-
 
 /**
  * The hard cap at admission: given the admission times of the last minute (any order),

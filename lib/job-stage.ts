@@ -7,7 +7,12 @@
 import type { JobState } from '../contract/job-types.js';
 
 export type Stage = 'intake' | 'claim' | 'side_effects' | 'completion';
-export const STAGE_WORDS: Record<Stage, string> = { intake: 'intake', claim: 'claim', side_effects: 'side effects', completion: 'completion' };
+export const STAGE_WORDS: Record<Stage, string> = {
+  intake: 'intake',
+  claim: 'claim',
+  side_effects: 'side effects',
+  completion: 'completion',
+};
 
 export type StageCondition = 'waiting' | 'stuck' | 'running' | 'in_doubt' | 'retrying' | 'failed' | 'done' | 'cancelled';
 
@@ -28,7 +33,14 @@ export interface StageFacts {
   /** The newest step effect that has not succeeded (notifications excluded). */
   pendingEffect?: { step: string; state: 'pending' | 'failed'; inDoubt: boolean; sentAt: Date; reconciliations: number } | null;
   notification: { state: string | null; failures: number; pending: number };
-  deadLetter?: { id: string; state: string; failedStep: string | null; attempts: number; discardReason: string | null; discardedBy?: string | null } | null;
+  deadLetter?: {
+    id: string;
+    state: string;
+    failedStep: string | null;
+    attempts: number;
+    discardReason: string | null;
+    discardedBy?: string | null;
+  } | null;
   /** The newest replay job of this job, if it was replayed. */
   replay?: { jobId: string; status: string } | null;
 }
@@ -98,18 +110,32 @@ function completedVerdict(f: StageFacts): StageVerdict {
   const at = f.finishedAt ? ` ${clock(f.finishedAt, f.now)}` : '';
   if (n.state === 'failed') {
     return {
-      stage: 'completion', condition: 'failed', words: `completed${at}; notification failed ${times(n.failures)} (outbox)`, figure: `${n.failures} failed deliveries`,
-      nextStep: n.pending > 0 ? 'the compensation scan re-delivers the pending outbox row once its deadline passes' : 'none: the result is stored; the notification was given up',
+      stage: 'completion',
+      condition: 'failed',
+      words: `completed${at}; notification failed ${times(n.failures)} (outbox)`,
+      figure: `${n.failures} failed deliveries`,
+      nextStep:
+        n.pending > 0
+          ? 'the compensation scan re-delivers the pending outbox row once its deadline passes'
+          : 'none: the result is stored; the notification was given up',
     };
   }
   if (n.state === 'pending' || n.pending > 0) {
     return {
-      stage: 'completion', condition: n.failures > 0 ? 'retrying' : 'running',
+      stage: 'completion',
+      condition: n.failures > 0 ? 'retrying' : 'running',
       words: `completed${at}; notification pending (outbox)${n.failures > 0 ? `, failed ${times(n.failures)} so far` : ''}`,
-      figure: `${n.failures} failed deliveries`, nextStep: 'the notification is delivered from the outbox',
+      figure: `${n.failures} failed deliveries`,
+      nextStep: 'the notification is delivered from the outbox',
     };
   }
-  return { stage: 'completion', condition: 'done', words: `completed${at}${n.state === 'sent' ? '; notification sent' : ''}`, figure: f.finishedAt ? clock(f.finishedAt, f.now) : 'done', nextStep: 'none: the job is done' };
+  return {
+    stage: 'completion',
+    condition: 'done',
+    words: `completed${at}${n.state === 'sent' ? '; notification sent' : ''}`,
+    figure: f.finishedAt ? clock(f.finishedAt, f.now) : 'done',
+    nextStep: 'none: the job is done',
+  };
 }
 
 function claimVerdict(f: StageFacts): StageVerdict {
@@ -118,46 +144,73 @@ function claimVerdict(f: StageFacts): StageVerdict {
   const q = f.taskQueue;
   const noPollers = q && (q.activityPollers === 0 || q.workflowPollers === 0);
   if (noPollers) {
-    const kind = q.workflowPollers === 0 && q.activityPollers === 0 ? 'worker' : q.workflowPollers === 0 ? 'workflow worker' : 'activity worker';
+    const kind =
+      q.workflowPollers === 0 && q.activityPollers === 0 ? 'worker' : q.workflowPollers === 0 ? 'workflow worker' : 'activity worker';
     return {
-      stage: 'claim', condition: 'stuck', words: `stuck at claim: no ${kind} has polled task queue ${q.name} for ${waited}`, figure: `0 pollers, ${waited}`,
+      stage: 'claim',
+      condition: 'stuck',
+      words: `stuck at claim: no ${kind} has polled task queue ${q.name} for ${waited}`,
+      figure: `0 pollers, ${waited}`,
       nextStep: `start a worker on task queue ${q.name}; the job waits in Temporal and runs when one polls`,
     };
   }
   const pollers = q?.activityPollers ? ` (${q.activityPollers} worker(s) polling ${q.name})` : '';
-  return { stage: 'claim', condition: 'waiting', words: `waiting at claim: queued for ${waited}, no attempt started yet${pollers}`, figure: waited, nextStep: 'a worker picks up the first attempt' };
+  return {
+    stage: 'claim',
+    condition: 'waiting',
+    words: `waiting at claim: queued for ${waited}, no attempt started yet${pollers}`,
+    figure: waited,
+    nextStep: 'a worker picks up the first attempt',
+  };
 }
 
 function sideEffectVerdict(f: StageFacts): StageVerdict {
   const e = f.pendingEffect;
   if (f.status === 'queued' && f.statusReason) {
-    return { stage: 'side_effects', condition: 'waiting', words: `waiting at side effects: ${f.statusReason}`, figure: f.statusReason, nextStep: 'the attempt calls the upstream when a slot frees' };
+    return {
+      stage: 'side_effects',
+      condition: 'waiting',
+      words: `waiting at side effects: ${f.statusReason}`,
+      figure: f.statusReason,
+      nextStep: 'the attempt calls the upstream when a slot frees',
+    };
   }
   if (e && e.state === 'pending' && e.inDoubt) {
     const sent = clock(e.sentAt, f.now);
     if (f.status === 'retrying') {
       return {
-        stage: 'side_effects', condition: 'in_doubt',
+        stage: 'side_effects',
+        condition: 'in_doubt',
         words: `side effect in doubt: ${e.step} sent ${sent}, no answer; reconciliation pending${f.nextAttemptAt ? ` (next attempt ${clock(f.nextAttemptAt, f.now)})` : ''}`,
-        figure: `sent ${sent}`, nextStep: `the next attempt reconciles ${e.step}: it asks again with the same effect key, the upstream answers with its first response`,
+        figure: `sent ${sent}`,
+        nextStep: `the next attempt reconciles ${e.step}: it asks again with the same effect key, the upstream answers with its first response`,
       };
     }
     return {
-      stage: 'side_effects', condition: 'in_doubt', words: `side effect in doubt: ${e.step} sent ${sent}, no answer for ${since(e.sentAt, f.now)} (attempt ${f.attempts} waiting)`,
-      figure: since(e.sentAt, f.now), nextStep: `the upstream answers; if the attempt times out, the next attempt reconciles ${e.step} with the same effect key`,
+      stage: 'side_effects',
+      condition: 'in_doubt',
+      words: `side effect in doubt: ${e.step} sent ${sent}, no answer for ${since(e.sentAt, f.now)} (attempt ${f.attempts} waiting)`,
+      figure: since(e.sentAt, f.now),
+      nextStep: `the upstream answers; if the attempt times out, the next attempt reconciles ${e.step} with the same effect key`,
     };
   }
   if (f.status === 'retrying') {
     const e2 = f.lastError;
     const next = f.nextAttemptAt ? clock(f.nextAttemptAt, f.now) : 'soon';
     return {
-      stage: 'side_effects', condition: 'retrying', words: `retrying at side effects: attempt ${f.attempts} failed with ${e2?.errorClass ?? 'an error'}${http(e2)}; next attempt ${next}`,
-      figure: `attempt ${f.attempts}${http(e2)}`, nextStep: `attempt ${f.attempts + 1} at ${next}`,
+      stage: 'side_effects',
+      condition: 'retrying',
+      words: `retrying at side effects: attempt ${f.attempts} failed with ${e2?.errorClass ?? 'an error'}${http(e2)}; next attempt ${next}`,
+      figure: `attempt ${f.attempts}${http(e2)}`,
+      nextStep: `attempt ${f.attempts + 1} at ${next}`,
     };
   }
   return {
-    stage: 'side_effects', condition: 'running', words: `running at side effects: attempt ${f.attempts} since ${clock(f.firstStartedAt!, f.now)}`,
-    figure: since(f.firstStartedAt, f.now), nextStep: 'the step finishes and its result is written (fenced)',
+    stage: 'side_effects',
+    condition: 'running',
+    words: `running at side effects: attempt ${f.attempts} since ${clock(f.firstStartedAt!, f.now)}`,
+    figure: since(f.firstStartedAt, f.now),
+    nextStep: 'the step finishes and its result is written (fenced)',
   };
 }
 
@@ -165,21 +218,33 @@ export function stageVerdict(f: StageFacts): StageVerdict {
   if (f.status === 'cancelled') {
     const stage: Stage = f.firstStartedAt ? 'side_effects' : f.workflowStartedAt ? 'claim' : 'intake';
     const at = f.finishedAt ? clock(f.finishedAt, f.now) : '';
-    return { stage, condition: 'cancelled', words: `cancelled at ${STAGE_WORDS[stage]} on request${at ? ` ${at}` : ''}`, figure: at || 'cancelled', nextStep: 'none: the job was cancelled' };
+    return {
+      stage,
+      condition: 'cancelled',
+      words: `cancelled at ${STAGE_WORDS[stage]} on request${at ? ` ${at}` : ''}`,
+      figure: at || 'cancelled',
+      nextStep: 'none: the job was cancelled',
+    };
   }
   if (f.status === 'dead_lettered') return failedVerdict(f);
   if (f.status === 'succeeded') return completedVerdict(f);
   if (!f.workflowStartedAt) {
     const waited = since(f.createdAt, f.now);
     return {
-      stage: 'intake', condition: 'stuck', words: `stuck at intake: accepted ${clock(f.createdAt, f.now)}, its workflow not started for ${waited}`, figure: waited,
+      stage: 'intake',
+      condition: 'stuck',
+      words: `stuck at intake: accepted ${clock(f.createdAt, f.now)}, its workflow not started for ${waited}`,
+      figure: waited,
       nextStep: 'the compensation scan starts the workflow of an accepted intent',
     };
   }
   if (f.status === 'deferred') {
     const d = since(f.deferredAt, f.now);
     return {
-      stage: 'claim', condition: 'waiting', words: `deferred at claim for ${d}: ${f.statusReason ?? 'its priority is paused'}`, figure: d,
+      stage: 'claim',
+      condition: 'waiting',
+      words: `deferred at claim for ${d}: ${f.statusReason ?? 'its priority is paused'}`,
+      figure: d,
       nextStep: 'admitted once its priority is resumed, at the recovery rate',
     };
   }
@@ -195,7 +260,11 @@ export interface StageTimings {
   completion: { queueMs?: number; executionMs?: number };
 }
 
-export interface TimedAttempt { step: string; startedAt: Date; finishedAt: Date }
+export interface TimedAttempt {
+  step: string;
+  startedAt: Date;
+  finishedAt: Date;
+}
 
 const gap = (a: Date | null | undefined, b: Date | null | undefined) => (a && b ? Math.max(0, b.getTime() - a.getTime()) : undefined);
 
@@ -206,7 +275,19 @@ const gap = (a: Date | null | undefined, b: Date | null | undefined) => (a && b 
  *   (retry delays and waits for a worker between attempts);
  * - completion: the notification attempts the same way, from the result write on.
  */
-export function stageTimings(f: { now: Date; createdAt: Date; workflowStartedAt: Date | null; firstStartedAt: Date | null; finishedAt: Date | null; deferredAt: Date | null; admittedAt: Date | null; status: JobState }, attempts: TimedAttempt[]): StageTimings {
+export function stageTimings(
+  f: {
+    now: Date;
+    createdAt: Date;
+    workflowStartedAt: Date | null;
+    firstStartedAt: Date | null;
+    finishedAt: Date | null;
+    deferredAt: Date | null;
+    admittedAt: Date | null;
+    status: JobState;
+  },
+  attempts: TimedAttempt[],
+): StageTimings {
   const running = !f.finishedAt;
   const claimFrom = f.admittedAt ?? f.workflowStartedAt;
   const own = (a: TimedAttempt) => a.finishedAt.getTime() - a.startedAt.getTime();

@@ -12,7 +12,9 @@ export const MAX_RETRY_AFTER_MS = 10 * 60_000;
 export type OutcomeClass = 'retryable' | 'non_retryable';
 
 /** What besides the status decides the class: whether the request carried an `Idempotency-Key`. */
-export interface StatusContext { idempotencyKeySent?: boolean }
+export interface StatusContext {
+  idempotencyKeySent?: boolean;
+}
 
 /**
  * 429, 408 and 5xx retry; other 4xx are permanent (validation, auth, compliance, conflict).
@@ -67,7 +69,10 @@ export function parseRetryAfter(value: string | null | undefined, nowMs: number)
   return Math.min(MAX_RETRY_AFTER_MS, Math.max(MIN_RETRY_DELAY_MS, ms));
 }
 
-export interface JitterOptions { baseMs: number; capMs: number }
+export interface JitterOptions {
+  baseMs: number;
+  capMs: number;
+}
 
 /**
  * Full jitter (AWS): `random(0, min(cap, base * 2^attempt))`, with `attempt` starting at 1
@@ -79,7 +84,10 @@ export function fullJitterMs(attempt: number, opts: JitterOptions, random: () =>
   return Math.max(MIN_RETRY_DELAY_MS, Math.floor(random() * exp));
 }
 
-export interface DelayDecision { delayMs: number; source: 'retry-after' | 'jitter' }
+export interface DelayDecision {
+  delayMs: number;
+  source: 'retry-after' | 'jitter';
+}
 
 export function chooseDelay(attempt: number, retryAfterMs: number | undefined, opts: JitterOptions, random?: () => number): DelayDecision {
   if (retryAfterMs !== undefined) return { delayMs: retryAfterMs, source: 'retry-after' };

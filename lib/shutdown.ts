@@ -26,10 +26,13 @@ export function onShutdown(stop: (signal: string) => Promise<void>, log: (msg: s
       process.exit(130);
     }
     stopping = true;
-    stop(signal).then(() => process.exit(0), (err: Error) => {
-      log(`shutdown failed: ${err.message}`);
-      process.exit(1);
-    });
+    stop(signal).then(
+      () => process.exit(0),
+      (err: Error) => {
+        log(`shutdown failed: ${err.message}`);
+        process.exit(1);
+      },
+    );
   };
   process.on('SIGINT', handler);
   process.on('SIGTERM', handler);

@@ -40,7 +40,8 @@ export async function ensureSearchAttributes(connection: Connection, namespace: 
       // Another process may have added them in the meantime; re-check before failing.
       const again = await connection.operatorService.listSearchAttributes({ namespace });
       const still = missing.filter((n) => !(n in (again.customAttributes ?? {})));
-      if (still.length > 0) throw new Error(`cannot register search attributes ${still.join(', ')}: ${(err as Error).message}`, { cause: err });
+      if (still.length > 0)
+        throw new Error(`cannot register search attributes ${still.join(', ')}: ${(err as Error).message}`, { cause: err });
     }
   }
   return missing;
@@ -57,13 +58,19 @@ export async function ensureSearchAttributes(connection: Connection, namespace: 
  */
 export async function temporalAcceptsJobs(connection: Connection, namespace: string, timeoutMs = 2_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  await connection.withDeadline(deadline, () => connection.workflowService.countWorkflowExecutions({
-    namespace, query: "TenantId = 'readyz' AND JobType = 'readyz' AND JobState = 'readyz'",
-  }));
+  await connection.withDeadline(deadline, () =>
+    connection.workflowService.countWorkflowExecutions({
+      namespace,
+      query: "TenantId = 'readyz' AND JobType = 'readyz' AND JobState = 'readyz'",
+    }),
+  );
   try {
-    await connection.withDeadline(deadline, () => connection.workflowService.describeWorkflowExecution({
-      namespace, execution: { workflowId: 'durable-jobs-readyz-probe-never-started' },
-    }));
+    await connection.withDeadline(deadline, () =>
+      connection.workflowService.describeWorkflowExecution({
+        namespace,
+        execution: { workflowId: 'durable-jobs-readyz-probe-never-started' },
+      }),
+    );
   } catch (err) {
     if ((err as { code?: number }).code !== 5) throw err; // 5 = NOT_FOUND: history answered
   }

@@ -8,7 +8,8 @@ import type { FieldIssue } from './errors.js';
 export function zodFieldIssues(error: z.ZodError, prefix?: string, unknownKeyMessage?: string): FieldIssue[] {
   const at = (path: PropertyKey[]) => [...(prefix ? [prefix] : []), ...path.map(String)].join('.') || '(body)';
   return error.issues.flatMap((i) => {
-    if (i.code === 'unrecognized_keys') return i.keys.map((k) => ({ path: at([...i.path, k]), message: unknownKeyMessage ?? 'unknown field' }));
+    if (i.code === 'unrecognized_keys')
+      return i.keys.map((k) => ({ path: at([...i.path, k]), message: unknownKeyMessage ?? 'unknown field' }));
     return [{ path: at(i.path), message: i.message }];
   });
 }

@@ -34,7 +34,7 @@ function parseArgs(argv: string[]): { quick: boolean; out: string | null; only: 
   const quick = argv.includes('--quick');
   const outIdx = argv.indexOf('--out');
   const onlyIdx = argv.indexOf('--only');
-  const only = new Set<Section>(onlyIdx >= 0 ? (argv[onlyIdx + 1] ?? '').split(',').filter(Boolean) as Section[] : SECTIONS);
+  const only = new Set<Section>(onlyIdx >= 0 ? ((argv[onlyIdx + 1] ?? '').split(',').filter(Boolean) as Section[]) : SECTIONS);
   for (const s of only) if (!SECTIONS.includes(s)) throw new Error(`--only: unknown section "${s}" (sections: ${SECTIONS.join(', ')})`);
   const out = outIdx >= 0 ? path.resolve(argv[outIdx + 1] ?? '') : quick || onlyIdx >= 0 ? null : path.join(ROOT, 'bench', 'results.json');
   return { quick, out, only };
@@ -45,7 +45,9 @@ async function main(): Promise<number> {
   const started = Date.now();
   const loadStart = os.loadavg();
   const log = (m: string) => console.log(m);
-  log(`durable-jobs bench${args.quick ? ' (quick)' : ''}: ${os.cpus().length} cores, load average ${loadStart.map((l) => l.toFixed(2)).join(' ')}`);
+  log(
+    `durable-jobs bench${args.quick ? ' (quick)' : ''}: ${os.cpus().length} cores, load average ${loadStart.map((l) => l.toFixed(2)).join(' ')}`,
+  );
   const stack = await startStack({ quick: args.quick, log });
   let stopping = false;
   const onSignal = (sig: NodeJS.Signals) => {
@@ -101,12 +103,21 @@ async function main(): Promise<number> {
 
   const results: BenchResults = {
     meta: {
-      startedAt: new Date(started).toISOString(), durationSec: (Date.now() - started) / 1000, mode: args.quick ? 'quick' : 'full',
-      cores: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? 'unknown', memoryGb: Math.round(os.totalmem() / 2 ** 30),
-      loadAverage: { start: loadStart, end: os.loadavg() }, node: process.version, postgres,
-      temporal: stack.embeddedTemporal ? `Temporal dev server ${stack.cliPath ? '(CLI) ' : ''}with a tuned SQLite file` : `Temporal at ${stack.temporalAddress}`,
+      startedAt: new Date(started).toISOString(),
+      durationSec: (Date.now() - started) / 1000,
+      mode: args.quick ? 'quick' : 'full',
+      cores: os.cpus().length,
+      cpuModel: os.cpus()[0]?.model ?? 'unknown',
+      memoryGb: Math.round(os.totalmem() / 2 ** 30),
+      loadAverage: { start: loadStart, end: os.loadavg() },
+      node: process.version,
+      postgres,
+      temporal: stack.embeddedTemporal
+        ? `Temporal dev server ${stack.cliPath ? '(CLI) ' : ''}with a tuned SQLite file`
+        : `Temporal at ${stack.temporalAddress}`,
     },
-    rows, errors,
+    rows,
+    errors,
   };
   console.log(`\n${terminalTable(results)}`);
   if (args.out) {
@@ -125,13 +136,25 @@ function ceilingRow(jobsPerSec: number | null, commitsPerJob: number | null, tps
   if (jobsPerSec === null || commitsPerJob === null || tps === null || commitsPerJob <= 0) return null;
   const ceiling = tps / commitsPerJob;
   return row({
-    id: 'machine.summarize-vs-commit-ceiling', section: 'machine limits', figure: 'summarize throughput vs serial commit ceiling (pgbench rate / commits per job)', unit: 'jobs/s',
-    value: spread([jobsPerSec]), baseline: { label: `${tps.toFixed(0)} commits/s / ${commitsPerJob.toFixed(1)} commits per job`, unit: 'jobs/s', value: spread([ceiling]) },
-    sense: 'info', notes: 'well below 1x: Postgres commits are not what limits throughput; above 1x: concurrent jobs share WAL flushes (group commit)',
+    id: 'machine.summarize-vs-commit-ceiling',
+    section: 'machine limits',
+    figure: 'summarize throughput vs serial commit ceiling (pgbench rate / commits per job)',
+    unit: 'jobs/s',
+    value: spread([jobsPerSec]),
+    baseline: {
+      label: `${tps.toFixed(0)} commits/s / ${commitsPerJob.toFixed(1)} commits per job`,
+      unit: 'jobs/s',
+      value: spread([ceiling]),
+    },
+    sense: 'info',
+    notes: 'well below 1x: Postgres commits are not what limits throughput; above 1x: concurrent jobs share WAL flushes (group commit)',
   });
 }
 
-main().then((code) => process.exit(code), (err: unknown) => {
-  console.error(`bench failed: ${(err as Error).stack ?? String(err)}`);
-  process.exit(1);
-});
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    console.error(`bench failed: ${(err as Error).stack ?? String(err)}`);
+    process.exit(1);
+  },
+);

@@ -25,7 +25,11 @@ filter keys: jobType, tenantId, errorClass, statusCode, since, until, limit`;
 
 class UsageError extends Error {}
 
-interface Args { command: string; positional: string[]; flags: Map<string, string[]> }
+interface Args {
+  command: string;
+  positional: string[];
+  flags: Map<string, string[]>;
+}
 
 const BOOLEAN_FLAGS = new Set(['json', 'dry-run', 'wait', 'help']);
 
@@ -35,9 +39,12 @@ function parseArgs(argv: string[]): Args {
   const flags = new Map<string, string[]>();
   for (let i = 0; i < rest.length; i++) {
     const a = rest[i]!;
-    if (!a.startsWith('--')) { positional.push(a); continue; }
+    if (!a.startsWith('--')) {
+      positional.push(a);
+      continue;
+    }
     const [name, inline] = a.slice(2).split(/=(.*)/s, 2) as [string, string | undefined];
-    const value = BOOLEAN_FLAGS.has(name) ? 'true' : inline ?? rest[++i];
+    const value = BOOLEAN_FLAGS.has(name) ? 'true' : (inline ?? rest[++i]);
     if (value === undefined) throw new UsageError(`--${name} needs a value`);
     flags.set(name, [...(flags.get(name) ?? []), value]);
   }
@@ -76,7 +83,9 @@ function createApi(baseUrl: string, adminKey: string): Api {
     const json = text ? JSON.parse(text) : undefined;
     if (res.status >= 400) {
       const p = json ?? {};
-      throw new Error(`${res.status} ${p.title ?? 'error'}${p.detail ? `: ${p.detail}` : ''}${p.errors ? ` (${p.errors.map((e: { path: string; message: string }) => `${e.path}: ${e.message}`).join('; ')})` : ''}`);
+      throw new Error(
+        `${res.status} ${p.title ?? 'error'}${p.detail ? `: ${p.detail}` : ''}${p.errors ? ` (${p.errors.map((e: { path: string; message: string }) => `${e.path}: ${e.message}`).join('; ')})` : ''}`,
+      );
     }
     return json;
   };
@@ -86,7 +95,11 @@ function createApi(baseUrl: string, adminKey: string): Api {
 function table(headers: string[], rows: unknown[][]): string {
   const cells = rows.map((r) => r.map((c) => (c === null || c === undefined ? '-' : String(c))));
   const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((r) => r[i]!.length)));
-  const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  const line = (r: string[]) =>
+    r
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n');
 }
 
@@ -100,30 +113,56 @@ function age(iso: string): string {
 
 function printDeadLetter(d: any): void {
   const fields: Array<[string, unknown]> = [
-    ['id', d.id], ['state', d.state], ['job', `${d.jobId} (run ${d.runId})`], ['tenant', d.tenantId], ['job type', d.jobType],
-    ['error', `${d.errorClass}${d.statusCode ? ` (HTTP ${d.statusCode})` : ''} ${d.errorType ?? ''}`.trim()], ['message', d.message],
-    ['failed step', d.failedStep], ['retry state', d.retryState], ['attempts', d.attempts],
-    ['code version', `${d.codeVersion}${d.buildId ? ` build ${d.buildId}` : ''}`], ['input', `${d.inputRef} sha256:${d.inputHash.slice(0, 16)}…`],
-    ['failures', `${d.firstFailureAt} .. ${d.lastFailureAt}`], ['discard reason', d.discardReason],
+    ['id', d.id],
+    ['state', d.state],
+    ['job', `${d.jobId} (run ${d.runId})`],
+    ['tenant', d.tenantId],
+    ['job type', d.jobType],
+    ['error', `${d.errorClass}${d.statusCode ? ` (HTTP ${d.statusCode})` : ''} ${d.errorType ?? ''}`.trim()],
+    ['message', d.message],
+    ['failed step', d.failedStep],
+    ['retry state', d.retryState],
+    ['attempts', d.attempts],
+    ['code version', `${d.codeVersion}${d.buildId ? ` build ${d.buildId}` : ''}`],
+    ['input', `${d.inputRef} sha256:${d.inputHash.slice(0, 16)}…`],
+    ['failures', `${d.firstFailureAt} .. ${d.lastFailureAt}`],
+    ['discard reason', d.discardReason],
   ];
   for (const [k, v] of fields) if (v !== undefined && v !== null) console.log(`${k.padEnd(15)} ${v}`);
   if (d.providerRequestIds?.length) {
     console.log('\nprovider requests');
-    console.log(table(['STEP', 'REQUEST ID', 'OUTCOME'], d.providerRequestIds.map((r: any) => [r.step, r.requestId, r.outcome])));
+    console.log(
+      table(
+        ['STEP', 'REQUEST ID', 'OUTCOME'],
+        d.providerRequestIds.map((r: any) => [r.step, r.requestId, r.outcome]),
+      ),
+    );
   }
   if (d.replays?.length) {
     console.log('\nreplays');
-    console.log(table(['JOB', 'STATUS', 'CREATED'], d.replays.map((r: any) => [r.jobId, r.status, r.createdAt])));
+    console.log(
+      table(
+        ['JOB', 'STATUS', 'CREATED'],
+        d.replays.map((r: any) => [r.jobId, r.status, r.createdAt]),
+      ),
+    );
   }
   if (d.actions?.length) {
     console.log('\nhistory');
-    console.log(table(['AT', 'ACTION', 'ACTOR', 'DETAILS'], d.actions.map((a: any) => [a.at, a.action, a.actor, JSON.stringify(a.details)])));
+    console.log(
+      table(
+        ['AT', 'ACTION', 'ACTOR', 'DETAILS'],
+        d.actions.map((a: any) => [a.at, a.action, a.actor, JSON.stringify(a.details)]),
+      ),
+    );
   }
 }
 
 function printProgress(p: any): void {
   const c = p.counts;
-  console.log(`${p.replayId}  ${p.state}  total ${c.total}: ${c.succeeded} succeeded, ${c.failed} failed, ${c.skipped} skipped, ${c.running} running, ${c.pending} pending  (peak ${p.peakRunning} at once)${p.stopReason ? `  [${p.stopReason}]` : ''}`);
+  console.log(
+    `${p.replayId}  ${p.state}  total ${c.total}: ${c.succeeded} succeeded, ${c.failed} failed, ${c.skipped} skipped, ${c.running} running, ${c.pending} pending  (peak ${p.peakRunning} at once)${p.stopReason ? `  [${p.stopReason}]` : ''}`,
+  );
 }
 
 function replayBody(a: Args): Record<string, unknown> {
@@ -131,7 +170,11 @@ function replayBody(a: Args): Record<string, unknown> {
   const filters = a.flags.get('filter') ?? [];
   if ((ids === undefined) === (filters.length === 0)) throw new UsageError('replay needs exactly one of --ids a,b or --filter key=value');
   const body: Record<string, unknown> = {};
-  if (ids !== undefined) body.ids = ids.split(',').map((s) => s.trim()).filter(Boolean);
+  if (ids !== undefined)
+    body.ids = ids
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
   else {
     const filter: Record<string, unknown> = {};
     for (const f of filters) {
@@ -144,7 +187,12 @@ function replayBody(a: Args): Record<string, unknown> {
     body.filter = filter;
   }
   if (a.flags.has('dry-run')) body.dryRun = true;
-  for (const [name, key] of [['batch-size', 'batchSize'], ['concurrency', 'concurrency'], ['rate-per-minute', 'ratePerMinute'], ['max-failures', 'maxFailures']] as const) {
+  for (const [name, key] of [
+    ['batch-size', 'batchSize'],
+    ['concurrency', 'concurrency'],
+    ['rate-per-minute', 'ratePerMinute'],
+    ['max-failures', 'maxFailures'],
+  ] as const) {
     const v = intFlag(a, name);
     if (v !== undefined) body[key] = v;
   }
@@ -159,11 +207,33 @@ async function run(a: Args, api: Api): Promise<void> {
   switch (a.command) {
     case 'list': {
       const q = new URLSearchParams();
-      for (const [f, k] of [['state', 'state'], ['job-type', 'jobType'], ['tenant', 'tenantId']] as const) if (flag(a, f)) q.set(k, flag(a, f)!);
+      for (const [f, k] of [
+        ['state', 'state'],
+        ['job-type', 'jobType'],
+        ['tenant', 'tenantId'],
+      ] as const)
+        if (flag(a, f)) q.set(k, flag(a, f)!);
       const r = await api('GET', `/v1/dead-letters${q.size ? `?${q}` : ''}`);
-      return out(r, () => console.log(r.deadLetters.length === 0 ? 'no dead letters' : table(
-        ['ID', 'STATE', 'TYPE', 'TENANT', 'ERROR', 'HTTP', 'ATTEMPTS', 'AGE', 'JOB'],
-        r.deadLetters.map((d: any) => [d.id, d.state, d.jobType, d.tenantId, d.errorClass, d.statusCode, d.attempts, age(d.createdAt), d.jobId]))));
+      return out(r, () =>
+        console.log(
+          r.deadLetters.length === 0
+            ? 'no dead letters'
+            : table(
+                ['ID', 'STATE', 'TYPE', 'TENANT', 'ERROR', 'HTTP', 'ATTEMPTS', 'AGE', 'JOB'],
+                r.deadLetters.map((d: any) => [
+                  d.id,
+                  d.state,
+                  d.jobType,
+                  d.tenantId,
+                  d.errorClass,
+                  d.statusCode,
+                  d.attempts,
+                  age(d.createdAt),
+                  d.jobId,
+                ]),
+              ),
+        ),
+      );
     }
     case 'show': {
       const d = await api('GET', `/v1/dead-letters/${encodeURIComponent(need(a, 'dead letter ID'))}`);
@@ -173,11 +243,25 @@ async function run(a: Args, api: Api): Promise<void> {
       const r = await api('POST', '/v1/dead-letters/replay', replayBody(a));
       if (r.dryRun) {
         return out(r, () => {
-          console.log(table(['DEAD LETTER', 'REPLAY JOB', 'EFFECTS', 'CHANGED SINCE FAILURE'], r.deadLetters.map((p: any) => [
-            p.deadLetterId, p.replayJobId, p.effects.map((e: any) => `${e.step}=${e.action}`).join(' '),
-            [p.changed.codeVersion ? `code ${p.recorded.codeVersion}->${p.current.codeVersion}` : '', p.changed.inputHash ? 'input' : ''].filter(Boolean).join(', ') || 'nothing',
-          ])));
-          console.log(`\ndry run: ${r.count} dead letter(s); reuse = stored success, no upstream call; execute = called again with the same effect key`);
+          console.log(
+            table(
+              ['DEAD LETTER', 'REPLAY JOB', 'EFFECTS', 'CHANGED SINCE FAILURE'],
+              r.deadLetters.map((p: any) => [
+                p.deadLetterId,
+                p.replayJobId,
+                p.effects.map((e: any) => `${e.step}=${e.action}`).join(' '),
+                [
+                  p.changed.codeVersion ? `code ${p.recorded.codeVersion}->${p.current.codeVersion}` : '',
+                  p.changed.inputHash ? 'input' : '',
+                ]
+                  .filter(Boolean)
+                  .join(', ') || 'nothing',
+              ]),
+            ),
+          );
+          console.log(
+            `\ndry run: ${r.count} dead letter(s); reuse = stored success, no upstream call; execute = called again with the same effect key`,
+          );
         });
       }
       if (!json) console.log(`replay ${r.replayId} started for ${r.count} dead letter(s); progress: npm run dlq -- progress ${r.replayId}`);
@@ -193,10 +277,17 @@ async function run(a: Args, api: Api): Promise<void> {
       const p = await api('GET', `/v1/dead-letters/replays/${encodeURIComponent(need(a, 'replay ID'))}`);
       return out(p, () => {
         printProgress(p);
-        console.log(table(['DEAD LETTER', 'STATUS', 'REPLAY JOB', 'DETAIL'], p.items.map((i: any) => [i.deadLetterId, i.status, i.replayJobId, i.detail])));
+        console.log(
+          table(
+            ['DEAD LETTER', 'STATUS', 'REPLAY JOB', 'DETAIL'],
+            p.items.map((i: any) => [i.deadLetterId, i.status, i.replayJobId, i.detail]),
+          ),
+        );
       });
     }
-    case 'pause': case 'resume': case 'stop': {
+    case 'pause':
+    case 'resume':
+    case 'stop': {
       const body = a.command === 'stop' ? { ...(flag(a, 'reason') ? { reason: flag(a, 'reason') } : {}) } : undefined;
       const r = await api('POST', `/v1/dead-letters/replays/${encodeURIComponent(need(a, 'replay ID'))}/${a.command}`, body);
       return out(r, () => console.log(`${a.command} sent to ${r.replayId}`));
@@ -207,7 +298,8 @@ async function run(a: Args, api: Api): Promise<void> {
       const d = await api('POST', `/v1/dead-letters/${encodeURIComponent(need(a, 'dead letter ID'))}/discard`, { reason });
       return out(d, () => console.log(`${d.id} ${d.state}: ${d.discardReason}`));
     }
-    case 'help': case '--help':
+    case 'help':
+    case '--help':
       return console.log(USAGE);
     default:
       throw new UsageError(`unknown command "${a.command}"`);
@@ -218,8 +310,9 @@ async function main(): Promise<void> {
   const config = loadConfig(process.env, { jobTypes: defaultJobRegistry.names });
   // Against the local stack (`npm start`, dev mode) the admin key has a known default.
   const local = /^https?:\/\/(127\.0\.0\.1|localhost)[:/]/.test(`${config.apiUrl}/`);
-  const adminKey = config.adminApiKey ?? (local ? loadConfig(process.env, { jobTypes: defaultJobRegistry.names, mode: 'dev' }).adminApiKey : undefined);
-  if (!adminKey) throw new UsageError('set ADMIN_API_KEY to the API\'s admin key');
+  const adminKey =
+    config.adminApiKey ?? (local ? loadConfig(process.env, { jobTypes: defaultJobRegistry.names, mode: 'dev' }).adminApiKey : undefined);
+  if (!adminKey) throw new UsageError("set ADMIN_API_KEY to the API's admin key");
   await run(parseArgs(process.argv.slice(2)), createApi(config.apiUrl, adminKey));
 }
 

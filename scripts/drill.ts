@@ -23,14 +23,19 @@ function parseArgs(argv: string[]): { json?: string; only?: Set<string> } {
       process.exit(2);
     }
   }
-  if (out.json === '') { console.error('drill: --json needs a file name'); process.exit(2); }
+  if (out.json === '') {
+    console.error('drill: --json needs a file name');
+    process.exit(2);
+  }
   return out;
 }
 
 const args = parseArgs(process.argv.slice(2));
 const say = (m: string) => console.log(`[drill] ${m}`);
 const started = Date.now();
-say(`starting the stack: Postgres, ${process.env.TEMPORAL_MODE === 'server' ? 'temporal-server on Postgres' : 'Temporal dev server (persistent)'}, simulator, API, 2 worker processes`);
+say(
+  `starting the stack: Postgres, ${process.env.TEMPORAL_MODE === 'server' ? 'temporal-server on Postgres' : 'Temporal dev server (persistent)'}, simulator, API, 2 worker processes`,
+);
 const stack = await startDrillStack(say);
 const rows: DrillRow[] = [];
 try {
@@ -41,18 +46,31 @@ try {
     const t0 = Date.now();
     say(`item ${item.item} …`);
     if (item.needs === 'own-temporal-and-postgres' && !(stack.ownsTemporal && stack.ownsPostgres)) {
-      rows.push({ item: item.item, done: 'not run', observed: 'needs a Temporal and Postgres the drill started (TEMPORAL_ADDRESS or DATABASE_URL is set)', verdict: 'SKIP', seconds: 0 });
+      rows.push({
+        item: item.item,
+        done: 'not run',
+        observed: 'needs a Temporal and Postgres the drill started (TEMPORAL_ADDRESS or DATABASE_URL is set)',
+        verdict: 'SKIP',
+        seconds: 0,
+      });
       continue;
     }
     if (item.needs === 'own-temporal-server' && stack.temporalKind !== 'server') {
-      rows.push({ item: item.item, done: 'not run', observed: 'needs temporal-server: run the drill with TEMPORAL_MODE=server (and without TEMPORAL_ADDRESS)', verdict: 'SKIP', seconds: 0 });
+      rows.push({
+        item: item.item,
+        done: 'not run',
+        observed: 'needs temporal-server: run the drill with TEMPORAL_MODE=server (and without TEMPORAL_ADDRESS)',
+        verdict: 'SKIP',
+        seconds: 0,
+      });
       continue;
     }
     try {
       const r = await item.run(stack);
       rows.push({ item: item.item, ...r, verdict: 'PASS', seconds: (Date.now() - t0) / 1000 });
     } catch (err) {
-      const observed = err instanceof DrillCheckFailed ? err.message : `error: ${(err as Error).stack?.split('\n').slice(0, 3).join(' | ')}`;
+      const observed =
+        err instanceof DrillCheckFailed ? err.message : `error: ${(err as Error).stack?.split('\n').slice(0, 3).join(' | ')}`;
       rows.push({ item: item.item, done: 'see observed', observed, verdict: 'FAIL', seconds: (Date.now() - t0) / 1000 });
     }
     // A dead worker from a failed item must not take the next item down with it.

@@ -18,7 +18,12 @@ import { defaultJobRegistry } from '../jobs/index.js';
 
 const HISTORY_MINUTES = 30;
 
-interface Args { url?: string; direct: boolean; json: boolean; watchSeconds?: number }
+interface Args {
+  url?: string;
+  direct: boolean;
+  json: boolean;
+  watchSeconds?: number;
+}
 
 function parseArgs(argv: string[]): Args {
   const a: Args = { direct: false, json: false };
@@ -45,11 +50,19 @@ function renderReport(h: QueueHealth): string {
   const hist = h.history;
   const series = (k: string) => sparkline(hist?.samples[k] ?? []);
   const row = (label: string, now: string, trend = '') => out.push(`  ${pad(label, 26)}${lpad(now, 12)}   ${trend}`);
-  out.push(`durable-jobs queue health at ${h.generatedAt} (database time; trends: last ${hist?.minutes.length ?? 0} min, one mark per minute)`);
+  out.push(
+    `durable-jobs queue health at ${h.generatedAt} (database time; trends: last ${hist?.minutes.length ?? 0} min, one mark per minute)`,
+  );
   out.push('');
-  out.push(`RECOVERY  ${h.recovery.words}   [${h.headlineWindow} window; ${WINDOWS.filter((w) => w.key !== h.headlineWindow).map((w) => `${w.key}: ${etaShort(h.recoveryByWindow[w.key])}`).join(', ')}]`);
+  out.push(
+    `RECOVERY  ${h.recovery.words}   [${h.headlineWindow} window; ${WINDOWS.filter((w) => w.key !== h.headlineWindow)
+      .map((w) => `${w.key}: ${etaShort(h.recoveryByWindow[w.key])}`)
+      .join(', ')}]`,
+  );
   const d = h.degradation;
-  const paused = d.pausedPriorities.length ? d.pausedPriorities.map((p) => `${p} since ${d.pausedSince[p]}`).join(', ') + ` (by ${d.updatedBy})` : 'nothing paused';
+  const paused = d.pausedPriorities.length
+    ? d.pausedPriorities.map((p) => `${p} since ${d.pausedSince[p]}`).join(', ') + ` (by ${d.updatedBy})`
+    : 'nothing paused';
   out.push(`DEGRADED  ${paused}; recovery rate ${formatRate(d.recoveryRatePerMinute)}${d.resume ? `; ${d.resume.words}` : ''}`);
   out.push('');
   out.push('BACKLOG');
@@ -68,35 +81,59 @@ function renderReport(h: QueueHealth): string {
   rate('net drain', h.rates.netDrainPerMinute, undefined);
   out.push('');
   for (const t of h.taskQueues) {
-    const s = (x: typeof t.workflow) => (x ? `backlog ${formatCount(x.backlogCount)} (oldest ${formatAge(x.backlogAgeSeconds)}), ${x.pollers} poller(s), dispatch ${x.dispatchRatePerSecond}/s` : 'no stats');
-    out.push(`TEMPORAL  ${t.name}: workflow tasks ${s(t.workflow)}; activity tasks ${s(t.activity)}${t.note ? ` [${t.note}]` : ''}   ${series('temporalActivityBacklog')}`);
+    const s = (x: typeof t.workflow) =>
+      x
+        ? `backlog ${formatCount(x.backlogCount)} (oldest ${formatAge(x.backlogAgeSeconds)}), ${x.pollers} poller(s), dispatch ${x.dispatchRatePerSecond}/s`
+        : 'no stats';
+    out.push(
+      `TEMPORAL  ${t.name}: workflow tasks ${s(t.workflow)}; activity tasks ${s(t.activity)}${t.note ? ` [${t.note}]` : ''}   ${series('temporalActivityBacklog')}`,
+    );
   }
   out.push('');
   out.push('BY JOB TYPE (queue time after admission and execution time: p50/p95 over jobs finished in 15 min)');
   for (const [type, j] of Object.entries(h.jobTypes)) {
-    out.push(`  ${pad(type, 12)} active ${j.backlog.active} (deferred ${j.backlog.deferred}), oldest waiting ${formatAge(j.backlog.oldestWaitingAgeSeconds)}; ` +
-      `in ${n2(j.rates.enteredPerMinute['1m'])}/min, out ${n2(j.rates.completionsPerMinute['1m'])}/min: ${j.recovery.words}`);
-    out.push(`  ${' '.repeat(12)} queue ${n2(j.queueSeconds.p50)}/${n2(j.queueSeconds.p95)} s, execution ${n2(j.executionSeconds.p50)}/${n2(j.executionSeconds.p95)} s, ` +
-      `attempts/job avg ${n2(j.attemptsPerJob.avg)} max ${j.attemptsPerJob.max ?? '-'}; 15 min: ${j.finished15m.succeeded} succeeded, ${j.finished15m.deadLettered} dead-lettered, ${j.finished15m.cancelled} cancelled`);
+    out.push(
+      `  ${pad(type, 12)} active ${j.backlog.active} (deferred ${j.backlog.deferred}), oldest waiting ${formatAge(j.backlog.oldestWaitingAgeSeconds)}; ` +
+        `in ${n2(j.rates.enteredPerMinute['1m'])}/min, out ${n2(j.rates.completionsPerMinute['1m'])}/min: ${j.recovery.words}`,
+    );
+    out.push(
+      `  ${' '.repeat(12)} queue ${n2(j.queueSeconds.p50)}/${n2(j.queueSeconds.p95)} s, execution ${n2(j.executionSeconds.p50)}/${n2(j.executionSeconds.p95)} s, ` +
+        `attempts/job avg ${n2(j.attemptsPerJob.avg)} max ${j.attemptsPerJob.max ?? '-'}; 15 min: ${j.finished15m.succeeded} succeeded, ${j.finished15m.deadLettered} dead-lettered, ${j.finished15m.cancelled} cancelled`,
+    );
   }
   out.push('');
   out.push(`FAILURES${' '.repeat(20)}${WINDOWS.map((w) => lpad(w.key, 8)).join('')}`);
-  const counts = (label: string, pw: Record<string, number>, extra = '') => out.push(`  ${pad(label, 26)}${WINDOWS.map((w) => lpad(String(pw[w.key] ?? 0), 8)).join('')}   ${extra}`);
-  counts('lease expirations', h.leaseExpirations.perWindow, `overdue without retry: ${h.leaseExpirations.overdue}   ${series('leaseExpirations1m')}`);
+  const counts = (label: string, pw: Record<string, number>, extra = '') =>
+    out.push(`  ${pad(label, 26)}${WINDOWS.map((w) => lpad(String(pw[w.key] ?? 0), 8)).join('')}   ${extra}`);
+  counts(
+    'lease expirations',
+    h.leaseExpirations.perWindow,
+    `overdue without retry: ${h.leaseExpirations.overdue}   ${series('leaseExpirations1m')}`,
+  );
   for (const [o, pw] of Object.entries(h.attempts.byOutcome)) counts(`attempts: ${o}`, pw);
   counts('reconciliations', h.reconciliations.perWindow, `effects in doubt now: ${h.reconciliations.effectsInDoubt}`);
-  counts('dead letters created', h.deadLetters.newPerWindow, `open ${h.deadLetters.open}, oldest open ${formatAge(h.deadLetters.oldestOpenAgeSeconds)}   ${series('deadLettersOpen')}`);
+  counts(
+    'dead letters created',
+    h.deadLetters.newPerWindow,
+    `open ${h.deadLetters.open}, oldest open ${formatAge(h.deadLetters.oldestOpenAgeSeconds)}   ${series('deadLettersOpen')}`,
+  );
   counts('intake 503s', h.intakeRejections.perWindow, series('intakeRejections1m'));
-  out.push(`  ${pad('outbox', 26)}pending ${h.outbox.pending}, oldest ${formatAge(h.outbox.oldestPendingAgeSeconds)}, overdue ${h.outbox.overdue}   ${series('outboxPending')}`);
+  out.push(
+    `  ${pad('outbox', 26)}pending ${h.outbox.pending}, oldest ${formatAge(h.outbox.oldestPendingAgeSeconds)}, overdue ${h.outbox.overdue}   ${series('outboxPending')}`,
+  );
   return out.join('\n');
 }
 
 async function fromApi(url: string, adminKey: string): Promise<QueueHealth> {
   let res: Response;
   try {
-    res = await fetch(`${url.replace(/\/+$/, '')}/v1/admin/queue-health?history=${HISTORY_MINUTES}`, { headers: { authorization: `Bearer ${adminKey}` } });
+    res = await fetch(`${url.replace(/\/+$/, '')}/v1/admin/queue-health?history=${HISTORY_MINUTES}`, {
+      headers: { authorization: `Bearer ${adminKey}` },
+    });
   } catch (err) {
-    throw new Error(`cannot reach the API at ${url} (${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}); is \`npm start\` running? (DJ_API_URL, or --direct)`);
+    throw new Error(
+      `cannot reach the API at ${url} (${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}); is \`npm start\` running? (DJ_API_URL, or --direct)`,
+    );
   }
   if (res.status === 401) throw new Error(`401 from ${url}: set ADMIN_API_KEY to the API's admin key`);
   if (!res.ok) throw new Error(`${res.status} from ${url}: ${await res.text()}`);
@@ -111,11 +148,14 @@ async function main(): Promise<void> {
   let read: () => Promise<QueueHealth>;
   let close = async () => undefined as void;
   if (args.direct) {
-    if (!config.databaseUrl) throw new Error('--direct needs DATABASE_URL (and TEMPORAL_ADDRESS for Temporal\'s task-queue stats)');
+    if (!config.databaseUrl) throw new Error("--direct needs DATABASE_URL (and TEMPORAL_ADDRESS for Temporal's task-queue stats)");
     const pool = createPool(config.databaseUrl, createLogger('health', 'warn'), 2);
     const temporal = config.temporalAddress ? await connectClient(config, config.temporalAddress) : undefined;
     read = () => collectQueueHealth({ pool, temporal, taskQueues: [config.taskQueue] }, { historyMinutes: HISTORY_MINUTES });
-    close = async () => { await pool.end(); await temporal?.connection.close(); };
+    close = async () => {
+      await pool.end();
+      await temporal?.connection.close();
+    };
   } else {
     const url = args.url ?? config.apiUrl;
     read = () => fromApi(url, adminKey);

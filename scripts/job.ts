@@ -14,28 +14,45 @@ class UsageError extends Error {}
 /** A plain aligned table; the last column is left unpadded. */
 function table(headers: string[], rows: string[][]): string {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd();
+  const line = (r: string[]) =>
+    r
+      .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
   return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
 }
 
-const ms = (v: number | undefined) => (v === undefined ? '-' : v < 1_000 ? `${v} ms` : v < 120_000 ? `${(v / 1_000).toFixed(1)} s` : `${Math.round(v / 60_000)} min`);
+const ms = (v: number | undefined) =>
+  v === undefined ? '-' : v < 1_000 ? `${v} ms` : v < 120_000 ? `${(v / 1_000).toFixed(1)} s` : `${Math.round(v / 60_000)} min`;
 
 function printTimeline(t: any): void {
   console.log(`${t.jobId}  ${t.jobType}  ${t.priority}  tenant ${t.tenantId}  status ${t.status}`);
   console.log(`\n  ${t.verdict.words}\n  next: ${t.verdict.nextStep}\n`);
   const s = t.timings;
-  console.log(table(['STAGE', 'QUEUE WAIT', 'EXECUTION', 'DEFERRED'], [
-    ['intake', '-', ms(s.intake.executionMs), '-'],
-    ['claim', ms(s.claim.queueMs), '-', ms(s.claim.deferredMs)],
-    ['side effects', ms(s.sideEffects.queueMs), ms(s.sideEffects.executionMs), '-'],
-    ['completion', ms(s.completion.queueMs), ms(s.completion.executionMs), '-'],
-  ]));
+  console.log(
+    table(
+      ['STAGE', 'QUEUE WAIT', 'EXECUTION', 'DEFERRED'],
+      [
+        ['intake', '-', ms(s.intake.executionMs), '-'],
+        ['claim', ms(s.claim.queueMs), '-', ms(s.claim.deferredMs)],
+        ['side effects', ms(s.sideEffects.queueMs), ms(s.sideEffects.executionMs), '-'],
+        ['completion', ms(s.completion.queueMs), ms(s.completion.executionMs), '-'],
+      ],
+    ),
+  );
   if (t.duplicates.count > 0) console.log(`\nduplicate submissions: ${t.duplicates.count} (${t.duplicates.at.join(', ')})`);
   if (t.lineage.replayOf) console.log(`replay of: ${t.lineage.replayOf}`);
   if (t.lineage.replays.length > 0) console.log(`replayed as: ${t.lineage.replays.map((r: any) => `${r.jobId} (${r.status})`).join(', ')}`);
   const tq = t.temporal;
-  console.log(`temporal: workflow ${tq.workflowId}${tq.runId ? ` run ${tq.runId}` : ''}${tq.status ? ` ${tq.status}` : ''}${tq.taskQueue ? ` on ${tq.taskQueue}` : ''}${tq.note ? ` (${tq.note})` : ''}\n`);
-  console.log(table(['AT (UTC)', 'SOURCE', 'KIND', 'EVENT', 'DETAIL'], t.events.map((e: any) => [e.at, e.source, e.kind, e.event, e.detail ?? ''])));
+  console.log(
+    `temporal: workflow ${tq.workflowId}${tq.runId ? ` run ${tq.runId}` : ''}${tq.status ? ` ${tq.status}` : ''}${tq.taskQueue ? ` on ${tq.taskQueue}` : ''}${tq.note ? ` (${tq.note})` : ''}\n`,
+  );
+  console.log(
+    table(
+      ['AT (UTC)', 'SOURCE', 'KIND', 'EVENT', 'DETAIL'],
+      t.events.map((e: any) => [e.at, e.source, e.kind, e.event, e.detail ?? '']),
+    ),
+  );
 }
 
 async function main(): Promise<void> {
@@ -50,11 +67,14 @@ async function main(): Promise<void> {
   const config = loadConfig(process.env, { jobTypes: defaultJobRegistry.names });
   // Against the local stack (`npm start`, dev mode) the admin key has a known default.
   const local = /^https?:\/\/(127\.0\.0\.1|localhost)[:/]/.test(`${config.apiUrl}/`);
-  const adminKey = config.adminApiKey ?? (local ? loadConfig(process.env, { jobTypes: defaultJobRegistry.names, mode: 'dev' }).adminApiKey : undefined);
-  if (!adminKey) throw new UsageError('set ADMIN_API_KEY to the API\'s admin key');
+  const adminKey =
+    config.adminApiKey ?? (local ? loadConfig(process.env, { jobTypes: defaultJobRegistry.names, mode: 'dev' }).adminApiKey : undefined);
+  if (!adminKey) throw new UsageError("set ADMIN_API_KEY to the API's admin key");
   let res: Response;
   try {
-    res = await fetch(`${config.apiUrl}/v1/admin/jobs/${encodeURIComponent(jobId)}/timeline`, { headers: { authorization: `Bearer ${adminKey}` } });
+    res = await fetch(`${config.apiUrl}/v1/admin/jobs/${encodeURIComponent(jobId)}/timeline`, {
+      headers: { authorization: `Bearer ${adminKey}` },
+    });
   } catch (err) {
     throw new Error(`cannot reach the API at ${config.apiUrl} (${(err as Error).message}); is \`npm start\` running? (DJ_API_URL)`);
   }

@@ -60,7 +60,10 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) {
   process.on(sig, () => {
     if (stopping) return;
     stopping = true;
-    stopAll(sig).then(() => process.exit(0), () => process.exit(1));
+    stopAll(sig).then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
   });
 }
 
@@ -73,7 +76,9 @@ async function bringUp(): Promise<void> {
     const pgDb = await startEmbeddedPostgres({ dataDir, log: say, persistent: true });
     stops.push(() => pgDb.stop());
     databaseUrl = pgDb.url;
-    say(`embedded Postgres on 127.0.0.1:${pgDb.port} (data in ${path.relative(ROOT, dataDir).startsWith('..') ? dataDir : path.relative(ROOT, dataDir)})`);
+    say(
+      `embedded Postgres on 127.0.0.1:${pgDb.port} (data in ${path.relative(ROOT, dataDir).startsWith('..') ? dataDir : path.relative(ROOT, dataDir)})`,
+    );
   }
 
   let temporalAddress = config.temporalAddress;
@@ -81,18 +86,32 @@ async function bringUp(): Promise<void> {
   const temporalEnv = temporalServerEnv(process.env);
   if (!temporalAddress && temporalEnv.mode === 'server') {
     // The production shape: temporal-server on this stack's Postgres (scripts/lib/temporal-server.ts).
-    const binaries = await resolveTemporalServerBinaries({ serverPath: temporalEnv.serverPath, sqlToolPath: temporalEnv.sqlToolPath, log: say });
+    const binaries = await resolveTemporalServerBinaries({
+      serverPath: temporalEnv.serverPath,
+      sqlToolPath: temporalEnv.sqlToolPath,
+      log: say,
+    });
     const server = await startTemporalServer({
-      binaries, rootDir: path.join(DATA, 'temporal-server'), databaseUrl, databases: temporalEnv.databases, ports: temporalEnv.ports,
-      namespace: config.temporalNamespace, retentionHours: temporalEnv.retentionHours, log: say,
+      binaries,
+      rootDir: path.join(DATA, 'temporal-server'),
+      databaseUrl,
+      databases: temporalEnv.databases,
+      ports: temporalEnv.ports,
+      namespace: config.temporalNamespace,
+      retentionHours: temporalEnv.retentionHours,
+      log: say,
     });
     stops.push(() => server.stop());
     temporalAddress = server.address;
   } else if (!temporalAddress) {
     const cliPath = await resolveTemporalCli({ cliPath: config.temporalCliPath, log: say });
     const dev = await startDevServer({
-      cliPath, port: 7233, uiPort: config.temporalUiPort, dbFilename: path.join(DATA, 'temporal.sqlite'),
-      namespace: config.temporalNamespace, log: say,
+      cliPath,
+      port: 7233,
+      uiPort: config.temporalUiPort,
+      dbFilename: path.join(DATA, 'temporal.sqlite'),
+      namespace: config.temporalNamespace,
+      log: say,
     });
     stops.push(() => dev.stop());
     temporalAddress = dev.address;
@@ -103,7 +122,8 @@ async function bringUp(): Promise<void> {
   const pool = createPool(databaseUrl, log);
   const temporal = await connectClient(config, temporalAddress);
   const { applied, searchAttributesAdded: added } = await prepareStack(pool, {
-    tenants: config.seedTenants, temporal: { connection: temporal.connection, namespace: config.temporalNamespace },
+    tenants: config.seedTenants,
+    temporal: { connection: temporal.connection, namespace: config.temporalNamespace },
   });
   await pool.end();
   say(applied.length > 0 ? `migrations applied: ${applied.join(', ')}` : 'schema up to date');
@@ -128,7 +148,9 @@ async function bringUp(): Promise<void> {
     DATABASE_URL: databaseUrl,
     TEMPORAL_ADDRESS: temporalAddress,
     PROVIDER_URL: providerUrl,
-    WEBHOOK_SECRETS: Object.entries(secrets).map(([s, list]) => `${s}=${list.join('|')}`).join(','),
+    WEBHOOK_SECRETS: Object.entries(secrets)
+      .map(([s, list]) => `${s}=${list.join('|')}`)
+      .join(','),
     SEED_TENANTS: config.seedTenants.map((t) => `${t.tenantId}=${t.apiKey}`).join(','),
     ...(config.adminApiKey ? { ADMIN_API_KEY: config.adminApiKey } : {}),
     // The console links jobs to the Web UI this stack really has (temporal-server has none).
@@ -137,7 +159,8 @@ async function bringUp(): Promise<void> {
   children = [
     superviseChild({ name: 'api', entry: path.join(ROOT, 'server/main.ts'), env: childEnv, log: say }),
     ...Array.from({ length: config.workers }, (_, i) =>
-      superviseChild({ name: `worker-${i + 1}`, entry: path.join(ROOT, 'workers/main.ts'), env: childEnv, log: say })),
+      superviseChild({ name: `worker-${i + 1}`, entry: path.join(ROOT, 'workers/main.ts'), env: childEnv, log: say }),
+    ),
   ];
 
   const api = `http://127.0.0.1:${config.httpPort}`;
@@ -145,10 +168,13 @@ async function bringUp(): Promise<void> {
   say(`  HTTP API         ${api}  (OpenAPI: ${api}/openapi.json)`);
   say(`  Temporal         ${temporalAddress}, namespace ${config.temporalNamespace}`);
   if (uiUrl) say(`  Temporal Web UI  ${uiUrl}`);
-  else if (temporalEnv.mode === 'server' && !config.temporalAddress) say('  Temporal Web UI  none: temporal-server has no UI (the CLI can inspect it: temporal workflow list --address ...)');
+  else if (temporalEnv.mode === 'server' && !config.temporalAddress)
+    say('  Temporal Web UI  none: temporal-server has no UI (the CLI can inspect it: temporal workflow list --address ...)');
   say(`  provider         ${providerUrl}${config.providerUrl ? '' : ' (simulator)'}`);
   say(`  workers          ${config.workers}`);
-  say(`try: curl -s -X POST ${api}/v1/jobs -H 'Authorization: Bearer ${config.seedTenants[0]?.apiKey ?? '<api key>'}' -H 'Idempotency-Key: order-0001-summary' -H 'Content-Type: application/json' -d '{"type":"summarize","input":{"text":"Temporal keeps the job; Postgres keeps the evidence."}}'`);
+  say(
+    `try: curl -s -X POST ${api}/v1/jobs -H 'Authorization: Bearer ${config.seedTenants[0]?.apiKey ?? '<api key>'}' -H 'Idempotency-Key: order-0001-summary' -H 'Content-Type: application/json' -d '{"type":"summarize","input":{"text":"Temporal keeps the job; Postgres keeps the evidence."}}'`,
+  );
 }
 
 bringUp().catch(async (err: Error) => {

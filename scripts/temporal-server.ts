@@ -33,7 +33,10 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) {
   process.on(sig, () => {
     if (stopping) return;
     stopping = true;
-    stopAll(sig).then(() => process.exit(0), () => process.exit(1));
+    stopAll(sig).then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
   });
 }
 
@@ -53,8 +56,14 @@ try {
   }
   if (stopping) throw new Error('interrupted');
   server = await startTemporalServer({
-    binaries, rootDir: path.join(ROOT, '.data', 'temporal-server'), databaseUrl, databases: env.databases,
-    ports: env.ports, namespace: config.temporalNamespace, retentionHours: env.retentionHours, log: say,
+    binaries,
+    rootDir: path.join(ROOT, '.data', 'temporal-server'),
+    databaseUrl,
+    databases: env.databases,
+    ports: env.ports,
+    namespace: config.temporalNamespace,
+    retentionHours: env.retentionHours,
+    log: say,
   });
   say(`ready: TEMPORAL_ADDRESS=${server.address} TEMPORAL_NAMESPACE=${server.namespace} (Ctrl-C stops it)`);
 } catch (err) {

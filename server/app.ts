@@ -75,25 +75,46 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     if (p.status >= 500) req.log.error({ err: { message: (err as Error).message, name: (err as Error).name } }, 'request failed');
     return sendProblem(reply, p);
   });
-  app.setNotFoundHandler((req, reply) => sendProblem(reply, problem(404, 'not-found', 'Not found', `no route ${req.method} ${req.url.split('?')[0]}`)));
+  app.setNotFoundHandler((req, reply) =>
+    sendProblem(reply, problem(404, 'not-found', 'Not found', `no route ${req.method} ${req.url.split('?')[0]}`)),
+  );
 
   // Postgres cannot store NUL in text: an ID with one in the path can match nothing, and
   // passing it on would fail the query with a 500. Say so precisely instead.
   app.addHook('preValidation', async (req, reply) => {
     const params = (req.params ?? {}) as Record<string, unknown>;
     const bad = Object.entries(params).find(([, v]) => typeof v === 'string' && hasUnstorableText(v));
-    if (bad) return sendProblem(reply, problem(400, 'validation-error', 'Invalid request', `the path parameter ${bad[0]} contains a NUL character or an unpaired surrogate`, { errors: [{ path: bad[0], message: 'must not contain NUL characters or unpaired UTF-16 surrogates' }] }));
+    if (bad)
+      return sendProblem(
+        reply,
+        problem(
+          400,
+          'validation-error',
+          'Invalid request',
+          `the path parameter ${bad[0]} contains a NUL character or an unpaired surrogate`,
+          { errors: [{ path: bad[0], message: 'must not contain NUL characters or unpaired UTF-16 surrogates' }] },
+        ),
+      );
   });
 
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_req, reply) => {
     const checks = await Promise.all([
-      deps.pool.query('SELECT 1').then(() => 'ok', (e: Error) => e.message),
-      temporalAcceptsJobs(deps.temporal.connection as Connection, deps.temporal.options.namespace).then(() => 'ok', (e: Error) => e.message),
+      deps.pool.query('SELECT 1').then(
+        () => 'ok',
+        (e: Error) => e.message,
+      ),
+      temporalAcceptsJobs(deps.temporal.connection as Connection, deps.temporal.options.namespace).then(
+        () => 'ok',
+        (e: Error) => e.message,
+      ),
     ]);
     const [postgres, temporal] = checks;
     if (postgres === 'ok' && temporal === 'ok') return { status: 'ready', postgres, temporal };
-    return sendProblem(reply, problem(503, 'not-ready', 'Not ready', `postgres: ${postgres}; temporal: ${temporal}`, { retryAfterSeconds: 5 }));
+    return sendProblem(
+      reply,
+      problem(503, 'not-ready', 'Not ready', `postgres: ${postgres}; temporal: ${temporal}`, { retryAfterSeconds: 5 }),
+    );
   });
   app.get('/openapi.json', async () => openApiDocument(deps.version, deps.jobTypes));
   app.get('/metrics', async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()));
@@ -101,16 +122,39 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   // Every admin route resolves its operator from this keyring (server/auth.ts).
   const admin = adminKeyring(deps);
   // Before the job routes: its onSend hook counts the intake's 503s.
-  registerAdminRoutes(app, registry, { pool: deps.pool, temporal: deps.temporal, taskQueues: [deps.jobs.taskQueue], adminApiKey: admin, log: deps.log, fallbackTypes: deps.jobTypes.fallbackTypes });
+  registerAdminRoutes(app, registry, {
+    pool: deps.pool,
+    temporal: deps.temporal,
+    taskQueues: [deps.jobs.taskQueue],
+    adminApiKey: admin,
+    log: deps.log,
+    fallbackTypes: deps.jobTypes.fallbackTypes,
+  });
   registerJobRoutes(app, { pool: deps.pool, jobs: deps.jobs });
   registerTimelineRoutes(app, { pool: deps.pool, temporal: deps.temporal, taskQueue: deps.jobs.taskQueue, adminApiKey: admin });
-  const deadLetters = createDeadLetterService({ pool: deps.pool, temporal: deps.temporal, jobTypes: deps.jobTypes, taskQueue: deps.taskQueue ?? deps.jobs.taskQueue, codeVersion: deps.version });
+  const deadLetters = createDeadLetterService({
+    pool: deps.pool,
+    temporal: deps.temporal,
+    jobTypes: deps.jobTypes,
+    taskQueue: deps.taskQueue ?? deps.jobs.taskQueue,
+    codeVersion: deps.version,
+  });
   registerDeadLetterRoutes(app, { deadLetters, adminApiKey: admin });
   registerWebhookRoutes(app, { webhooks: createWebhookService(deps), adminApiKey: admin, webhookSecrets: deps.webhookSecrets }, registry);
   registerScanMetrics(registry, deps.pool);
-  const outbox = createOutboxService({ pool: deps.pool, temporal: deps.temporal, taskQueue: deps.taskQueue ?? deps.jobs.taskQueue, jobTypes: deps.jobTypes, log: deps.log });
+  const outbox = createOutboxService({
+    pool: deps.pool,
+    temporal: deps.temporal,
+    taskQueue: deps.taskQueue ?? deps.jobs.taskQueue,
+    jobTypes: deps.jobTypes,
+    log: deps.log,
+  });
   registerOutboxRoutes(app, { outbox, adminApiKey: admin });
-  registerOperatorRoutes(app, { jobs: createAdminJobsService({ pool: deps.pool }), adminApiKey: admin, temporalUi: deps.temporalUiUrl ? { url: deps.temporalUiUrl, namespace: deps.temporal.options.namespace } : null });
+  registerOperatorRoutes(app, {
+    jobs: createAdminJobsService({ pool: deps.pool }),
+    adminApiKey: admin,
+    temporalUi: deps.temporalUiUrl ? { url: deps.temporalUiUrl, namespace: deps.temporal.options.namespace } : null,
+  });
   registerConsole(app);
   return app;
 }

@@ -36,7 +36,9 @@ export async function requireTenant(pool: pg.Pool, req: FastifyRequest, reply: F
  * stay in configuration). `AdminKeys` is what routes receive: a keyring, or (older callers) the
  * single `ADMIN_API_KEY`, which is the key of operator "admin".
  */
-export interface AdminKeyring { readonly keys: readonly OperatorKey[] }
+export interface AdminKeyring {
+  readonly keys: readonly OperatorKey[];
+}
 export type AdminKeys = AdminKeyring | string | undefined;
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest();
@@ -87,7 +89,10 @@ export function operatorOf(req: FastifyRequest): string {
 
 /** A short, stable ID of the bearer key (a hash prefix) for audit rows: never the key. */
 export function keyIdOf(req: FastifyRequest): string {
-  return createHash('sha256').update(bearer(req) ?? '').digest('hex').slice(0, 12);
+  return createHash('sha256')
+    .update(bearer(req) ?? '')
+    .digest('hex')
+    .slice(0, 12);
 }
 
 /**
@@ -102,8 +107,12 @@ export function requireAdmin(admin: AdminKeys, req: FastifyRequest, reply: Fasti
     operators.set(req, operator);
     return true;
   }
-  const detail = ring.keys.length === 0 ? 'admin API disabled: no ADMIN_API_KEYS (or ADMIN_API_KEY) configured'
-    : key ? 'not an admin key (a tenant key never opens an admin route)' : 'send Authorization: Bearer <admin api key>';
+  const detail =
+    ring.keys.length === 0
+      ? 'admin API disabled: no ADMIN_API_KEYS (or ADMIN_API_KEY) configured'
+      : key
+        ? 'not an admin key (a tenant key never opens an admin route)'
+        : 'send Authorization: Bearer <admin api key>';
   sendProblem(reply.header('WWW-Authenticate', key ? 'Bearer error="invalid_token"' : 'Bearer'), unauthorized(detail));
   return false;
 }

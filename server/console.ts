@@ -13,11 +13,20 @@ const own = (name: string) => new URL(`../console/${name}`, import.meta.url);
 
 /** Everything the page may load comes from here; no inline script or style, no framing, no form posts. */
 export const CONSOLE_CSP = [
-  "default-src 'none'", "script-src 'self'", "style-src 'self'", "img-src 'self'", "connect-src 'self'",
-  "base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'",
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self'",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
 ].join('; ');
 
-interface Asset { body: Buffer; type: string }
+interface Asset {
+  body: Buffer;
+  type: string;
+}
 
 function assets(): Map<string, Asset> {
   const files: Array<[string, URL | string, string]> = [

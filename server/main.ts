@@ -22,7 +22,10 @@ if (!config.databaseUrl || !config.temporalAddress) {
 }
 const pool = createPool(config.databaseUrl, log);
 const temporal = await connectClient(config, config.temporalAddress);
-const { applied } = await prepareStack(pool, { tenants: config.seedTenants, temporal: { connection: temporal.connection, namespace: config.temporalNamespace } });
+const { applied } = await prepareStack(pool, {
+  tenants: config.seedTenants,
+  temporal: { connection: temporal.connection, namespace: config.temporalNamespace },
+});
 if (applied.length > 0) log.info({ applied }, 'migrations applied');
 // Schedules are declared in code (services/schedules.ts) and created or updated here, idempotently
 // (several API processes may start at once). A failure must not keep the API down: log it;
@@ -32,10 +35,23 @@ await ensureSchedules(temporal, config.taskQueue, productSchedules(config.retent
   (err: Error) => log.error({ err: { message: err.message, name: err.name } }, 'could not ensure schedules'),
 );
 const jobs = createJobsClient({ pool, temporal, taskQueue: config.taskQueue, jobs: defaultJobRegistry, budgets: config.jobBudgets });
-const app = buildApp({ pool, temporal, jobs, jobTypes: defaultJobRegistry, log, adminKeys: config.adminKeys, temporalUiUrl: config.temporalUiUrl, webhookSecrets: config.webhookSecrets, version: config.codeVersion });
+const app = buildApp({
+  pool,
+  temporal,
+  jobs,
+  jobTypes: defaultJobRegistry,
+  log,
+  adminKeys: config.adminKeys,
+  temporalUiUrl: config.temporalUiUrl,
+  webhookSecrets: config.webhookSecrets,
+  version: config.codeVersion,
+});
 await app.listen({ port: config.httpPort, host: config.httpHost });
-onShutdown(async () => {
-  await app.close();
-  await temporal.connection.close();
-  await pool.end();
-}, (m) => log.warn(m));
+onShutdown(
+  async () => {
+    await app.close();
+    await temporal.connection.close();
+    await pool.end();
+  },
+  (m) => log.warn(m),
+);

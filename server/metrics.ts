@@ -12,74 +12,239 @@ const num = (v: number | null | undefined) => (v === null || v === undefined ? 0
 
 /** Every health metric and how it is read from the snapshot. Names are what ops/alerts.yml refers to. */
 /** What a gauge knows besides the snapshot: the registered job types that declare a fallback. */
-interface GaugeContext { fallbackTypes: readonly JobType[] }
+interface GaugeContext {
+  fallbackTypes: readonly JobType[];
+}
 
-const HEALTH_METRICS: Array<[name: string, help: string, labels: string[], fill: (h: QueueHealth, set: Setter, c: GaugeContext) => void]> = [
-  ['durable_jobs_backlog_jobs', 'Unfinished jobs by type and state (Postgres).', ['job_type', 'state'], (h, set) => {
-    for (const [t, j] of Object.entries(h.jobTypes)) for (const st of ['queued', 'retrying', 'running', 'deferred'] as const) set({ job_type: t, state: st }, j.backlog[st]);
-  }],
-  ['durable_jobs_backlog_oldest_waiting_age_seconds', 'Longest a job of this type has been waiting for a worker right now (0: none waiting).', ['job_type'], (h, set) => {
-    for (const [t, j] of Object.entries(h.jobTypes)) set({ job_type: t }, num(j.backlog.oldestWaitingAgeSeconds));
-  }],
-  ['durable_jobs_backlog_oldest_unfinished_age_seconds', 'Age of the oldest admitted, unfinished job of this type.', ['job_type'], (h, set) => {
-    for (const [t, j] of Object.entries(h.jobTypes)) set({ job_type: t }, num(j.backlog.oldestUnfinishedAgeSeconds));
-  }],
-  ['durable_jobs_deferred_oldest_age_seconds', 'How long the oldest deferred job of this type has been held back.', ['job_type'], (h, set) => {
-    for (const [t, j] of Object.entries(h.jobTypes)) set({ job_type: t }, num(j.backlog.oldestDeferredAgeSeconds));
-  }],
-  ['durable_jobs_task_queue_backlog', 'Temporal approximate backlog count of the task queue.', ['task_queue', 'task_type'], (h, set) => eachQueue(h, set, (s) => s.backlogCount)],
-  ['durable_jobs_task_queue_backlog_age_seconds', 'Temporal approximate backlog age of the task queue.', ['task_queue', 'task_type'], (h, set) => eachQueue(h, set, (s) => s.backlogAgeSeconds)],
-  ['durable_jobs_task_queue_dispatch_rate_per_second', 'Temporal tasks dispatched per second.', ['task_queue', 'task_type'], (h, set) => eachQueue(h, set, (s) => s.dispatchRatePerSecond)],
-  ['durable_jobs_task_queue_pollers', 'Workers polling the task queue.', ['task_queue', 'task_type'], (h, set) => eachQueue(h, set, (s) => s.pollers)],
-  ['durable_jobs_arrivals_per_minute', 'Jobs accepted per minute over the window.', ['job_type', 'window'], (h, set) => eachRate(h, set, (f) => f.arrivalsPerMinute)],
-  ['durable_jobs_completions_per_minute', 'Jobs finished (any final state) per minute over the window.', ['job_type', 'window'], (h, set) => eachRate(h, set, (f) => f.completionsPerMinute)],
-  ['durable_jobs_net_drain_per_minute', 'Completions minus admitted arrivals per minute; negative: the backlog grows.', ['job_type', 'window'], (h, set) => eachRate(h, set, (f) => f.netDrainPerMinute)],
-  ['durable_jobs_recovery_eta_seconds', 'Backlog / net drain over the window; +Inf when it does not shrink, 0 when empty.', ['window'], (h, set) => {
-    for (const w of WINDOWS) { const r = h.recoveryByWindow[w.key]; set({ window: w.key }, r.etaSeconds ?? Number.POSITIVE_INFINITY); }
-  }],
-  ['durable_jobs_lease_expirations', 'Attempts that lost their lease (worker died, heartbeat or start-to-close timeout) detected in the window.', ['job_type', 'window'], (h, set) => {
-    for (const [t, j] of Object.entries(h.jobTypes)) for (const w of WINDOWS) set({ job_type: t, window: w.key }, j.leaseExpirations[w.key]);
-  }],
-  ['durable_jobs_lease_overdue_attempts', 'Attempts past their start-to-close deadline with no end and no successor (last hour).', [], (h, set) => set({}, h.leaseExpirations.overdue)],
-  ['durable_jobs_attempts', 'Recorded attempts by outcome in the window.', ['outcome', 'window'], (h, set) => {
-    for (const [o, pw] of Object.entries(h.attempts.byOutcome)) for (const w of WINDOWS) set({ outcome: o, window: w.key }, pw[w.key]);
-  }],
-  ['durable_jobs_attempts_per_job', 'Attempts per job over jobs finished in the last 15 min.', ['job_type', 'stat'], (h, set) => {
-    for (const [t, j] of Object.entries(h.jobTypes)) { set({ job_type: t, stat: 'avg' }, num(j.attemptsPerJob.avg)); set({ job_type: t, stat: 'max' }, num(j.attemptsPerJob.max)); }
-  }],
-  ['durable_jobs_queue_time_seconds', 'Queue time (admitted to first started) of jobs finished in the last 15 min.', ['job_type', 'quantile'], (h, set) => {
-    for (const [t, j] of Object.entries(h.jobTypes)) { set({ job_type: t, quantile: '0.5' }, j.queueSeconds.p50); set({ job_type: t, quantile: '0.95' }, j.queueSeconds.p95); }
-  }],
-  ['durable_jobs_execution_time_seconds', 'Execution time (first started to finished) of jobs finished in the last 15 min.', ['job_type', 'quantile'], (h, set) => {
-    for (const [t, j] of Object.entries(h.jobTypes)) { set({ job_type: t, quantile: '0.5' }, j.executionSeconds.p50); set({ job_type: t, quantile: '0.95' }, j.executionSeconds.p95); }
-  }],
-  ['durable_jobs_reconciliations', 'Effects reconciled with the upstream (a previous attempt was in doubt) in the window.', ['window'], (h, set) => {
-    for (const w of WINDOWS) set({ window: w.key }, h.reconciliations.perWindow[w.key]);
-  }],
-  ['durable_jobs_effects_in_doubt', 'Pending effects that may have reached the upstream unseen.', [], (h, set) => set({}, h.reconciliations.effectsInDoubt)],
-  ['durable_jobs_dead_letters_open', 'Open dead letters.', [], (h, set) => set({}, h.deadLetters.open)],
-  ['durable_jobs_dead_letters_created', 'Dead letters created in the window.', ['window'], (h, set) => {
-    for (const w of WINDOWS) set({ window: w.key }, h.deadLetters.newPerWindow[w.key]);
-  }],
-  ['durable_jobs_dead_letter_oldest_open_age_seconds', 'Age of the oldest open dead letter (0: none).', [], (h, set) => set({}, num(h.deadLetters.oldestOpenAgeSeconds))],
-  ['durable_jobs_outbox_pending', 'Outbox rows not delivered yet.', [], (h, set) => set({}, h.outbox.pending)],
-  ['durable_jobs_outbox_overdue', 'Outbox rows past their delivery deadline.', [], (h, set) => set({}, h.outbox.overdue)],
-  ['durable_jobs_outbox_oldest_pending_age_seconds', 'Age of the oldest undelivered outbox row (0: none): the outbox lag.', [], (h, set) => set({}, num(h.outbox.oldestPendingAgeSeconds))],
-  ['durable_jobs_intake_rejections', 'Submissions answered 503 (nothing persisted) in the window, from the durable per-minute counter.', ['window'], (h, set) => {
-    for (const w of WINDOWS) set({ window: w.key }, h.intakeRejections.perWindow[w.key]);
-  }],
-  ['durable_jobs_degradation_paused', '1 while the priority is paused by the degradation setting.', ['priority'], (h, set) => {
-    for (const p of ['high', 'normal', 'low'] as const) set({ priority: p }, h.degradation.pausedPriorities.includes(p) ? 1 : 0);
-  }],
-  ['durable_jobs_recovery_rate_per_minute', 'Configured admission rate for deferred jobs when they resume.', [], (h, set) => set({}, h.degradation.recoveryRatePerMinute)],
-  ['durable_jobs_fallback_used', 'Effects sent to the fallback upstream (an operator\'s recorded decision) by job type, in the window or all time.', ['job_type', 'window'], (h, set) => {
-    for (const [t, f] of Object.entries(h.fallbackUsed)) { set({ job_type: t, window: 'all' }, f.total); for (const w of WINDOWS) set({ job_type: t, window: w.key }, f.perWindow[w.key]); }
-  }],
-  ['durable_jobs_fallback_enabled', '1 while an operator has switched the job type to the fallback upstream.', ['job_type'], (h, set, c) => {
-    for (const t of c.fallbackTypes) set({ job_type: t }, h.degradation.fallbackJobTypes.includes(t) ? 1 : 0);
-  }],
-  ['durable_jobs_admissions_pending', 'Resuming jobs holding a ramp slot not reached yet.', [], (h, set) => set({}, h.degradation.pendingAdmissions)],
-];
+const HEALTH_METRICS: Array<[name: string, help: string, labels: string[], fill: (h: QueueHealth, set: Setter, c: GaugeContext) => void]> =
+  [
+    [
+      'durable_jobs_backlog_jobs',
+      'Unfinished jobs by type and state (Postgres).',
+      ['job_type', 'state'],
+      (h, set) => {
+        for (const [t, j] of Object.entries(h.jobTypes))
+          for (const st of ['queued', 'retrying', 'running', 'deferred'] as const) set({ job_type: t, state: st }, j.backlog[st]);
+      },
+    ],
+    [
+      'durable_jobs_backlog_oldest_waiting_age_seconds',
+      'Longest a job of this type has been waiting for a worker right now (0: none waiting).',
+      ['job_type'],
+      (h, set) => {
+        for (const [t, j] of Object.entries(h.jobTypes)) set({ job_type: t }, num(j.backlog.oldestWaitingAgeSeconds));
+      },
+    ],
+    [
+      'durable_jobs_backlog_oldest_unfinished_age_seconds',
+      'Age of the oldest admitted, unfinished job of this type.',
+      ['job_type'],
+      (h, set) => {
+        for (const [t, j] of Object.entries(h.jobTypes)) set({ job_type: t }, num(j.backlog.oldestUnfinishedAgeSeconds));
+      },
+    ],
+    [
+      'durable_jobs_deferred_oldest_age_seconds',
+      'How long the oldest deferred job of this type has been held back.',
+      ['job_type'],
+      (h, set) => {
+        for (const [t, j] of Object.entries(h.jobTypes)) set({ job_type: t }, num(j.backlog.oldestDeferredAgeSeconds));
+      },
+    ],
+    [
+      'durable_jobs_task_queue_backlog',
+      'Temporal approximate backlog count of the task queue.',
+      ['task_queue', 'task_type'],
+      (h, set) => eachQueue(h, set, (s) => s.backlogCount),
+    ],
+    [
+      'durable_jobs_task_queue_backlog_age_seconds',
+      'Temporal approximate backlog age of the task queue.',
+      ['task_queue', 'task_type'],
+      (h, set) => eachQueue(h, set, (s) => s.backlogAgeSeconds),
+    ],
+    [
+      'durable_jobs_task_queue_dispatch_rate_per_second',
+      'Temporal tasks dispatched per second.',
+      ['task_queue', 'task_type'],
+      (h, set) => eachQueue(h, set, (s) => s.dispatchRatePerSecond),
+    ],
+    [
+      'durable_jobs_task_queue_pollers',
+      'Workers polling the task queue.',
+      ['task_queue', 'task_type'],
+      (h, set) => eachQueue(h, set, (s) => s.pollers),
+    ],
+    [
+      'durable_jobs_arrivals_per_minute',
+      'Jobs accepted per minute over the window.',
+      ['job_type', 'window'],
+      (h, set) => eachRate(h, set, (f) => f.arrivalsPerMinute),
+    ],
+    [
+      'durable_jobs_completions_per_minute',
+      'Jobs finished (any final state) per minute over the window.',
+      ['job_type', 'window'],
+      (h, set) => eachRate(h, set, (f) => f.completionsPerMinute),
+    ],
+    [
+      'durable_jobs_net_drain_per_minute',
+      'Completions minus admitted arrivals per minute; negative: the backlog grows.',
+      ['job_type', 'window'],
+      (h, set) => eachRate(h, set, (f) => f.netDrainPerMinute),
+    ],
+    [
+      'durable_jobs_recovery_eta_seconds',
+      'Backlog / net drain over the window; +Inf when it does not shrink, 0 when empty.',
+      ['window'],
+      (h, set) => {
+        for (const w of WINDOWS) {
+          const r = h.recoveryByWindow[w.key];
+          set({ window: w.key }, r.etaSeconds ?? Number.POSITIVE_INFINITY);
+        }
+      },
+    ],
+    [
+      'durable_jobs_lease_expirations',
+      'Attempts that lost their lease (worker died, heartbeat or start-to-close timeout) detected in the window.',
+      ['job_type', 'window'],
+      (h, set) => {
+        for (const [t, j] of Object.entries(h.jobTypes))
+          for (const w of WINDOWS) set({ job_type: t, window: w.key }, j.leaseExpirations[w.key]);
+      },
+    ],
+    [
+      'durable_jobs_lease_overdue_attempts',
+      'Attempts past their start-to-close deadline with no end and no successor (last hour).',
+      [],
+      (h, set) => set({}, h.leaseExpirations.overdue),
+    ],
+    [
+      'durable_jobs_attempts',
+      'Recorded attempts by outcome in the window.',
+      ['outcome', 'window'],
+      (h, set) => {
+        for (const [o, pw] of Object.entries(h.attempts.byOutcome)) for (const w of WINDOWS) set({ outcome: o, window: w.key }, pw[w.key]);
+      },
+    ],
+    [
+      'durable_jobs_attempts_per_job',
+      'Attempts per job over jobs finished in the last 15 min.',
+      ['job_type', 'stat'],
+      (h, set) => {
+        for (const [t, j] of Object.entries(h.jobTypes)) {
+          set({ job_type: t, stat: 'avg' }, num(j.attemptsPerJob.avg));
+          set({ job_type: t, stat: 'max' }, num(j.attemptsPerJob.max));
+        }
+      },
+    ],
+    [
+      'durable_jobs_queue_time_seconds',
+      'Queue time (admitted to first started) of jobs finished in the last 15 min.',
+      ['job_type', 'quantile'],
+      (h, set) => {
+        for (const [t, j] of Object.entries(h.jobTypes)) {
+          set({ job_type: t, quantile: '0.5' }, j.queueSeconds.p50);
+          set({ job_type: t, quantile: '0.95' }, j.queueSeconds.p95);
+        }
+      },
+    ],
+    [
+      'durable_jobs_execution_time_seconds',
+      'Execution time (first started to finished) of jobs finished in the last 15 min.',
+      ['job_type', 'quantile'],
+      (h, set) => {
+        for (const [t, j] of Object.entries(h.jobTypes)) {
+          set({ job_type: t, quantile: '0.5' }, j.executionSeconds.p50);
+          set({ job_type: t, quantile: '0.95' }, j.executionSeconds.p95);
+        }
+      },
+    ],
+    [
+      'durable_jobs_reconciliations',
+      'Effects reconciled with the upstream (a previous attempt was in doubt) in the window.',
+      ['window'],
+      (h, set) => {
+        for (const w of WINDOWS) set({ window: w.key }, h.reconciliations.perWindow[w.key]);
+      },
+    ],
+    [
+      'durable_jobs_effects_in_doubt',
+      'Pending effects that may have reached the upstream unseen.',
+      [],
+      (h, set) => set({}, h.reconciliations.effectsInDoubt),
+    ],
+    ['durable_jobs_dead_letters_open', 'Open dead letters.', [], (h, set) => set({}, h.deadLetters.open)],
+    [
+      'durable_jobs_dead_letters_created',
+      'Dead letters created in the window.',
+      ['window'],
+      (h, set) => {
+        for (const w of WINDOWS) set({ window: w.key }, h.deadLetters.newPerWindow[w.key]);
+      },
+    ],
+    [
+      'durable_jobs_dead_letter_oldest_open_age_seconds',
+      'Age of the oldest open dead letter (0: none).',
+      [],
+      (h, set) => set({}, num(h.deadLetters.oldestOpenAgeSeconds)),
+    ],
+    ['durable_jobs_outbox_pending', 'Outbox rows not delivered yet.', [], (h, set) => set({}, h.outbox.pending)],
+    ['durable_jobs_outbox_overdue', 'Outbox rows past their delivery deadline.', [], (h, set) => set({}, h.outbox.overdue)],
+    [
+      'durable_jobs_outbox_oldest_pending_age_seconds',
+      'Age of the oldest undelivered outbox row (0: none): the outbox lag.',
+      [],
+      (h, set) => set({}, num(h.outbox.oldestPendingAgeSeconds)),
+    ],
+    [
+      'durable_jobs_intake_rejections',
+      'Submissions answered 503 (nothing persisted) in the window, from the durable per-minute counter.',
+      ['window'],
+      (h, set) => {
+        for (const w of WINDOWS) set({ window: w.key }, h.intakeRejections.perWindow[w.key]);
+      },
+    ],
+    [
+      'durable_jobs_degradation_paused',
+      '1 while the priority is paused by the degradation setting.',
+      ['priority'],
+      (h, set) => {
+        for (const p of ['high', 'normal', 'low'] as const) set({ priority: p }, h.degradation.pausedPriorities.includes(p) ? 1 : 0);
+      },
+    ],
+    [
+      'durable_jobs_recovery_rate_per_minute',
+      'Configured admission rate for deferred jobs when they resume.',
+      [],
+      (h, set) => set({}, h.degradation.recoveryRatePerMinute),
+    ],
+    [
+      'durable_jobs_fallback_used',
+      "Effects sent to the fallback upstream (an operator's recorded decision) by job type, in the window or all time.",
+      ['job_type', 'window'],
+      (h, set) => {
+        for (const [t, f] of Object.entries(h.fallbackUsed)) {
+          set({ job_type: t, window: 'all' }, f.total);
+          for (const w of WINDOWS) set({ job_type: t, window: w.key }, f.perWindow[w.key]);
+        }
+      },
+    ],
+    [
+      'durable_jobs_fallback_enabled',
+      '1 while an operator has switched the job type to the fallback upstream.',
+      ['job_type'],
+      (h, set, c) => {
+        for (const t of c.fallbackTypes) set({ job_type: t }, h.degradation.fallbackJobTypes.includes(t) ? 1 : 0);
+      },
+    ],
+    [
+      'durable_jobs_admissions_pending',
+      'Resuming jobs holding a ramp slot not reached yet.',
+      [],
+      (h, set) => set({}, h.degradation.pendingAdmissions),
+    ],
+  ];
 
 function eachQueue(h: QueueHealth, set: Setter, f: (s: TaskQueueStats) => number): void {
   for (const t of h.taskQueues) {
@@ -104,30 +269,59 @@ export interface HealthMetrics {
  * gauges of that scrape); if Postgres cannot answer, `durable_jobs_health_up` is 0 and the
  * other gauges are left empty rather than stale.
  */
-export function registerHealthMetrics(registry: Registry, deps: HealthDeps & { log: Logger; fallbackTypes: readonly JobType[] }): HealthMetrics {
+export function registerHealthMetrics(
+  registry: Registry,
+  deps: HealthDeps & { log: Logger; fallbackTypes: readonly JobType[] },
+): HealthMetrics {
   let cached: { at: number; p: Promise<QueueHealth> } | undefined;
   const snapshot = () => {
     if (!cached || Date.now() - cached.at > 1_000) {
       cached = { at: Date.now(), p: flushRejections().then(() => collectQueueHealth(deps)) };
-      cached.p.catch(() => { cached = undefined; });
+      cached.p.catch(() => {
+        cached = undefined;
+      });
     }
     return cached.p;
   };
   new Gauge({
-    name: 'durable_jobs_health_up', help: '1 when the health figures could be read from Postgres.', registers: [registry],
-    async collect() { this.set(await snapshot().then(() => 1, () => 0)); },
+    name: 'durable_jobs_health_up',
+    help: '1 when the health figures could be read from Postgres.',
+    registers: [registry],
+    async collect() {
+      this.set(
+        await snapshot().then(
+          () => 1,
+          () => 0,
+        ),
+      );
+    },
   });
   for (const [name, help, labelNames, fill] of HEALTH_METRICS) {
     new Gauge({
-      name, help, labelNames, registers: [registry],
+      name,
+      help,
+      labelNames,
+      registers: [registry],
       async collect() {
         this.reset();
         const h = await snapshot().catch(() => undefined);
-        if (h) fill(h, (labels, value) => { if (value !== null) this.set(labels, value); }, deps);
+        if (h)
+          fill(
+            h,
+            (labels, value) => {
+              if (value !== null) this.set(labels, value);
+            },
+            deps,
+          );
       },
     });
   }
-  const rejectionsTotal = new Counter({ name: 'durable_jobs_intake_rejections_total', help: 'Submissions this process answered 503 (nothing persisted).', labelNames: ['cause'], registers: [registry] });
+  const rejectionsTotal = new Counter({
+    name: 'durable_jobs_intake_rejections_total',
+    help: 'Submissions this process answered 503 (nothing persisted).',
+    labelNames: ['cause'],
+    registers: [registry],
+  });
 
   // Minute buckets not written yet (Postgres may be the very reason for the 503): retried on
   // the next rejection or scrape. Their minute is this host's clock, the only figure that is.

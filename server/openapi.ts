@@ -15,37 +15,86 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
   const problem = { $ref: '#/components/schemas/Problem' };
   const problemResponse = (description: string) => ({ description, content: { 'application/problem+json': { schema: problem } } });
   // One schema per registered type, described by its definition (and its effect steps).
-  const inputs = Object.fromEntries(jobs.modules.map(({ definition: d }) => [`${d.name}Input`, {
-    ...json(d.input), description: `${d.description}. Effect steps: ${d.effects.join(', ')}${d.submittable ? '' : '. Not submittable'}`,
-  }]));
+  const inputs = Object.fromEntries(
+    jobs.modules.map(({ definition: d }) => [
+      `${d.name}Input`,
+      {
+        ...json(d.input),
+        description: `${d.description}. Effect steps: ${d.effects.join(', ')}${d.submittable ? '' : '. Not submittable'}`,
+      },
+    ]),
+  );
   return {
     openapi: '3.0.3',
-    info: { title: 'durable-jobs', version, description: 'Background jobs on Temporal and PostgreSQL: durable intake, effects once, every state visible.' },
+    info: {
+      title: 'durable-jobs',
+      version,
+      description: 'Background jobs on Temporal and PostgreSQL: durable intake, effects once, every state visible.',
+    },
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
       schemas: {
         ...inputs,
-        SubmitJob: { ...json(SUBMIT_BODY_SCHEMA), description: `input must match the schema of its type: ${jobs.names.map((k) => `${k}Input`).join(', ')}` },
-        Accepted: { type: 'object', properties: { jobId: { type: 'string' }, status: { type: 'string' }, statusUrl: { type: 'string' }, retryAfterSeconds: { type: 'integer' } } },
+        SubmitJob: {
+          ...json(SUBMIT_BODY_SCHEMA),
+          description: `input must match the schema of its type: ${jobs.names.map((k) => `${k}Input`).join(', ')}`,
+        },
+        Accepted: {
+          type: 'object',
+          properties: {
+            jobId: { type: 'string' },
+            status: { type: 'string' },
+            statusUrl: { type: 'string' },
+            retryAfterSeconds: { type: 'integer' },
+          },
+        },
         JobStatus: {
           type: 'object',
           required: ['jobId', 'type', 'status', 'attempts', 'createdAt', 'updatedAt'],
           properties: {
-            jobId: { type: 'string' }, type: { type: 'string' }, status: { type: 'string', enum: [...JOB_STATES] },
-            attempts: { type: 'integer' }, createdAt: { type: 'string', format: 'date-time' }, updatedAt: { type: 'string', format: 'date-time' },
-            result: {}, error: { type: 'object' }, deadLetterId: { type: 'string' }, nextPollSeconds: { type: 'integer' },
-            upstream: { type: 'string', enum: ['primary', 'fallback'], description: 'job types with a fallback: where its effects went ("fallback" once any did, by an operator\'s decision)' },
-            upstreamReason: { type: 'string', description: 'who enabled the fallback and since when, or why the job stayed on the primary' },
+            jobId: { type: 'string' },
+            type: { type: 'string' },
+            status: { type: 'string', enum: [...JOB_STATES] },
+            attempts: { type: 'integer' },
+            createdAt: { type: 'string', format: 'date-time' },
+            updatedAt: { type: 'string', format: 'date-time' },
+            result: {},
+            error: { type: 'object' },
+            deadLetterId: { type: 'string' },
+            nextPollSeconds: { type: 'integer' },
+            upstream: {
+              type: 'string',
+              enum: ['primary', 'fallback'],
+              description: 'job types with a fallback: where its effects went ("fallback" once any did, by an operator\'s decision)',
+            },
+            upstreamReason: {
+              type: 'string',
+              description: 'who enabled the fallback and since when, or why the job stayed on the primary',
+            },
             staleResult: {
-              type: 'object', description: 'only with ?allowStale=true, while this job has no result: an earlier job\'s result for the same input, never live',
+              type: 'object',
+              description:
+                "only with ?allowStale=true, while this job has no result: an earlier job's result for the same input, never live",
               required: ['stale', 'result', 'at', 'fromJobId'],
-              properties: { stale: { type: 'boolean', enum: [true] }, result: {}, at: { type: 'string', format: 'date-time', description: 'when that job finished (UTC)' }, fromJobId: { type: 'string' } },
+              properties: {
+                stale: { type: 'boolean', enum: [true] },
+                result: {},
+                at: { type: 'string', format: 'date-time', description: 'when that job finished (UTC)' },
+                fromJobId: { type: 'string' },
+              },
             },
           },
         },
         Problem: {
-          type: 'object', required: ['type', 'title', 'status'],
-          properties: { type: { type: 'string' }, title: { type: 'string' }, status: { type: 'integer' }, detail: { type: 'string' }, errors: { type: 'array', items: { type: 'object', properties: { path: { type: 'string' }, message: { type: 'string' } } } } },
+          type: 'object',
+          required: ['type', 'title', 'status'],
+          properties: {
+            type: { type: 'string' },
+            title: { type: 'string' },
+            status: { type: 'integer' },
+            detail: { type: 'string' },
+            errors: { type: 'array', items: { type: 'object', properties: { path: { type: 'string' }, message: { type: 'string' } } } },
+          },
         },
       },
     },
@@ -54,11 +103,24 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
       '/v1/jobs': {
         post: {
           summary: 'Submit a job (one business intent per Idempotency-Key)',
-          parameters: [{ name: 'Idempotency-Key', in: 'header', required: true, schema: { type: 'string', minLength: 8, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' } }],
+          parameters: [
+            {
+              name: 'Idempotency-Key',
+              in: 'header',
+              required: true,
+              schema: { type: 'string', minLength: 8, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
+            },
+          ],
           requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/SubmitJob' } } } },
           responses: {
-            202: { description: 'accepted: a new durable job', content: { 'application/json': { schema: { $ref: '#/components/schemas/Accepted' } } } },
-            200: { description: 'the same intent again: the same job (Idempotent-Replayed: true)', content: { 'application/json': { schema: { $ref: '#/components/schemas/Accepted' } } } },
+            202: {
+              description: 'accepted: a new durable job',
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/Accepted' } } },
+            },
+            200: {
+              description: 'the same intent again: the same job (Idempotent-Replayed: true)',
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/Accepted' } } },
+            },
             400: problemResponse('missing or malformed key, unknown type, invalid input, malformed JSON'),
             401: problemResponse('missing or wrong API key'),
             413: problemResponse('body over 256 KiB'),
@@ -70,25 +132,42 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
       },
       '/v1/jobs/{jobId}': {
         get: {
-          summary: 'A job\'s status',
+          summary: "A job's status",
           parameters: [
             { name: 'jobId', in: 'path', required: true, schema: { type: 'string' } },
-            { name: 'allowStale', in: 'query', required: false, schema: { type: 'string', enum: ['true', 'false'], default: 'false' }, description: 'true: while the job has no result (queued, running, retrying, deferred) and its type allows it, add staleResult: the last successful result of the same tenant, type and input, labelled with its time' },
+            {
+              name: 'allowStale',
+              in: 'query',
+              required: false,
+              schema: { type: 'string', enum: ['true', 'false'], default: 'false' },
+              description:
+                'true: while the job has no result (queued, running, retrying, deferred) and its type allows it, add staleResult: the last successful result of the same tenant, type and input, labelled with its time',
+            },
           ],
-          responses: { 200: { description: 'status', content: { 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } } }, 400: problemResponse('allowStale is not true or false'), 404: problemResponse('no such job for this tenant') },
+          responses: {
+            200: { description: 'status', content: { 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } } },
+            400: problemResponse('allowStale is not true or false'),
+            404: problemResponse('no such job for this tenant'),
+          },
         },
       },
       '/v1/jobs/{jobId}/cancel': {
         post: {
-          summary: 'Cancel a job that has not finished', parameters: [{ name: 'jobId', in: 'path', required: true, schema: { type: 'string' } }],
-          responses: { 202: { description: 'cancellation requested' }, 404: problemResponse('no such job'), 409: problemResponse('already finished') },
+          summary: 'Cancel a job that has not finished',
+          parameters: [{ name: 'jobId', in: 'path', required: true, schema: { type: 'string' } }],
+          responses: {
+            202: { description: 'cancellation requested' },
+            404: problemResponse('no such job'),
+            409: problemResponse('already finished'),
+          },
         },
       },
       '/v1/webhooks/{source}': {
         post: {
           summary: 'Receive a provider webhook (Standard Webhooks: webhook-id, webhook-timestamp, webhook-signature over the raw body)',
           security: [],
-          parameters: ['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((name) => ({ name, in: 'header', required: true, schema: { type: 'string' } }))
+          parameters: ['webhook-id', 'webhook-timestamp', 'webhook-signature']
+            .map((name) => ({ name, in: 'header', required: true, schema: { type: 'string' } }))
             .concat([{ name: 'source', in: 'path', required: true, schema: { type: 'string' } }]),
           responses: {
             202: { description: 'new delivery, recorded once and enqueued to its job' },
@@ -100,7 +179,10 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
         },
       },
       '/v1/admin/webhook-deliveries/{source}/{webhookId}': {
-        get: { summary: 'A delivery: first seen, times received, outcome (admin key)', responses: { 200: { description: 'delivery' }, 404: problemResponse('unknown delivery') } },
+        get: {
+          summary: 'A delivery: first seen, times received, outcome (admin key)',
+          responses: { 200: { description: 'delivery' }, 404: problemResponse('unknown delivery') },
+        },
       },
       '/v1/dead-letters': {
         get: {
@@ -109,15 +191,30 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
           responses: { 200: { description: 'list' }, 401: problemResponse('admin key required') },
         },
       },
-      '/v1/dead-letters/{id}': { get: { summary: 'Evidence and action history of one dead letter (admin key)', responses: { 200: { description: 'dead letter' }, 404: problemResponse('unknown') } } },
+      '/v1/dead-letters/{id}': {
+        get: {
+          summary: 'Evidence and action history of one dead letter (admin key)',
+          responses: { 200: { description: 'dead letter' }, 404: problemResponse('unknown') },
+        },
+      },
       '/v1/dead-letters/replay': {
         post: {
           summary: 'Replay dead letters (dry run first), in batches with bounded concurrency and rate (admin key)',
           requestBody: { required: true, content: { 'application/json': { schema: json(REPLAY_SCHEMA) } } },
-          responses: { 200: { description: 'dry run: per dead letter, each effect reuse or execute' }, 202: { description: '{"replayId"}' }, 400: problemResponse('invalid request'), 409: problemResponse('a discarded dead letter') },
+          responses: {
+            200: { description: 'dry run: per dead letter, each effect reuse or execute' },
+            202: { description: '{"replayId"}' },
+            400: problemResponse('invalid request'),
+            409: problemResponse('a discarded dead letter'),
+          },
         },
       },
-      '/v1/dead-letters/replays/{replayId}': { get: { summary: 'Progress of a replay (admin key)', responses: { 200: { description: 'progress' }, 404: problemResponse('unknown replay') } } },
+      '/v1/dead-letters/replays/{replayId}': {
+        get: {
+          summary: 'Progress of a replay (admin key)',
+          responses: { 200: { description: 'progress' }, 404: problemResponse('unknown replay') },
+        },
+      },
       '/v1/dead-letters/{id}/discard': {
         post: {
           summary: 'Discard with a reason; never replayed afterwards (admin key)',
@@ -126,65 +223,133 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
         },
       },
       '/v1/admin/outbox': {
-        get: { summary: 'Failed (or other) notifications with their evidence, never the payload (admin key; ?state=failed|pending|delivered|discarded, ?limit=1..1000)', responses: { 200: { description: 'outbox rows' }, 400: problemResponse('bad query') } },
+        get: {
+          summary:
+            'Failed (or other) notifications with their evidence, never the payload (admin key; ?state=failed|pending|delivered|discarded, ?limit=1..1000)',
+          responses: { 200: { description: 'outbox rows' }, 400: problemResponse('bad query') },
+        },
       },
-      '/v1/admin/outbox/{id}': { get: { summary: 'One outbox row (admin key)', responses: { 200: { description: 'outbox row' }, 404: problemResponse('unknown') } } },
+      '/v1/admin/outbox/{id}': {
+        get: { summary: 'One outbox row (admin key)', responses: { 200: { description: 'outbox row' }, 404: problemResponse('unknown') } },
+      },
       '/v1/admin/outbox/{id}/replay': {
         post: {
           summary: 'Deliver a failed notification again, with its own effect key (admin key)',
           requestBody: { required: false, content: { 'application/json': { schema: json(OUTBOX_REPLAY_SCHEMA) } } },
-          responses: { 202: { description: 'pending again; delivery started' }, 404: problemResponse('unknown'), 409: problemResponse('not failed'), 503: problemResponse('Temporal unavailable; the scan delivers it') },
+          responses: {
+            202: { description: 'pending again; delivery started' },
+            404: problemResponse('unknown'),
+            409: problemResponse('not failed'),
+            503: problemResponse('Temporal unavailable; the scan delivers it'),
+          },
         },
       },
       '/v1/admin/outbox/{id}/discard': {
         post: {
           summary: 'Discard a failed notification with a reason; never delivered (admin key)',
           requestBody: { required: true, content: { 'application/json': { schema: json(OUTBOX_DISCARD_SCHEMA) } } },
-          responses: { 200: { description: 'discarded' }, 400: problemResponse('reason missing'), 404: problemResponse('unknown'), 409: problemResponse('not failed') },
+          responses: {
+            200: { description: 'discarded' },
+            400: problemResponse('reason missing'),
+            404: problemResponse('unknown'),
+            409: problemResponse('not failed'),
+          },
         },
       },
       '/v1/admin/whoami': {
-        get: { summary: 'The operator this admin key names (every audit row carries that name), its key ID (a hash prefix) and the Temporal Web UI to link to (admin key)', responses: { 200: { description: '{"operator","keyId","temporalUi"}' }, 401: problemResponse('not an admin key') } },
+        get: {
+          summary:
+            'The operator this admin key names (every audit row carries that name), its key ID (a hash prefix) and the Temporal Web UI to link to (admin key)',
+          responses: { 200: { description: '{"operator","keyId","temporalUi"}' }, 401: problemResponse('not an admin key') },
+        },
       },
       '/v1/admin/jobs': {
         get: {
           summary: 'Find jobs across tenants by job ID, tenant, type or state, newest first; never the input (admin key)',
           parameters: [
-            { name: 'jobId', in: 'query', schema: { type: 'string', maxLength: 300 } }, { name: 'tenantId', in: 'query', schema: { type: 'string', maxLength: 300 } },
-            { name: 'type', in: 'query', schema: { type: 'string', maxLength: 300 } }, { name: 'state', in: 'query', schema: { type: 'string', enum: [...JOB_STATES] } },
+            { name: 'jobId', in: 'query', schema: { type: 'string', maxLength: 300 } },
+            { name: 'tenantId', in: 'query', schema: { type: 'string', maxLength: 300 } },
+            { name: 'type', in: 'query', schema: { type: 'string', maxLength: 300 } },
+            { name: 'state', in: 'query', schema: { type: 'string', enum: [...JOB_STATES] } },
             { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } },
           ],
-          responses: { 200: { description: '{"jobs": [job status + tenantId]}' }, 400: problemResponse('invalid filter'), 401: problemResponse('admin key required') },
+          responses: {
+            200: { description: '{"jobs": [job status + tenantId]}' },
+            400: problemResponse('invalid filter'),
+            401: problemResponse('admin key required'),
+          },
         },
       },
       '/v1/admin/jobs/{jobId}': {
-        get: { summary: 'One job as its tenant sees it, plus the tenant (admin key)', responses: { 200: { description: 'job' }, 401: problemResponse('admin key required'), 404: problemResponse('unknown job') } },
+        get: {
+          summary: 'One job as its tenant sees it, plus the tenant (admin key)',
+          responses: { 200: { description: 'job' }, 401: problemResponse('admin key required'), 404: problemResponse('unknown job') },
+        },
       },
       '/v1/admin/jobs/{jobId}/timeline': {
         get: {
-          summary: 'One job\'s timeline (admin key): every event from Postgres and the Temporal history in UTC order, each with its source and kind; above it the stage verdict (intake, claim, side effects, completion) in words with its figure, the next step, queue wait and execution time per stage, duplicates and replay lineage. Never the input, a result, a payload or a key',
+          summary:
+            "One job's timeline (admin key): every event from Postgres and the Temporal history in UTC order, each with its source and kind; above it the stage verdict (intake, claim, side effects, completion) in words with its figure, the next step, queue wait and execution time per stage, duplicates and replay lineage. Never the input, a result, a payload or a key",
           parameters: [{ name: 'jobId', in: 'path', required: true, schema: { type: 'string', maxLength: 300 } }],
-          responses: { 200: { description: 'timeline' }, 400: problemResponse('invalid job ID or an unknown query parameter'), 401: problemResponse('admin key required'), 404: problemResponse('unknown job') },
+          responses: {
+            200: { description: 'timeline' },
+            400: problemResponse('invalid job ID or an unknown query parameter'),
+            401: problemResponse('admin key required'),
+            404: problemResponse('unknown job'),
+          },
         },
       },
       '/v1/admin/queue-health': {
         get: {
-          summary: 'Queue health: backlog and its age, rates, recovery ETA, leases, dead letters, outbox, degradation, fallback use (admin key)',
-          parameters: [{ name: 'history', in: 'query', schema: { type: 'integer', minimum: 0, maximum: 1440, default: 30 }, description: 'minutes of per-minute trend to include' }],
-          responses: { 200: { description: 'figures' }, 400: problemResponse('invalid history'), 401: problemResponse('admin key required') },
+          summary:
+            'Queue health: backlog and its age, rates, recovery ETA, leases, dead letters, outbox, degradation, fallback use (admin key)',
+          parameters: [
+            {
+              name: 'history',
+              in: 'query',
+              schema: { type: 'integer', minimum: 0, maximum: 1440, default: 30 },
+              description: 'minutes of per-minute trend to include',
+            },
+          ],
+          responses: {
+            200: { description: 'figures' },
+            400: problemResponse('invalid history'),
+            401: problemResponse('admin key required'),
+          },
         },
       },
       '/v1/admin/degradation': {
-        get: { summary: 'The degradation setting, deferred jobs by priority, and the last 20 audit entries (admin key)', responses: { 200: { description: 'setting' }, 401: problemResponse('admin key required') } },
+        get: {
+          summary: 'The degradation setting, deferred jobs by priority, and the last 20 audit entries (admin key)',
+          responses: { 200: { description: 'setting' }, 401: problemResponse('admin key required') },
+        },
         put: {
           summary: 'Change the degradation setting: paused priorities, recovery rate, fallback job types; audited (admin key)',
-          parameters: [{ name: 'X-Operator', in: 'header', required: false, schema: { type: 'string', maxLength: 100 }, description: 'deprecated: the admin key names the operator (ADMIN_API_KEYS); if sent, it must be that name (else 400)' }],
+          parameters: [
+            {
+              name: 'X-Operator',
+              in: 'header',
+              required: false,
+              schema: { type: 'string', maxLength: 100 },
+              description: 'deprecated: the admin key names the operator (ADMIN_API_KEYS); if sent, it must be that name (else 400)',
+            },
+          ],
           requestBody: { required: true, content: { 'application/json': { schema: json(degradationBody(jobs.fallbackTypes)) } } },
-          responses: { 200: { description: 'the new setting' }, 400: problemResponse('invalid setting (nothing changed)'), 401: problemResponse('admin key required') },
+          responses: {
+            200: { description: 'the new setting' },
+            400: problemResponse('invalid setting (nothing changed)'),
+            401: problemResponse('admin key required'),
+          },
         },
       },
       '/healthz': { get: { summary: 'process up', security: [], responses: { 200: { description: 'up' } } } },
-      '/readyz': { get: { summary: 'Postgres reachable and Temporal would accept a job (namespace, search attributes, history)', security: [], responses: { 200: { description: 'ready' }, 503: problemResponse('not ready') } } },
+      '/readyz': {
+        get: {
+          summary: 'Postgres reachable and Temporal would accept a job (namespace, search attributes, history)',
+          security: [],
+          responses: { 200: { description: 'ready' }, 503: problemResponse('not ready') },
+        },
+      },
       '/metrics': { get: { summary: 'Prometheus metrics', security: [], responses: { 200: { description: 'text exposition format' } } } },
     },
   };

@@ -2,8 +2,14 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import { zodFieldIssues } from '../lib/validation.js';
 import {
-  DurableJobsError, IdempotencyConflictError, NotFoundError, StateConflictError, UnavailableError, ValidationError,
-  type Dependency, type FieldIssue,
+  DurableJobsError,
+  IdempotencyConflictError,
+  NotFoundError,
+  StateConflictError,
+  UnavailableError,
+  ValidationError,
+  type Dependency,
+  type FieldIssue,
 } from '../lib/errors.js';
 
 /** RFC 9457 problem details. `type` is stable: clients branch on it, never on `title` or `detail`. */
@@ -50,22 +56,31 @@ export function parseOr400<T>(schema: z.ZodType<T>, value: unknown, what: string
 /** Maps the coded error hierarchy onto problems; anything unknown is a 500 without internals. */
 export function problemFromError(err: unknown): Problem {
   if (err instanceof ValidationError) return problem(400, 'validation-error', 'Invalid request', err.message, { errors: err.fields });
-  if (err instanceof IdempotencyConflictError) return problem(422, 'idempotency-key-reused', 'Idempotency-Key reused with a different request', err.message);
+  if (err instanceof IdempotencyConflictError)
+    return problem(422, 'idempotency-key-reused', 'Idempotency-Key reused with a different request', err.message);
   if (err instanceof NotFoundError) return problem(404, 'not-found', 'Not found', err.message);
   if (err instanceof StateConflictError) {
     const p = err.problem;
     return problem(p.status ?? 409, p.slug ?? 'state-conflict', p.title ?? 'Conflict with the current state', err.message, p.extra ?? {});
   }
-  if (err instanceof UnavailableError) return problem(503, 'unavailable', 'Temporarily unavailable', `${err.message}; nothing was changed: retry the same request later`, { retryAfterSeconds: err.retryAfterSeconds });
+  if (err instanceof UnavailableError)
+    return problem(503, 'unavailable', 'Temporarily unavailable', `${err.message}; nothing was changed: retry the same request later`, {
+      retryAfterSeconds: err.retryAfterSeconds,
+    });
   if (err instanceof DurableJobsError) return problem(500, err.code, 'Internal error');
   const fe = err as { code?: string; statusCode?: number; message?: string };
   switch (fe?.code) {
-    case 'FST_ERR_CTP_BODY_TOO_LARGE': return problem(413, 'payload-too-large', 'Request body too large', 'the body must be at most 256 KiB');
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE': return problem(415, 'unsupported-media-type', 'Unsupported media type', 'send Content-Type: application/json');
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY': return problem(400, 'malformed-json', 'Malformed JSON', 'the body is empty');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return problem(413, 'payload-too-large', 'Request body too large', 'the body must be at most 256 KiB');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return problem(415, 'unsupported-media-type', 'Unsupported media type', 'send Content-Type: application/json');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return problem(400, 'malformed-json', 'Malformed JSON', 'the body is empty');
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
-    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH': return problem(400, 'malformed-json', 'Malformed JSON', 'the body is not valid JSON');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return problem(400, 'malformed-json', 'Malformed JSON', 'the body is not valid JSON');
   }
-  if (fe instanceof SyntaxError || fe?.statusCode === 400) return problem(400, 'malformed-json', 'Malformed JSON', 'the body is not valid JSON');
+  if (fe instanceof SyntaxError || fe?.statusCode === 400)
+    return problem(400, 'malformed-json', 'Malformed JSON', 'the body is not valid JSON');
   return problem(500, 'internal', 'Internal error');
 }

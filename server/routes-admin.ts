@@ -15,11 +15,24 @@ import { problemFromError, sendProblem, unavailableDependency } from './problems
 
 const UNKNOWN_DEGRADATION_FIELD = 'unknown field; allowed: pausedPriorities, recoveryRatePerMinute, fallbackJobTypes, reason';
 
-export interface AdminDeps { pool: pg.Pool; temporal: Client; taskQueues: string[]; adminApiKey: AdminKeys; log: Logger; fallbackTypes: readonly JobType[] }
+export interface AdminDeps {
+  pool: pg.Pool;
+  temporal: Client;
+  taskQueues: string[];
+  adminApiKey: AdminKeys;
+  log: Logger;
+  fallbackTypes: readonly JobType[];
+}
 
 /** Admin endpoints for queue health and degradation, the health metrics, and the intake-rejection counter. */
 export function registerAdminRoutes(app: FastifyInstance, registry: Registry, deps: AdminDeps): void {
-  const metrics = registerHealthMetrics(registry, { pool: deps.pool, temporal: deps.temporal, taskQueues: deps.taskQueues, log: deps.log, fallbackTypes: deps.fallbackTypes });
+  const metrics = registerHealthMetrics(registry, {
+    pool: deps.pool,
+    temporal: deps.temporal,
+    taskQueues: deps.taskQueues,
+    log: deps.log,
+    fallbackTypes: deps.fallbackTypes,
+  });
   const body = degradationBody(deps.fallbackTypes);
 
   // Intake that could not persist: counted (durably, best-effort) so the health report shows it.
@@ -35,7 +48,14 @@ export function registerAdminRoutes(app: FastifyInstance, registry: Registry, de
     if (!requireAdmin(deps.adminApiKey, req, reply)) return reply;
     const raw = req.query.history ?? '30';
     if (!/^\d{1,3}$/.test(raw) || Number(raw) > 1440) {
-      return sendProblem(reply, problemFromError(new ValidationError('invalid history', [{ path: 'history', message: 'minutes of trend to include: a whole number 0-1440 (default 30)' }])));
+      return sendProblem(
+        reply,
+        problemFromError(
+          new ValidationError('invalid history', [
+            { path: 'history', message: 'minutes of trend to include: a whole number 0-1440 (default 30)' },
+          ]),
+        ),
+      );
     }
     return collectQueueHealth(deps, { historyMinutes: Number(raw) });
   });
@@ -50,11 +70,25 @@ export function registerAdminRoutes(app: FastifyInstance, registry: Registry, de
     if (!requireAdmin(deps.adminApiKey, req, reply)) return reply;
     const actor = operatorOf(req);
     const parsed = body.safeParse(req.body);
-    if (!parsed.success) throw new ValidationError('invalid degradation setting', zodFieldIssues(parsed.error, undefined, UNKNOWN_DEGRADATION_FIELD));
+    if (!parsed.success)
+      throw new ValidationError('invalid degradation setting', zodFieldIssues(parsed.error, undefined, UNKNOWN_DEGRADATION_FIELD));
     const { before, after } = await changeSetting(deps.pool, parsed.data, { actor, keyId: keyIdOf(req), remoteAddr: req.ip ?? null });
-    req.log.info({ actor, pausedPriorities: after.pausedPriorities, recoveryRatePerMinute: after.recoveryRatePerMinute, fallbackJobTypes: after.fallbackJobTypes }, 'degradation setting changed');
-    const lifted = before.pausedPriorities.some((p) => !after.pausedPriorities.includes(p)) || before.recoveryRatePerMinute !== after.recoveryRatePerMinute;
-    if (lifted) nudgeDeferred(deps).catch((e: Error) => deps.log.warn({ err: e.message }, 'could not nudge deferred jobs; they re-check on their own'));
+    req.log.info(
+      {
+        actor,
+        pausedPriorities: after.pausedPriorities,
+        recoveryRatePerMinute: after.recoveryRatePerMinute,
+        fallbackJobTypes: after.fallbackJobTypes,
+      },
+      'degradation setting changed',
+    );
+    const lifted =
+      before.pausedPriorities.some((p) => !after.pausedPriorities.includes(p)) ||
+      before.recoveryRatePerMinute !== after.recoveryRatePerMinute;
+    if (lifted)
+      nudgeDeferred(deps).catch((e: Error) =>
+        deps.log.warn({ err: e.message }, 'could not nudge deferred jobs; they re-check on their own'),
+      );
     return { ...after, deferredJobs: await deferredByPriority(deps.pool) };
   });
 }

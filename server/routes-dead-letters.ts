@@ -47,10 +47,12 @@ export function registerDeadLetterRoutes(app: FastifyInstance, deps: DeadLetterR
   app.post<{ Params: { replayId: string; command: string } }>('/v1/dead-letters/replays/:replayId/:command', async (req, reply) => {
     if (!admin(req, reply)) return reply;
     const { replayId, command } = req.params;
-    if (!REPLAY_ID.test(replayId) || !['pause', 'resume', 'stop', 'add'].includes(command)) throw new NotFoundError(`no route POST ${req.url}`);
+    if (!REPLAY_ID.test(replayId) || !['pause', 'resume', 'stop', 'add'].includes(command))
+      throw new NotFoundError(`no route POST ${req.url}`);
     const actor = operatorOf(req);
     if (command === 'pause' || command === 'resume') await deps.deadLetters.steer(replayId, { command }, actor);
-    else if (command === 'stop') await deps.deadLetters.steer(replayId, { command, reason: parseOr400(STOP_SCHEMA, req.body, 'stop request').reason }, actor);
+    else if (command === 'stop')
+      await deps.deadLetters.steer(replayId, { command, reason: parseOr400(STOP_SCHEMA, req.body, 'stop request').reason }, actor);
     else await deps.deadLetters.steer(replayId, { command: 'add', ids: parseOr400(ADD_SCHEMA, req.body, 'add request').ids }, actor);
     req.log.info({ replayId, command, actor }, 'replay signalled');
     return reply.code(202).send({ replayId, command, accepted: true });

@@ -14,16 +14,32 @@ export function registerJobRoutes(app: FastifyInstance, deps: { pool: pg.Pool; j
     if (!tenantId) return reply;
     const key = req.headers['idempotency-key'];
     if (typeof key !== 'string' || key.length === 0) {
-      return sendProblem(reply, problemFromError(new ValidationError('the Idempotency-Key header is required', [
-        { path: 'Idempotency-Key', message: 'required; one key per business intent, 8-255 visible ASCII characters' },
-      ])));
+      return sendProblem(
+        reply,
+        problemFromError(
+          new ValidationError('the Idempotency-Key header is required', [
+            { path: 'Idempotency-Key', message: 'required; one key per business intent, 8-255 visible ASCII characters' },
+          ]),
+        ),
+      );
     }
     const body = SUBMIT_BODY_SCHEMA.safeParse(req.body);
     if (!body.success) {
       const fields = zodFieldIssues(body.error);
-      return sendProblem(reply, problemFromError(new ValidationError('the body must be {"type": string, "input": object, "priority"?: "high"|"normal"|"low"}', fields)));
+      return sendProblem(
+        reply,
+        problemFromError(
+          new ValidationError('the body must be {"type": string, "input": object, "priority"?: "high"|"normal"|"low"}', fields),
+        ),
+      );
     }
-    const r = await deps.jobs.submitJob({ tenantId, type: body.data.type, idempotencyKey: key, input: body.data.input, priority: body.data.priority });
+    const r = await deps.jobs.submitJob({
+      tenantId,
+      type: body.data.type,
+      idempotencyKey: key,
+      input: body.data.input,
+      priority: body.data.priority,
+    });
     const statusUrl = `/v1/jobs/${r.jobId}`;
     reply.header('Location', statusUrl).header('Retry-After', String(r.retryAfterSeconds));
     if (r.replayed) reply.header('Idempotent-Replayed', 'true');
@@ -36,9 +52,18 @@ export function registerJobRoutes(app: FastifyInstance, deps: { pool: pg.Pool; j
     if (!tenantId) return reply;
     const allowStale = req.query.allowStale;
     if (allowStale !== undefined && allowStale !== 'true' && allowStale !== 'false') {
-      return sendProblem(reply, problemFromError(new ValidationError('invalid allowStale', [
-        { path: 'allowStale', message: 'optional; "true" adds the last successful result of the same input, labelled stale, while this job has none; "false" (default) does not' },
-      ])));
+      return sendProblem(
+        reply,
+        problemFromError(
+          new ValidationError('invalid allowStale', [
+            {
+              path: 'allowStale',
+              message:
+                'optional; "true" adds the last successful result of the same input, labelled stale, while this job has none; "false" (default) does not',
+            },
+          ]),
+        ),
+      );
     }
     return deps.jobs.getJob(tenantId, req.params.jobId, { allowStale: allowStale === 'true' });
   });

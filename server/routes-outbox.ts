@@ -3,7 +3,10 @@ import { OUTBOX_DISCARD_SCHEMA, OUTBOX_LIST_SCHEMA, OUTBOX_REPLAY_SCHEMA, type O
 import { operatorOf, requireAdmin, type AdminKeys } from './auth.js';
 import { parseOr400 } from './problems.js';
 
-export interface OutboxRouteDeps { outbox: OutboxService; adminApiKey: AdminKeys }
+export interface OutboxRouteDeps {
+  outbox: OutboxService;
+  adminApiKey: AdminKeys;
+}
 
 /** Failed notifications over HTTP: admin only, a thin shell over `services/outbox.ts`. */
 export function registerOutboxRoutes(app: FastifyInstance, deps: OutboxRouteDeps): void {

@@ -56,13 +56,23 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: WebhookRouteDe
   async function receive(req: FastifyRequest<{ Params: { source: string } }>, reply: FastifyReply) {
     const { source } = req.params;
     const sourceVerifiers = verifiers.get(source);
-    if (!sourceVerifiers) return sendProblem(reply, problem(404, 'unknown-webhook-source', 'Unknown webhook source', `no webhook secrets are configured for source "${source}"`));
+    if (!sourceVerifiers)
+      return sendProblem(
+        reply,
+        problem(404, 'unknown-webhook-source', 'Unknown webhook source', `no webhook secrets are configured for source "${source}"`),
+      );
     const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
     const verified = verifyWebhook(sourceVerifiers, raw, req.headers);
     if (!verified.ok) {
       deliveries.inc({ source, result: 'unauthorized' });
-      req.log.warn({ source, webhookId: safeId(req.headers['webhook-id']), outcome: 'unauthorized', reason: verified.reason }, 'webhook rejected');
-      return sendProblem(reply, problem(401, 'invalid-webhook-signature', 'Invalid webhook signature', `${verified.reason}; nothing was recorded`));
+      req.log.warn(
+        { source, webhookId: safeId(req.headers['webhook-id']), outcome: 'unauthorized', reason: verified.reason },
+        'webhook rejected',
+      );
+      return sendProblem(
+        reply,
+        problem(401, 'invalid-webhook-signature', 'Invalid webhook signature', `${verified.reason}; nothing was recorded`),
+      );
     }
     const { webhookId } = verified;
     const malformed = (detail: string) => {
@@ -79,10 +89,21 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: WebhookRouteDe
 
     const { row, outcome, signalFailed, duplicate } = await pgOr503(() => deps.webhooks.accept(source, webhookId, event, target, req.log));
     deliveries.inc({ source, result: duplicate ? 'duplicate' : outcome });
-    req.log.info({ source, webhookId, eventType: event.type, jobId: row.job_id, outcome, duplicate, timesReceived: row.times_received }, 'webhook received');
+    req.log.info(
+      { source, webhookId, eventType: event.type, jobId: row.job_id, outcome, duplicate, timesReceived: row.times_received },
+      'webhook received',
+    );
     if (signalFailed) {
-      return sendProblem(reply, problem(503, 'webhook-pending', 'Recorded, not yet delivered to its job',
-        'the event is stored; redeliver it (same webhook-id) to complete the hand-off', { retryAfterSeconds: SIGNAL_LEASE_MS / 1000 }));
+      return sendProblem(
+        reply,
+        problem(
+          503,
+          'webhook-pending',
+          'Recorded, not yet delivered to its job',
+          'the event is stored; redeliver it (same webhook-id) to complete the hand-off',
+          { retryAfterSeconds: SIGNAL_LEASE_MS / 1000 },
+        ),
+      );
     }
     return reply.code(duplicate ? 200 : 202).send({ webhookId, outcome, duplicate });
   }
@@ -96,14 +117,25 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: WebhookRouteDe
     scope.post('/v1/webhooks/:source', receive);
   });
 
-  app.get('/v1/admin/webhook-deliveries/:source/:webhookId', async (req: FastifyRequest<{ Params: { source: string; webhookId: string } }>, reply) => {
-    if (!requireAdmin(deps.adminApiKey, req, reply)) return reply;
-    const row = await pgOr503(() => deps.webhooks.delivery(req.params.source, req.params.webhookId));
-    if (!row) return sendProblem(reply, problem(404, 'not-found', 'Not found', 'no delivery with this source and webhook-id was recorded'));
-    return {
-      source: row.source, webhookId: row.webhook_id, eventType: row.event_type, subject: row.subject, jobId: row.job_id,
-      outcome: row.outcome, timesReceived: row.times_received, firstSeenAt: row.first_seen_at.toISOString(),
-      lastReceivedAt: row.last_received_at.toISOString(), processedAt: row.processed_at?.toISOString() ?? null,
-    };
-  });
+  app.get(
+    '/v1/admin/webhook-deliveries/:source/:webhookId',
+    async (req: FastifyRequest<{ Params: { source: string; webhookId: string } }>, reply) => {
+      if (!requireAdmin(deps.adminApiKey, req, reply)) return reply;
+      const row = await pgOr503(() => deps.webhooks.delivery(req.params.source, req.params.webhookId));
+      if (!row)
+        return sendProblem(reply, problem(404, 'not-found', 'Not found', 'no delivery with this source and webhook-id was recorded'));
+      return {
+        source: row.source,
+        webhookId: row.webhook_id,
+        eventType: row.event_type,
+        subject: row.subject,
+        jobId: row.job_id,
+        outcome: row.outcome,
+        timesReceived: row.times_received,
+        firstSeenAt: row.first_seen_at.toISOString(),
+        lastReceivedAt: row.last_received_at.toISOString(),
+        processedAt: row.processed_at?.toISOString() ?? null,
+      };
+    },
+  );
 }

@@ -12,13 +12,20 @@ import { searchIntents, type FoundIntent } from '../store/intents.js';
 import { toJobStatus, type JobStatus } from './job-status.js';
 
 const shortText = z.string().trim().min(1).max(300);
-export const ADMIN_JOBS_QUERY = z.object({
-  jobId: shortText.optional(),
-  tenantId: shortText.optional(),
-  type: shortText.optional(),
-  state: z.enum(JOB_STATES, { error: `one of ${JOB_STATES.join(', ')}` }).optional(),
-  limit: z.coerce.number({ error: 'a whole number 1-200' }).int('a whole number 1-200').min(1, 'a whole number 1-200').max(200, 'a whole number 1-200').default(50),
-}).strict();
+export const ADMIN_JOBS_QUERY = z
+  .object({
+    jobId: shortText.optional(),
+    tenantId: shortText.optional(),
+    type: shortText.optional(),
+    state: z.enum(JOB_STATES, { error: `one of ${JOB_STATES.join(', ')}` }).optional(),
+    limit: z.coerce
+      .number({ error: 'a whole number 1-200' })
+      .int('a whole number 1-200')
+      .min(1, 'a whole number 1-200')
+      .max(200, 'a whole number 1-200')
+      .default(50),
+  })
+  .strict();
 export type AdminJobsQuery = z.infer<typeof ADMIN_JOBS_QUERY>;
 
 export type AdminJobView = JobStatus & { tenantId: string };
@@ -28,7 +35,15 @@ const view = (row: FoundIntent): AdminJobView => ({ tenantId: row.tenant_id, ...
 export function createAdminJobsService(deps: { pool: pg.Pool }) {
   return {
     async list(q: AdminJobsQuery): Promise<AdminJobView[]> {
-      const rows = await pgOr503(() => searchIntents(deps.pool, { jobId: q.jobId, tenantId: q.tenantId, jobType: q.type, status: q.state as JobState | undefined, limit: q.limit }));
+      const rows = await pgOr503(() =>
+        searchIntents(deps.pool, {
+          jobId: q.jobId,
+          tenantId: q.tenantId,
+          jobType: q.type,
+          status: q.state as JobState | undefined,
+          limit: q.limit,
+        }),
+      );
       return rows.map(view);
     },
     async show(jobId: string): Promise<AdminJobView> {

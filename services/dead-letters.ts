@@ -8,13 +8,28 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type pg from 'pg';
 import { z } from 'zod';
 import {
-  replayAddSignal, replayPauseSignal, replayProgressQuery, replayResumeSignal, replayStopSignal, type ReplayProgress,
+  replayAddSignal,
+  replayPauseSignal,
+  replayProgressQuery,
+  replayResumeSignal,
+  replayStopSignal,
+  type ReplayProgress,
 } from '../contract/messages.js';
 import type { JobRegistry } from '../job-api/registry.js';
 import { UNAVAILABLE_RETRY_AFTER_SECONDS, withTransaction } from '../lib/db.js';
 import { NotFoundError, StateConflictError, UnavailableError } from '../lib/errors.js';
 import { effectKeyFor, inputHash } from '../lib/ids.js';
-import { actionsFor, DEAD_LETTER_STATES, getDeadLetter, insertAction, listDeadLetters, lockDeadLetter, markDiscarded, type DeadLetterFilter, type DeadLetterRow } from '../store/dead-letters.js';
+import {
+  actionsFor,
+  DEAD_LETTER_STATES,
+  getDeadLetter,
+  insertAction,
+  listDeadLetters,
+  lockDeadLetter,
+  markDiscarded,
+  type DeadLetterFilter,
+  type DeadLetterRow,
+} from '../store/dead-letters.js';
 import { effectsForJob } from '../store/effects.js';
 import { loadInput, replayJobsOf } from '../store/intents.js';
 import type { replayDeadLetters } from '../workflows/replay.js';
@@ -22,47 +37,83 @@ import type { replayDeadLetters } from '../workflows/replay.js';
 /** The API's view of a dead letter: evidence only, never input. Times are ISO 8601 UTC. */
 export function deadLetterView(d: DeadLetterRow) {
   return {
-    id: d.id, jobId: d.job_id, runId: d.run_id, tenantId: d.tenant_id, jobType: d.job_type, state: d.state,
-    errorClass: d.error_class, errorType: d.error_type, statusCode: d.status_code, retryState: d.retry_state,
-    failedStep: d.failed_step, message: d.message, attempts: d.attempts, codeVersion: d.code_version, buildId: d.build_id,
-    inputHash: d.input_hash, inputRef: d.input_ref, providerRequestIds: d.provider_request_ids,
-    firstFailureAt: d.first_failure_at.toISOString(), lastFailureAt: d.last_failure_at.toISOString(),
+    id: d.id,
+    jobId: d.job_id,
+    runId: d.run_id,
+    tenantId: d.tenant_id,
+    jobType: d.job_type,
+    state: d.state,
+    errorClass: d.error_class,
+    errorType: d.error_type,
+    statusCode: d.status_code,
+    retryState: d.retry_state,
+    failedStep: d.failed_step,
+    message: d.message,
+    attempts: d.attempts,
+    codeVersion: d.code_version,
+    buildId: d.build_id,
+    inputHash: d.input_hash,
+    inputRef: d.input_ref,
+    providerRequestIds: d.provider_request_ids,
+    firstFailureAt: d.first_failure_at.toISOString(),
+    lastFailureAt: d.last_failure_at.toISOString(),
     ...(d.discard_reason ? { discardReason: d.discard_reason } : {}),
-    replayCount: d.replay_count, ...(d.replay_id ? { replayId: d.replay_id, replayJobId: d.replay_job_id } : {}),
-    createdAt: d.created_at.toISOString(), updatedAt: d.updated_at.toISOString(),
+    replayCount: d.replay_count,
+    ...(d.replay_id ? { replayId: d.replay_id, replayJobId: d.replay_job_id } : {}),
+    createdAt: d.created_at.toISOString(),
+    updatedAt: d.updated_at.toISOString(),
   };
 }
 
 const shortText = z.string().min(1).max(200);
-export const FILTER_SCHEMA = z.object({
-  state: z.literal('open', { error: 'a replay filter only selects open dead letters' }).optional(),
-  jobType: shortText.optional(), tenantId: shortText.optional(), errorClass: shortText.optional(),
-  statusCode: z.number().int().min(100).max(599).optional(),
-  since: z.iso.datetime({ offset: true }).optional(), until: z.iso.datetime({ offset: true }).optional(),
-  limit: z.number().int().min(1).max(10_000).optional(),
-}).strict();
-export const REPLAY_SCHEMA = z.object({
-  ids: z.array(shortText).min(1).max(10_000).optional(),
-  filter: FILTER_SCHEMA.optional(),
-  dryRun: z.boolean().optional(),
-  batchSize: z.number().int().min(1).max(100).optional(),
-  concurrency: z.number().int().min(1).max(50).optional(),
-  ratePerMinute: z.number().int().min(1).max(6_000).optional(),
-  maxFailures: z.number().int().min(0).max(100_000).optional(),
-  keepOpenSeconds: z.number().int().min(0).max(3_600).optional(),
-}).strict().refine((b) => (b.ids === undefined) !== (b.filter === undefined), { message: 'send exactly one of "ids" or "filter"', path: ['ids'] });
-export const LIST_SCHEMA = z.object({
-  state: z.enum(DEAD_LETTER_STATES as [string, ...string[]]).optional(),
-  jobType: shortText.optional(), tenantId: shortText.optional(), errorClass: shortText.optional(),
-  limit: z.coerce.number().int().min(1).max(1_000).default(100), offset: z.coerce.number().int().min(0).default(0),
-}).strict();
+export const FILTER_SCHEMA = z
+  .object({
+    state: z.literal('open', { error: 'a replay filter only selects open dead letters' }).optional(),
+    jobType: shortText.optional(),
+    tenantId: shortText.optional(),
+    errorClass: shortText.optional(),
+    statusCode: z.number().int().min(100).max(599).optional(),
+    since: z.iso.datetime({ offset: true }).optional(),
+    until: z.iso.datetime({ offset: true }).optional(),
+    limit: z.number().int().min(1).max(10_000).optional(),
+  })
+  .strict();
+export const REPLAY_SCHEMA = z
+  .object({
+    ids: z.array(shortText).min(1).max(10_000).optional(),
+    filter: FILTER_SCHEMA.optional(),
+    dryRun: z.boolean().optional(),
+    batchSize: z.number().int().min(1).max(100).optional(),
+    concurrency: z.number().int().min(1).max(50).optional(),
+    ratePerMinute: z.number().int().min(1).max(6_000).optional(),
+    maxFailures: z.number().int().min(0).max(100_000).optional(),
+    keepOpenSeconds: z.number().int().min(0).max(3_600).optional(),
+  })
+  .strict()
+  .refine((b) => (b.ids === undefined) !== (b.filter === undefined), { message: 'send exactly one of "ids" or "filter"', path: ['ids'] });
+export const LIST_SCHEMA = z
+  .object({
+    state: z.enum(DEAD_LETTER_STATES as [string, ...string[]]).optional(),
+    jobType: shortText.optional(),
+    tenantId: shortText.optional(),
+    errorClass: shortText.optional(),
+    limit: z.coerce.number().int().min(1).max(1_000).default(100),
+    offset: z.coerce.number().int().min(0).default(0),
+  })
+  .strict();
 export const DISCARD_SCHEMA = z.object({ reason: z.string().trim().min(1, 'reason is required').max(500) }).strict();
 export const ADD_SCHEMA = z.object({ ids: z.array(shortText).min(1).max(10_000) }).strict();
 export const STOP_SCHEMA = z.object({ reason: z.string().max(500).optional() }).strict();
 
 export type ReplayRequest = z.infer<typeof REPLAY_SCHEMA>;
 
-export interface EffectPreview { step: string; effectKey: string; action: 'reuse' | 'execute'; state: 'succeeded' | 'failed' | 'pending' | 'absent'; inDoubt?: boolean }
+export interface EffectPreview {
+  step: string;
+  effectKey: string;
+  action: 'reuse' | 'execute';
+  state: 'succeeded' | 'failed' | 'pending' | 'absent';
+  inDoubt?: boolean;
+}
 
 export interface ReplayPreview {
   deadLetterId: string;
@@ -76,13 +127,17 @@ export interface ReplayPreview {
   current: { codeVersion: string; inputHash: string };
 }
 
-
 /**
  * The dry run for one dead letter: per effect, `reuse` (a stored success: no upstream call)
  * or `execute` (never ran, failed, or in doubt: called again with the same key), and what
  * changed since the failure. Unknown job types fall back to the effects already stored.
  */
-export async function previewReplay(pool: pg.Pool, jobs: Pick<JobRegistry, 'get'>, deadLetterId: string, currentCodeVersion: string): Promise<ReplayPreview | undefined> {
+export async function previewReplay(
+  pool: pg.Pool,
+  jobs: Pick<JobRegistry, 'get'>,
+  deadLetterId: string,
+  currentCodeVersion: string,
+): Promise<ReplayPreview | undefined> {
   const dl = await getDeadLetter(pool, deadLetterId);
   if (!dl) return undefined;
   const input = ((await loadInput(pool, dl.job_id)) ?? {}) as Record<string, unknown>;
@@ -94,12 +149,22 @@ export async function previewReplay(pool: pg.Pool, jobs: Pick<JobRegistry, 'get'
     const key = effectKeyFor(dl.job_id, step);
     const row = rows.find((r) => r.effect_key === key);
     if (!row) return { step, effectKey: key, action: 'execute', state: 'absent' };
-    return { step, effectKey: key, action: row.state === 'succeeded' ? 'reuse' : 'execute', state: row.state, ...(row.state === 'pending' ? { inDoubt: row.was_in_doubt } : {}) };
+    return {
+      step,
+      effectKey: key,
+      action: row.state === 'succeeded' ? 'reuse' : 'execute',
+      state: row.state,
+      ...(row.state === 'pending' ? { inDoubt: row.was_in_doubt } : {}),
+    };
   });
   const inputHashNow = inputHash(dl.job_type, input);
   return {
-    deadLetterId: dl.id, jobId: dl.job_id, jobType: dl.job_type, state: dl.state,
-    replayJobId: `${dl.job_id}-replay-${dl.replay_count + 1}`, effects,
+    deadLetterId: dl.id,
+    jobId: dl.job_id,
+    jobType: dl.job_type,
+    state: dl.state,
+    replayJobId: `${dl.job_id}-replay-${dl.replay_count + 1}`,
+    effects,
     changed: { codeVersion: dl.code_version !== currentCodeVersion, inputHash: dl.input_hash !== inputHashNow },
     recorded: { codeVersion: dl.code_version, buildId: dl.build_id, inputHash: dl.input_hash },
     current: { codeVersion: currentCodeVersion, inputHash: inputHashNow },
@@ -118,13 +183,19 @@ async function resolveTargets(pool: pg.Pool, body: { ids?: string[]; filter?: z.
   if (missing.length > 0) throw new NotFoundError(`no dead letter ${missing.slice(0, 10).join(', ')}`);
   const discarded = rows.filter((r) => r.state === 'discarded');
   if (discarded.length > 0) {
-    throw new StateConflictError(`discarded dead letters are never replayed: ${discarded.map((r) => r.id).join(', ')}`,
-      { slug: 'dead-letter-discarded', title: 'Dead letter discarded', extra: { ids: discarded.map((r) => r.id) } });
+    throw new StateConflictError(`discarded dead letters are never replayed: ${discarded.map((r) => r.id).join(', ')}`, {
+      slug: 'dead-letter-discarded',
+      title: 'Dead letter discarded',
+      extra: { ids: discarded.map((r) => r.id) },
+    });
   }
   const busy = rows.filter((r) => r.state !== 'open');
   if (busy.length > 0) {
-    throw new StateConflictError(`only open dead letters can be replayed: ${busy.map((r) => `${r.id} is ${r.state}`).join(', ')}`,
-      { slug: 'dead-letter-not-open', title: 'Dead letter not open', extra: { ids: busy.map((r) => r.id) } });
+    throw new StateConflictError(`only open dead letters can be replayed: ${busy.map((r) => `${r.id} is ${r.state}`).join(', ')}`, {
+      slug: 'dead-letter-not-open',
+      title: 'Dead letter not open',
+      extra: { ids: busy.map((r) => r.id) },
+    });
   }
   return ids.map((id) => rows.find((r) => r.id === id)!);
 }
@@ -139,7 +210,8 @@ export interface DeadLetterServiceDeps {
   codeVersion: string;
 }
 
-export type ReplayCommand = { command: 'pause' } | { command: 'resume' } | { command: 'stop'; reason?: string } | { command: 'add'; ids: string[] };
+export type ReplayCommand =
+  { command: 'pause' } | { command: 'resume' } | { command: 'stop'; reason?: string } | { command: 'add'; ids: string[] };
 
 export function createDeadLetterService(deps: DeadLetterServiceDeps) {
   async function show(id: string) {
@@ -149,7 +221,12 @@ export function createDeadLetterService(deps: DeadLetterServiceDeps) {
     return {
       ...deadLetterView(d),
       actions: actions.map((a) => ({ action: a.action, actor: a.actor, at: a.at.toISOString(), details: a.details })),
-      replays: replays.map((r) => ({ jobId: r.job_id, status: r.status, createdAt: r.created_at.toISOString(), finishedAt: r.finished_at?.toISOString() ?? null })),
+      replays: replays.map((r) => ({
+        jobId: r.job_id,
+        status: r.status,
+        createdAt: r.created_at.toISOString(),
+        finishedAt: r.finished_at?.toISOString() ?? null,
+      })),
     };
   }
 
@@ -161,20 +238,30 @@ export function createDeadLetterService(deps: DeadLetterServiceDeps) {
       for (const t of targets) previews.push((await previewReplay(deps.pool, deps.jobTypes, t.id, deps.codeVersion))!);
       return { dryRun: true as const, count: previews.length, deadLetters: previews };
     }
-    if (targets.length === 0) throw new StateConflictError('no open dead letter matches the filter', { status: 422, slug: 'nothing-to-replay', title: 'Nothing to replay' });
+    if (targets.length === 0)
+      throw new StateConflictError('no open dead letter matches the filter', {
+        status: 422,
+        slug: 'nothing-to-replay',
+        title: 'Nothing to replay',
+      });
     const replayId = `replay-${randomUUID()}`;
     const { ids: _ids, filter: _filter, dryRun: _dry, ...options } = body;
     // Actions and the start commit together: a failed start leaves no "requested" trail.
     await withTransaction(deps.pool, async (tx) => {
-      for (const t of targets) await insertAction(tx, { deadLetterId: t.id, action: 'replay_requested', actor, details: { replayId, ...options } });
+      for (const t of targets)
+        await insertAction(tx, { deadLetterId: t.id, action: 'replay_requested', actor, details: { replayId, ...options } });
       try {
         await deps.temporal.workflow.start<typeof replayDeadLetters>('replayDeadLetters', {
-          taskQueue: deps.taskQueue, workflowId: replayId,
+          taskQueue: deps.taskQueue,
+          workflowId: replayId,
           args: [{ replayId, requestedBy: actor, deadLetterIds: targets.map((t) => t.id), ...options }],
           staticSummary: `replay of ${targets.length} dead letter(s), requested by ${actor}`,
         });
       } catch (err) {
-        throw new UnavailableError('Temporal cannot start the replay right now', UNAVAILABLE_RETRY_AFTER_SECONDS, { dependency: 'temporal', cause: err });
+        throw new UnavailableError('Temporal cannot start the replay right now', UNAVAILABLE_RETRY_AFTER_SECONDS, {
+          dependency: 'temporal',
+          cause: err,
+        });
       }
     });
     return { dryRun: false as const, replayId, count: targets.length };
@@ -188,7 +275,10 @@ export function createDeadLetterService(deps: DeadLetterServiceDeps) {
       if (err instanceof WorkflowNotFoundError) throw new NotFoundError(`replay ${replayId} not found`);
       const d = await handle.describe().catch(() => undefined);
       if (d?.status.name === 'COMPLETED') return handle.result() as Promise<ReplayProgress>;
-      throw new UnavailableError('cannot read the replay progress right now', UNAVAILABLE_RETRY_AFTER_SECONDS, { dependency: 'temporal', cause: err });
+      throw new UnavailableError('cannot read the replay progress right now', UNAVAILABLE_RETRY_AFTER_SECONDS, {
+        dependency: 'temporal',
+        cause: err,
+      });
     }
   }
 
@@ -207,14 +297,21 @@ export function createDeadLetterService(deps: DeadLetterServiceDeps) {
       }
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) {
-        throw new StateConflictError(`replay ${replayId} is not running (finished or unknown)`, { slug: 'replay-finished', title: 'Replay finished' });
+        throw new StateConflictError(`replay ${replayId} is not running (finished or unknown)`, {
+          slug: 'replay-finished',
+          title: 'Replay finished',
+        });
       }
       throw err;
     }
   }
 
   /** Discards an open dead letter with a reason; discarding twice keeps the first reason and action. */
-  async function discard(id: string, reason: string, actor: string): Promise<{ view: ReturnType<typeof deadLetterView>; discardedNow: boolean }> {
+  async function discard(
+    id: string,
+    reason: string,
+    actor: string,
+  ): Promise<{ view: ReturnType<typeof deadLetterView>; discardedNow: boolean }> {
     const outcome = await withTransaction(deps.pool, async (tx) => {
       const d = await lockDeadLetter(tx, id);
       if (!d) throw new NotFoundError(`dead letter ${id} not found`);
@@ -224,7 +321,9 @@ export function createDeadLetterService(deps: DeadLetterServiceDeps) {
       return 'discarded-now' as const;
     });
     if (outcome === 'replaying' || outcome === 'replayed') {
-      throw new StateConflictError(`dead letter ${id} is ${outcome}; only an open dead letter can be discarded`, { slug: `dead-letter-${outcome}` });
+      throw new StateConflictError(`dead letter ${id} is ${outcome}; only an open dead letter can be discarded`, {
+        slug: `dead-letter-${outcome}`,
+      });
     }
     return { view: deadLetterView((await getDeadLetter(deps.pool, id))!), discardedNow: outcome === 'discarded-now' };
   }

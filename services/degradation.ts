@@ -12,28 +12,55 @@ import { lockSetting, insertAudit, writeSetting, type DegradationSetting } from 
 
 /** The body of `PUT /v1/admin/degradation` (also the OpenAPI schema), for the registered types that declare a fallback. */
 export function degradationBody(fallbackTypes: readonly JobType[]) {
-  const fallbackTypesMessage = fallbackTypes.length > 0
-    ? `each entry must be a job type that declares a fallback upstream: ${fallbackTypes.join(', ')}`
-    : 'no job type declares a fallback upstream';
-  return z.object({
-  pausedPriorities: z.array(z.enum(PRIORITIES, { error: 'each entry must be one of: high, normal, low' }), { error: 'must be an array of priorities (high, normal, low); [] pauses nothing' })
-    .refine((a) => new Set(a).size === a.length, 'must not name a priority twice'),
-  recoveryRatePerMinute: z.number({ error: 'must be a number of jobs per minute' })
-    .int('must be a whole number of jobs per minute').min(1, 'must be at least 1 job per minute').max(10_000, 'must be at most 10000 jobs per minute')
-    .optional(),
-  reason: z.string({ error: 'must be a string' }).trim().min(1, 'must not be empty').max(500, 'must be at most 500 characters').optional(),
-  // Omitted: unchanged. [] switches every type back to the primary for new effects.
-  fallbackJobTypes: z.array(z.enum(fallbackTypes as [string, ...string[]], { error: fallbackTypesMessage }), { error: 'must be an array of job types; [] uses the primary upstream for all' })
-    .refine((a) => new Set(a).size === a.length, 'must not name a job type twice')
-    .optional()
-    .describe('job types whose new effects go to the fallback upstream (PROVIDER_FALLBACK_URL); omitted: unchanged'),
-}, { error: 'the body must be a JSON object {"pausedPriorities": [...], "recoveryRatePerMinute"?: number, "fallbackJobTypes"?: [...], "reason"?: string}' }).strict();
+  const fallbackTypesMessage =
+    fallbackTypes.length > 0
+      ? `each entry must be a job type that declares a fallback upstream: ${fallbackTypes.join(', ')}`
+      : 'no job type declares a fallback upstream';
+  return z
+    .object(
+      {
+        pausedPriorities: z
+          .array(z.enum(PRIORITIES, { error: 'each entry must be one of: high, normal, low' }), {
+            error: 'must be an array of priorities (high, normal, low); [] pauses nothing',
+          })
+          .refine((a) => new Set(a).size === a.length, 'must not name a priority twice'),
+        recoveryRatePerMinute: z
+          .number({ error: 'must be a number of jobs per minute' })
+          .int('must be a whole number of jobs per minute')
+          .min(1, 'must be at least 1 job per minute')
+          .max(10_000, 'must be at most 10000 jobs per minute')
+          .optional(),
+        reason: z
+          .string({ error: 'must be a string' })
+          .trim()
+          .min(1, 'must not be empty')
+          .max(500, 'must be at most 500 characters')
+          .optional(),
+        // Omitted: unchanged. [] switches every type back to the primary for new effects.
+        fallbackJobTypes: z
+          .array(z.enum(fallbackTypes as [string, ...string[]], { error: fallbackTypesMessage }), {
+            error: 'must be an array of job types; [] uses the primary upstream for all',
+          })
+          .refine((a) => new Set(a).size === a.length, 'must not name a job type twice')
+          .optional()
+          .describe('job types whose new effects go to the fallback upstream (PROVIDER_FALLBACK_URL); omitted: unchanged'),
+      },
+      {
+        error:
+          'the body must be a JSON object {"pausedPriorities": [...], "recoveryRatePerMinute"?: number, "fallbackJobTypes"?: [...], "reason"?: string}',
+      },
+    )
+    .strict();
 }
 
 type DegradationBody = z.infer<ReturnType<typeof degradationBody>>;
 
 /** Applies a validated change in one transaction: the locked row, the new row, and its audit entry. */
-export async function changeSetting(pool: pg.Pool, body: DegradationBody, audit: { actor: string; keyId: string; remoteAddr: string | null }): Promise<{ before: DegradationSetting; after: DegradationSetting }> {
+export async function changeSetting(
+  pool: pg.Pool,
+  body: DegradationBody,
+  audit: { actor: string; keyId: string; remoteAddr: string | null },
+): Promise<{ before: DegradationSetting; after: DegradationSetting }> {
   return withTransaction(pool, async (tx) => {
     const cur = await lockSetting(tx);
     const { now, ...before } = cur;
@@ -42,11 +69,16 @@ export async function changeSetting(pool: pg.Pool, body: DegradationBody, audit:
     for (const p of body.pausedPriorities) pausedSince[p] = before.pausedSince[p] ?? now.toISOString();
     // Likewise a type that stays on the fallback keeps when and by whom it was switched.
     const fallbackJobTypes = body.fallbackJobTypes ? [...body.fallbackJobTypes].sort() : before.fallbackJobTypes;
-    const fallbackSince = Object.fromEntries(fallbackJobTypes.map((t) => [t, before.fallbackSince[t] ?? { at: now.toISOString(), by: audit.actor }]));
+    const fallbackSince = Object.fromEntries(
+      fallbackJobTypes.map((t) => [t, before.fallbackSince[t] ?? { at: now.toISOString(), by: audit.actor }]),
+    );
     const after = await writeSetting(tx, {
-      pausedPriorities: PRIORITIES.filter((p) => body.pausedPriorities.includes(p)), pausedSince,
-      recoveryRatePerMinute: body.recoveryRatePerMinute ?? before.recoveryRatePerMinute, updatedBy: audit.actor,
-      fallbackJobTypes, fallbackSince,
+      pausedPriorities: PRIORITIES.filter((p) => body.pausedPriorities.includes(p)),
+      pausedSince,
+      recoveryRatePerMinute: body.recoveryRatePerMinute ?? before.recoveryRatePerMinute,
+      updatedBy: audit.actor,
+      fallbackJobTypes,
+      fallbackSince,
     });
     await insertAudit(tx, { ...audit, reason: body.reason ?? null, before, after });
     return { before, after };
@@ -63,7 +95,12 @@ export async function nudgeDeferred(deps: { temporal: Client; taskQueues: readon
     const query = `JobState = 'deferred' AND ExecutionStatus = 'Running' AND TaskQueue = '${tq.replace(/'/g, '')}'`;
     const batch: Promise<unknown>[] = [];
     for await (const wf of deps.temporal.workflow.list({ query })) {
-      batch.push(deps.temporal.workflow.getHandle(wf.workflowId, wf.runId).signal(degradationChangedSignal).catch(() => undefined));
+      batch.push(
+        deps.temporal.workflow
+          .getHandle(wf.workflowId, wf.runId)
+          .signal(degradationChangedSignal)
+          .catch(() => undefined),
+      );
       n++;
       if (batch.length >= 20) await Promise.all(batch.splice(0));
     }
@@ -71,4 +108,3 @@ export async function nudgeDeferred(deps: { temporal: Client; taskQueues: readon
   }
   return n;
 }
-

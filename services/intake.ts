@@ -2,7 +2,15 @@ import type { Client } from '@temporalio/client';
 import { startJobWorkflow } from './start-job.js';
 import type pg from 'pg';
 import { z } from 'zod';
-import { PRIORITIES, UNFINISHED_STATES, type JobArgs, type JobBudgets, type JobState, type JobType, type Priority } from '../contract/job-types.js';
+import {
+  PRIORITIES,
+  UNFINISHED_STATES,
+  type JobArgs,
+  type JobBudgets,
+  type JobState,
+  type JobType,
+  type Priority,
+} from '../contract/job-types.js';
 import type { JobDefinition } from '../job-api/define.js';
 import type { JobRegistry } from '../job-api/registry.js';
 import { pgOr503, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../lib/db.js';
@@ -10,7 +18,16 @@ import { IdempotencyConflictError, NotFoundError, StateConflictError, Unavailabl
 import { findUnstorableText } from '../lib/json-safety.js';
 import { IDEMPOTENCY_KEY_PATTERN, inputHash, jobIdFor, keyHash } from '../lib/ids.js';
 import { zodFieldIssues } from '../lib/validation.js';
-import { deleteUnstartedIntent, findIntent, findIntentByKey, insertIntent, type IntentRow, lastSucceeded, markWorkflowStarted, type NewIntent } from '../store/intents.js';
+import {
+  deleteUnstartedIntent,
+  findIntent,
+  findIntentByKey,
+  insertIntent,
+  type IntentRow,
+  lastSucceeded,
+  markWorkflowStarted,
+  type NewIntent,
+} from '../store/intents.js';
 import { toJobStatus, type JobStatus } from './job-status.js';
 import { recordDuplicate } from '../store/timeline.js';
 import { tenantStage } from './timeline.js';
@@ -50,16 +67,21 @@ export interface SubmitJobResult {
 export const PRIORITY_SCHEMA = z.enum(PRIORITIES);
 
 /** The body of `POST /v1/jobs` (and of `submitJob` without its key): `input` is checked against the type's schema. */
-export const SUBMIT_BODY_SCHEMA = z.object({
-  type: z.string().min(1, 'type is required'),
-  input: z.record(z.string(), z.unknown()),
-  priority: PRIORITY_SCHEMA.optional(),
-}).strict();
+export const SUBMIT_BODY_SCHEMA = z
+  .object({
+    type: z.string().min(1, 'type is required'),
+    input: z.record(z.string(), z.unknown()),
+    priority: PRIORITY_SCHEMA.optional(),
+  })
+  .strict();
 
 /** How long a client should wait before polling a job's status. */
 export const POLL_AFTER_SECONDS = 1;
 
-function validate(jobs: JobRegistry, req: SubmitJobRequest): { definition: JobDefinition; type: JobType; input: unknown; priority: Priority } {
+function validate(
+  jobs: JobRegistry,
+  req: SubmitJobRequest,
+): { definition: JobDefinition; type: JobType; input: unknown; priority: Priority } {
   if (typeof req.idempotencyKey !== 'string' || !IDEMPOTENCY_KEY_PATTERN.test(req.idempotencyKey)) {
     throw new ValidationError('Idempotency-Key must be 8-255 visible ASCII characters', [
       { path: 'Idempotency-Key', message: 'required; 8-255 visible ASCII characters (0x21-0x7E)' },
@@ -92,7 +114,9 @@ export function createJobsClient(deps: JobsClientDeps) {
     const definition = deps.jobs.require(base.jobType);
     try {
       // false (a closed run had the ID) means the intent already ran: nothing to start.
-      await deps.temporal.connection.withDeadline(Date.now() + startTimeoutMs, () => startJobWorkflow(deps.temporal, deps.taskQueue, definition, base, deps.budgets));
+      await deps.temporal.connection.withDeadline(Date.now() + startTimeoutMs, () =>
+        startJobWorkflow(deps.temporal, deps.taskQueue, definition, base, deps.budgets),
+      );
     } catch (err) {
       throw new UnavailableError('Temporal cannot take the job right now', retryAfter, { dependency: 'temporal', cause: err });
     }
@@ -109,8 +133,13 @@ export function createJobsClient(deps: JobsClientDeps) {
   async function submitJob(req: SubmitJobRequest): Promise<SubmitJobResult> {
     const { type, input, priority } = validate(deps.jobs, req);
     const intent = {
-      jobId: jobIdFor(req.tenantId, type, req.idempotencyKey), tenantId: req.tenantId, jobType: type,
-      keyHash: keyHash(req.tenantId, req.idempotencyKey), inputHash: inputHash(type, input), input, priority,
+      jobId: jobIdFor(req.tenantId, type, req.idempotencyKey),
+      tenantId: req.tenantId,
+      jobType: type,
+      keyHash: keyHash(req.tenantId, req.idempotencyKey),
+      inputHash: inputHash(type, input),
+      input,
+      priority,
     };
     const inserted = await pgOr503(() => insertIntent(deps.pool, intent), 'Postgres cannot take the job right now', retryAfter);
     if (!inserted) return replay(intent);
@@ -141,7 +170,11 @@ export function createJobsClient(deps: JobsClientDeps) {
   }
 
   async function replay(intent: NewIntent & { jobType: JobType }): Promise<SubmitJobResult> {
-    const existing = await pgOr503(() => findIntentByKey(deps.pool, intent.tenantId, intent.keyHash!), 'Postgres cannot take the job right now', retryAfter);
+    const existing = await pgOr503(
+      () => findIntentByKey(deps.pool, intent.tenantId, intent.keyHash!),
+      'Postgres cannot take the job right now',
+      retryAfter,
+    );
     // Removed between our insert and this read by a request whose start failed: try again.
     if (!existing) throw new UnavailableError('the intent is being retried concurrently; retry', 1, { dependency: 'contention' });
     if (existing.job_type !== intent.jobType || existing.input_hash !== intent.inputHash) {
@@ -174,7 +207,11 @@ export function createJobsClient(deps: JobsClientDeps) {
     Object.assign(status, await pgOr503(() => tenantStage(deps.pool, row), undefined, retryAfter));
     const noResultYet = (UNFINISHED_STATES as readonly JobState[]).includes(row.status);
     if (opts.allowStale && noResultYet && deps.jobs.get(row.job_type)?.staleResult === true) {
-      const last = await pgOr503(() => lastSucceeded(deps.pool, { tenantId, jobType: row.job_type, inputHash: row.input_hash, exceptJobId: jobId }), undefined, retryAfter);
+      const last = await pgOr503(
+        () => lastSucceeded(deps.pool, { tenantId, jobType: row.job_type, inputHash: row.input_hash, exceptJobId: jobId }),
+        undefined,
+        retryAfter,
+      );
       if (last) status.staleResult = { stale: true, result: last.result, at: last.finished_at.toISOString(), fromJobId: last.job_id };
     }
     return status;
@@ -194,7 +231,8 @@ export function createJobsClient(deps: JobsClientDeps) {
         await deps.temporal.connection.withDeadline(Date.now() + startTimeoutMs, () => deps.temporal.workflow.getHandle(jobId).cancel());
       } catch (err) {
         const name = (err as Error).name;
-        if (name !== 'WorkflowNotFoundError') throw new UnavailableError('Temporal cannot take the cancellation right now', retryAfter, { dependency: 'temporal', cause: err });
+        if (name !== 'WorkflowNotFoundError')
+          throw new UnavailableError('Temporal cannot take the cancellation right now', retryAfter, { dependency: 'temporal', cause: err });
       }
     }
     return toJobStatus(row);

@@ -44,11 +44,24 @@ export interface JobStatus {
 }
 
 /** The last successful result of the same tenant, type and input: not this job's, and not live. */
-export interface StaleResult { stale: true; result: unknown; at: string; fromJobId: string }
+export interface StaleResult {
+  stale: true;
+  result: unknown;
+  at: string;
+  fromJobId: string;
+}
 
 const FINAL: JobState[] = ['succeeded', 'dead_lettered', 'cancelled'];
 
-export function toJobStatus(row: IntentRow & { dead_letter_id?: string | null; deferred_at?: Date | null; admitted_at?: Date | null; upstream?: 'primary' | 'fallback' | null; upstream_reason?: string | null }): JobStatus {
+export function toJobStatus(
+  row: IntentRow & {
+    dead_letter_id?: string | null;
+    deferred_at?: Date | null;
+    admitted_at?: Date | null;
+    upstream?: 'primary' | 'fallback' | null;
+    upstream_reason?: string | null;
+  },
+): JobStatus {
   const s: JobStatus = {
     jobId: row.job_id,
     type: row.job_type,
@@ -69,7 +82,8 @@ export function toJobStatus(row: IntentRow & { dead_letter_id?: string | null; d
   if (row.finished_at) s.finishedAt = row.finished_at.toISOString();
   // The sum of the attempts' execution spans; jobs finished before it was kept: first start → finish.
   if (row.first_started_at && row.finished_at) {
-    s.executionMs = row.execution_ms != null ? Number(row.execution_ms) : Math.max(0, row.finished_at.getTime() - row.first_started_at.getTime());
+    s.executionMs =
+      row.execution_ms != null ? Number(row.execution_ms) : Math.max(0, row.finished_at.getTime() - row.first_started_at.getTime());
   }
   if (row.status === 'deferred' && row.deferred_at) s.deferredSince = row.deferred_at.toISOString();
   if (row.deferred_at && row.admitted_at) s.deferredMs = Math.max(0, row.admitted_at.getTime() - row.deferred_at.getTime());

@@ -18,29 +18,79 @@ import { getIntent, setNotificationState } from '../store/intents.js';
 import { getOutboxRow, listOutbox, resolveFailedOutbox, type OutboxRow } from '../store/outbox.js';
 
 const STATES = ['pending', 'delivered', 'failed', 'discarded'] as const;
-export const OUTBOX_LIST_SCHEMA = z.object({
-  state: z.enum(STATES, { error: 'state must be one of: pending, delivered, failed, discarded' }).optional(),
-  limit: z.coerce.number({ error: 'limit must be a number' }).int('limit must be a whole number').min(1, 'limit must be at least 1').max(1_000, 'limit must be at most 1000').optional(),
-}).strict();
-export const OUTBOX_REPLAY_SCHEMA = z.object({ reason: z.string({ error: 'reason must be a string' }).trim().min(1, 'reason must not be empty').max(500, 'reason must be at most 500 characters').optional() }).strict();
-export const OUTBOX_DISCARD_SCHEMA = z.object({ reason: z.string({ error: 'reason is required (a string)' }).trim().min(1, 'reason is required').max(500, 'reason must be at most 500 characters') }, { error: 'the body must be {"reason": "..."}' }).strict();
+export const OUTBOX_LIST_SCHEMA = z
+  .object({
+    state: z.enum(STATES, { error: 'state must be one of: pending, delivered, failed, discarded' }).optional(),
+    limit: z.coerce
+      .number({ error: 'limit must be a number' })
+      .int('limit must be a whole number')
+      .min(1, 'limit must be at least 1')
+      .max(1_000, 'limit must be at most 1000')
+      .optional(),
+  })
+  .strict();
+export const OUTBOX_REPLAY_SCHEMA = z
+  .object({
+    reason: z
+      .string({ error: 'reason must be a string' })
+      .trim()
+      .min(1, 'reason must not be empty')
+      .max(500, 'reason must be at most 500 characters')
+      .optional(),
+  })
+  .strict();
+export const OUTBOX_DISCARD_SCHEMA = z
+  .object(
+    {
+      reason: z
+        .string({ error: 'reason is required (a string)' })
+        .trim()
+        .min(1, 'reason is required')
+        .max(500, 'reason must be at most 500 characters'),
+    },
+    { error: 'the body must be {"reason": "..."}' },
+  )
+  .strict();
 
 /** The evidence, never the payload (it holds the recipient's address). */
 export function outboxView(o: OutboxRow) {
   return {
-    id: o.id, jobId: o.job_id, kind: o.kind, state: o.state, attempts: o.attempts,
-    ...(o.error_class ? { errorClass: o.error_class } : {}), ...(o.status_code ? { statusCode: o.status_code } : {}),
-    ...(o.last_error ? { lastError: o.last_error } : {}), ...(o.failed_at ? { failedAt: o.failed_at.toISOString() } : {}),
-    replays: o.replays, ...(o.resolved_by ? { resolvedBy: o.resolved_by, resolvedAt: o.resolved_at?.toISOString(), ...(o.resolution_reason ? { reason: o.resolution_reason } : {}) } : {}),
-    createdAt: o.created_at.toISOString(), ...(o.delivered_at ? { deliveredAt: o.delivered_at.toISOString() } : {}),
+    id: o.id,
+    jobId: o.job_id,
+    kind: o.kind,
+    state: o.state,
+    attempts: o.attempts,
+    ...(o.error_class ? { errorClass: o.error_class } : {}),
+    ...(o.status_code ? { statusCode: o.status_code } : {}),
+    ...(o.last_error ? { lastError: o.last_error } : {}),
+    ...(o.failed_at ? { failedAt: o.failed_at.toISOString() } : {}),
+    replays: o.replays,
+    ...(o.resolved_by
+      ? {
+          resolvedBy: o.resolved_by,
+          resolvedAt: o.resolved_at?.toISOString(),
+          ...(o.resolution_reason ? { reason: o.resolution_reason } : {}),
+        }
+      : {}),
+    createdAt: o.created_at.toISOString(),
+    ...(o.delivered_at ? { deliveredAt: o.delivered_at.toISOString() } : {}),
   };
 }
 
-export interface OutboxServiceDeps { pool: pg.Pool; temporal: Client; taskQueue: string; jobTypes: Pick<JobRegistry, 'has'>; log: Logger }
+export interface OutboxServiceDeps {
+  pool: pg.Pool;
+  temporal: Client;
+  taskQueue: string;
+  jobTypes: Pick<JobRegistry, 'has'>;
+  log: Logger;
+}
 
 export function createOutboxService(deps: OutboxServiceDeps) {
-  const notFailed = (o: OutboxRow) => new StateConflictError(`outbox row ${o.id} is ${o.state}; only a failed notification can be replayed or discarded`,
-    { slug: 'outbox-not-failed', extra: { state: o.state } });
+  const notFailed = (o: OutboxRow) =>
+    new StateConflictError(`outbox row ${o.id} is ${o.state}; only a failed notification can be replayed or discarded`, {
+      slug: 'outbox-not-failed',
+      extra: { state: o.state },
+    });
 
   async function row(id: string): Promise<OutboxRow> {
     const o = await getOutboxRow(deps.pool, id);
@@ -72,8 +122,15 @@ export function createOutboxService(deps: OutboxServiceDeps) {
       await deps.temporal.workflow.start('redeliverOutbox', { taskQueue: deps.taskQueue, workflowId, args: [args] });
     } catch (err) {
       // The row is pending again: the compensation scan delivers it if this start never happens.
-      deps.log.warn({ outboxId: o.id, jobId: o.job_id, err: (err as Error).message }, 'outbox replay: start failed; the scan will deliver it');
-      throw new UnavailableError('Temporal cannot take the replay right now; the row is pending and the compensation scan will deliver it', 30, { dependency: 'temporal', cause: err });
+      deps.log.warn(
+        { outboxId: o.id, jobId: o.job_id, err: (err as Error).message },
+        'outbox replay: start failed; the scan will deliver it',
+      );
+      throw new UnavailableError(
+        'Temporal cannot take the replay right now; the row is pending and the compensation scan will deliver it',
+        30,
+        { dependency: 'temporal', cause: err },
+      );
     }
     return { ...outboxView(replayed), workflowId };
   }

@@ -2,8 +2,18 @@ import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import type pg from 'pg';
 import {
-  formatCount, formatDuration, formatRate, HEADLINE_WINDOW, netDrain, perWindow, ratePerMinute, recovery, unfinishedSeries,
-  type PerWindow, type Recovery, type WindowKey,
+  formatCount,
+  formatDuration,
+  formatRate,
+  HEADLINE_WINDOW,
+  netDrain,
+  perWindow,
+  ratePerMinute,
+  recovery,
+  unfinishedSeries,
+  type PerWindow,
+  type Recovery,
+  type WindowKey,
 } from '../lib/health.js';
 import { getSetting, type DegradationSetting } from '../store/degradation.js';
 import { pendingReservations } from '../store/admissions.js';
@@ -15,19 +25,47 @@ import * as q from '../store/health.js';
  * Temporal's task-queue statistics, never from this process's memory, so every API process
  * reports the same numbers. Used by `GET /v1/admin/queue-health`, `/metrics` and `npm run health`.
  */
-export interface HealthDeps { pool: pg.Pool; temporal?: Client; taskQueues: string[] }
+export interface HealthDeps {
+  pool: pg.Pool;
+  temporal?: Client;
+  taskQueues: string[];
+}
 
-export interface TaskQueueStats { backlogCount: number; backlogAgeSeconds: number; addRatePerSecond: number; dispatchRatePerSecond: number; pollers: number }
-export interface TaskQueueHealth { name: string; workflow: TaskQueueStats | null; activity: TaskQueueStats | null; note?: string }
+export interface TaskQueueStats {
+  backlogCount: number;
+  backlogAgeSeconds: number;
+  addRatePerSecond: number;
+  dispatchRatePerSecond: number;
+  pollers: number;
+}
+export interface TaskQueueHealth {
+  name: string;
+  workflow: TaskQueueStats | null;
+  activity: TaskQueueStats | null;
+  note?: string;
+}
 
-export interface Flow { arrivalsPerMinute: PerWindow; enteredPerMinute: PerWindow; completionsPerMinute: PerWindow; netDrainPerMinute: PerWindow }
+export interface Flow {
+  arrivalsPerMinute: PerWindow;
+  enteredPerMinute: PerWindow;
+  completionsPerMinute: PerWindow;
+  netDrainPerMinute: PerWindow;
+}
 export interface Backlog {
   /** Admitted, unfinished jobs: what must complete for the queue to be empty (the ETA's backlog). */
-  active: number; queued: number; retrying: number; running: number; deferred: number;
-  oldestWaitingAgeSeconds: number | null; oldestUnfinishedAgeSeconds: number | null; oldestDeferredAgeSeconds: number | null;
+  active: number;
+  queued: number;
+  retrying: number;
+  running: number;
+  deferred: number;
+  oldestWaitingAgeSeconds: number | null;
+  oldestUnfinishedAgeSeconds: number | null;
+  oldestDeferredAgeSeconds: number | null;
 }
 export interface JobTypeHealth {
-  backlog: Backlog; rates: Flow; recovery: Recovery;
+  backlog: Backlog;
+  rates: Flow;
+  recovery: Recovery;
   finished15m: { succeeded: number; deadLettered: number; cancelled: number };
   attemptsPerJob: { avg: number | null; max: number | null };
   /** Queue time after admission (deferral excluded) and execution time, over jobs finished in the last 15 min. */
@@ -48,12 +86,22 @@ export interface QueueHealth {
   leaseExpirations: { perWindow: PerWindow; overdue: number };
   attempts: { byOutcome: Record<string, PerWindow> };
   reconciliations: { perWindow: PerWindow; effectsInDoubt: number };
-  deadLetters: { source: 'dead_letters'; open: number; oldestOpenAgeSeconds: number | null; newPerWindow: PerWindow; growthPerMinute: PerWindow };
+  deadLetters: {
+    source: 'dead_letters';
+    open: number;
+    oldestOpenAgeSeconds: number | null;
+    newPerWindow: PerWindow;
+    growthPerMinute: PerWindow;
+  };
   outbox: { pending: number; overdue: number; oldestPendingAgeSeconds: number | null };
   intakeRejections: { perWindow: PerWindow; perMinute: PerWindow };
   /** Effects sent to the fallback upstream by job type (each an operator's recorded decision). */
   fallbackUsed: Record<string, { total: number; perWindow: PerWindow }>;
-  degradation: DegradationSetting & { pendingAdmissions: number; lastSlotAt: string | null; resume: { deferred: number; etaSeconds: number; words: string } | null };
+  degradation: DegradationSetting & {
+    pendingAdmissions: number;
+    lastSlotAt: string | null;
+    resume: { deferred: number; etaSeconds: number; words: string } | null;
+  };
   history?: HealthHistory;
 }
 
@@ -74,7 +122,12 @@ function flowOf(arr: PerWindow, ent: PerWindow, done: PerWindow): Flow {
   const arrivalsPerMinute = rate(arr);
   const enteredPerMinute = rate(ent);
   const completionsPerMinute = rate(done);
-  return { arrivalsPerMinute, enteredPerMinute, completionsPerMinute, netDrainPerMinute: perWindow((k) => round2(netDrain(completionsPerMinute[k], enteredPerMinute[k]))) };
+  return {
+    arrivalsPerMinute,
+    enteredPerMinute,
+    completionsPerMinute,
+    netDrainPerMinute: perWindow((k) => round2(netDrain(completionsPerMinute[k], enteredPerMinute[k]))),
+  };
 }
 
 const pick = <P extends string>(row: Record<string, unknown> | undefined, prefix: P): PerWindow =>
@@ -87,9 +140,14 @@ function longToNumber(v: unknown): number {
 }
 
 async function describeQueue(temporal: Client, name: string, type: number): Promise<TaskQueueStats | null> {
-  const res = await temporal.connection.withDeadline(Date.now() + 3_000, () => temporal.workflowService.describeTaskQueue({
-    namespace: temporal.options.namespace, taskQueue: { name }, taskQueueType: type, reportStats: true,
-  }));
+  const res = await temporal.connection.withDeadline(Date.now() + 3_000, () =>
+    temporal.workflowService.describeTaskQueue({
+      namespace: temporal.options.namespace,
+      taskQueue: { name },
+      taskQueueType: type,
+      reportStats: true,
+    }),
+  );
   const s = res.stats;
   if (!s) return null; // servers before 1.28 report no stats in default mode
   const age = s.approximateBacklogAge;
@@ -105,24 +163,40 @@ async function describeQueue(temporal: Client, name: string, type: number): Prom
 /** Temporal's own view of each task queue (workflow and activity tasks); a failure is reported, never fatal. */
 export async function taskQueueHealth(temporal: Client | undefined, names: string[]): Promise<TaskQueueHealth[]> {
   const T = proto.temporal.api.enums.v1.TaskQueueType;
-  return Promise.all(names.map(async (name) => {
-    if (!temporal) return { name, workflow: null, activity: null, note: 'no Temporal client: figures from Postgres only' };
-    try {
-      const [workflow, activity] = await Promise.all([
-        describeQueue(temporal, name, T.TASK_QUEUE_TYPE_WORKFLOW), describeQueue(temporal, name, T.TASK_QUEUE_TYPE_ACTIVITY),
-      ]);
-      return { name, workflow, activity, ...(workflow || activity ? {} : { note: 'the server reports no task-queue stats (before 1.28): backlog from Postgres' }) };
-    } catch (err) {
-      return { name, workflow: null, activity: null, note: `Temporal unavailable: ${(err as Error).message}` };
-    }
-  }));
+  return Promise.all(
+    names.map(async (name) => {
+      if (!temporal) return { name, workflow: null, activity: null, note: 'no Temporal client: figures from Postgres only' };
+      try {
+        const [workflow, activity] = await Promise.all([
+          describeQueue(temporal, name, T.TASK_QUEUE_TYPE_WORKFLOW),
+          describeQueue(temporal, name, T.TASK_QUEUE_TYPE_ACTIVITY),
+        ]);
+        return {
+          name,
+          workflow,
+          activity,
+          ...(workflow || activity ? {} : { note: 'the server reports no task-queue stats (before 1.28): backlog from Postgres' }),
+        };
+      } catch (err) {
+        return { name, workflow: null, activity: null, note: `Temporal unavailable: ${(err as Error).message}` };
+      }
+    }),
+  );
 }
 
 function backlogOf(r: q.BacklogRow | undefined): Backlog {
-  const queued = r?.queued ?? 0; const retrying = r?.retrying ?? 0; const running = r?.running ?? 0;
+  const queued = r?.queued ?? 0;
+  const retrying = r?.retrying ?? 0;
+  const running = r?.running ?? 0;
   return {
-    active: queued + retrying + running, queued, retrying, running, deferred: r?.deferred ?? 0,
-    oldestWaitingAgeSeconds: r?.oldest_waiting_s ?? null, oldestUnfinishedAgeSeconds: r?.oldest_unfinished_s ?? null, oldestDeferredAgeSeconds: r?.oldest_deferred_s ?? null,
+    active: queued + retrying + running,
+    queued,
+    retrying,
+    running,
+    deferred: r?.deferred ?? 0,
+    oldestWaitingAgeSeconds: r?.oldest_waiting_s ?? null,
+    oldestUnfinishedAgeSeconds: r?.oldest_unfinished_s ?? null,
+    oldestDeferredAgeSeconds: r?.oldest_deferred_s ?? null,
   };
 }
 
@@ -132,7 +206,16 @@ function sumBacklog(rows: q.BacklogRow[]): q.BacklogRow {
     return v.length ? Math.max(...v) : null;
   };
   const sum = (k: 'queued' | 'retrying' | 'running' | 'deferred') => rows.reduce((a, r) => a + r[k], 0);
-  return { job_type: '*', queued: sum('queued'), retrying: sum('retrying'), running: sum('running'), deferred: sum('deferred'), oldest_waiting_s: max('oldest_waiting_s'), oldest_unfinished_s: max('oldest_unfinished_s'), oldest_deferred_s: max('oldest_deferred_s') };
+  return {
+    job_type: '*',
+    queued: sum('queued'),
+    retrying: sum('retrying'),
+    running: sum('running'),
+    deferred: sum('deferred'),
+    oldest_waiting_s: max('oldest_waiting_s'),
+    oldest_unfinished_s: max('oldest_unfinished_s'),
+    oldest_deferred_s: max('oldest_deferred_s'),
+  };
 }
 
 /** Deferred jobs come back at the recovery rate once their priority is no longer paused. */
@@ -140,7 +223,11 @@ function resumeEstimate(deferred: number, s: DegradationSetting): { deferred: nu
   if (deferred === 0) return null;
   const etaSeconds = (deferred / s.recoveryRatePerMinute) * 60;
   const when = s.pausedPriorities.length > 0 ? `once ${s.pausedPriorities.join(', ')} is resumed` : 'resuming now';
-  return { deferred, etaSeconds, words: `${formatCount(deferred)} deferred, ${when} at ${formatRate(s.recoveryRatePerMinute)}: ${formatDuration(etaSeconds)}` };
+  return {
+    deferred,
+    etaSeconds,
+    words: `${formatCount(deferred)} deferred, ${when} at ${formatRate(s.recoveryRatePerMinute)}: ${formatDuration(etaSeconds)}`,
+  };
 }
 
 const addWindows = (a: PerWindow, b: PerWindow): PerWindow => perWindow((k) => a[k] + b[k]);
@@ -167,19 +254,36 @@ export async function collectQueueHealth(deps: HealthDeps, opts: { historyMinute
 
   const types = [...new Set([...backlog, ...arrivals, ...completions, ...admitted, ...leases].map((r) => r.job_type))].sort();
   const jobTypes: Record<string, JobTypeHealth> = {};
-  let arrAll = zero(); let entAll = zero(); let doneAll = zero(); let expAll = zero();
+  let arrAll = zero();
+  let entAll = zero();
+  let doneAll = zero();
+  let expAll = zero();
   for (const t of types) {
     const a = arrivals.find((r) => r.job_type === t) as Record<string, unknown> | undefined;
     const c = completions.find((r) => r.job_type === t);
     const arr = pick(a, 'arr');
-    const ent = addWindows(pick(a, 'ent'), pick(admitted.find((r) => r.job_type === t), 'adm'));
+    const ent = addWindows(
+      pick(a, 'ent'),
+      pick(
+        admitted.find((r) => r.job_type === t),
+        'adm',
+      ),
+    );
     const done = pick(c as Record<string, unknown> | undefined, 'done');
-    const exp = pick(leases.find((r) => r.job_type === t), 'exp');
-    arrAll = addWindows(arrAll, arr); entAll = addWindows(entAll, ent); doneAll = addWindows(doneAll, done); expAll = addWindows(expAll, exp);
+    const exp = pick(
+      leases.find((r) => r.job_type === t),
+      'exp',
+    );
+    arrAll = addWindows(arrAll, arr);
+    entAll = addWindows(entAll, ent);
+    doneAll = addWindows(doneAll, done);
+    expAll = addWindows(expAll, exp);
     const b = backlogOf(backlog.find((r) => r.job_type === t));
     const rates = flowOf(arr, ent, done);
     jobTypes[t] = {
-      backlog: b, rates, recovery: recovery(b.active, rates.netDrainPerMinute[HEADLINE_WINDOW]),
+      backlog: b,
+      rates,
+      recovery: recovery(b.active, rates.netDrainPerMinute[HEADLINE_WINDOW]),
       finished15m: { succeeded: c?.succeeded_15m ?? 0, deadLettered: c?.dead_lettered_15m ?? 0, cancelled: c?.cancelled_15m ?? 0 },
       attemptsPerJob: { avg: c?.attempts_avg != null ? round2(c.attempts_avg) : null, max: c?.attempts_max ?? null },
       queueSeconds: { p50: c?.queue_p50_s ?? null, p95: c?.queue_p95_s ?? null },
@@ -207,17 +311,25 @@ export async function collectQueueHealth(deps: HealthDeps, opts: { historyMinute
     attempts: { byOutcome },
     reconciliations: { perWindow: byOutcome.reconciled ?? zero(), effectsInDoubt: inDoubt },
     deadLetters: {
-      source: 'dead_letters', open: dl.open, oldestOpenAgeSeconds: dl.oldest_open_s,
-      newPerWindow: dlNew, growthPerMinute: perWindow((k, s) => round2(ratePerMinute(dlNew[k], s))),
+      source: 'dead_letters',
+      open: dl.open,
+      oldestOpenAgeSeconds: dl.oldest_open_s,
+      newPerWindow: dlNew,
+      growthPerMinute: perWindow((k, s) => round2(ratePerMinute(dlNew[k], s))),
     },
     outbox: { pending: outbox.pending, overdue: outbox.overdue, oldestPendingAgeSeconds: outbox.oldest_pending_s },
     intakeRejections: {
       perWindow: rej,
-      perMinute: perWindow((k) => { const r = rejections.find((x) => x.window === k); return r && r.covered_s > 0 ? round2(ratePerMinute(r.count, r.covered_s)) : 0; }),
+      perMinute: perWindow((k) => {
+        const r = rejections.find((x) => x.window === k);
+        return r && r.covered_s > 0 ? round2(ratePerMinute(r.count, r.covered_s)) : 0;
+      }),
     },
     fallbackUsed: Object.fromEntries(fallback.map((r) => [r.job_type, { total: r.total, perWindow: pick(r, 'used') }])),
     degradation: {
-      ...setting, pendingAdmissions: pending.n, lastSlotAt: pending.last_slot?.toISOString() ?? null,
+      ...setting,
+      pendingAdmissions: pending.n,
+      lastSlotAt: pending.last_slot?.toISOString() ?? null,
       resume: resumeEstimate(total.deferred, setting),
     },
   };
@@ -230,9 +342,14 @@ export async function collectQueueHealth(deps: HealthDeps, opts: { historyMinute
 function sampleOf(h: QueueHealth): Record<string, number | null> {
   const tqBacklog = h.taskQueues.reduce<number | null>((a, t) => (t.activity ? (a ?? 0) + t.activity.backlogCount : a), null);
   return {
-    active: h.backlog.active, deferred: h.backlog.deferred, oldestWaitingAgeSeconds: h.backlog.oldestWaitingAgeSeconds,
-    temporalActivityBacklog: tqBacklog, deadLettersOpen: h.deadLetters.open, outboxPending: h.outbox.pending,
-    leaseExpirations1m: h.leaseExpirations.perWindow['1m'], intakeRejections1m: h.intakeRejections.perWindow['1m'],
+    active: h.backlog.active,
+    deferred: h.backlog.deferred,
+    oldestWaitingAgeSeconds: h.backlog.oldestWaitingAgeSeconds,
+    temporalActivityBacklog: tqBacklog,
+    deadLettersOpen: h.deadLetters.open,
+    outboxPending: h.outbox.pending,
+    leaseExpirations1m: h.leaseExpirations.perWindow['1m'],
+    intakeRejections1m: h.intakeRejections.perWindow['1m'],
     recoveryEtaSeconds: h.recovery.etaSeconds,
   };
 }
@@ -240,25 +357,36 @@ function sampleOf(h: QueueHealth): Record<string, number | null> {
 async function keepSample(db: pg.Pool, h: QueueHealth): Promise<void> {
   try {
     if (await q.insertSample(db, sampleOf(h))) await q.pruneSamples(db);
-  } catch { /* a trend sample is a nicety; the snapshot itself already succeeded */ }
+  } catch {
+    /* a trend sample is a nicety; the snapshot itself already succeeded */
+  }
 }
 
 async function history(db: pg.Pool, minutes: number): Promise<HealthHistory> {
   const flows = await q.perMinuteFlows(db, minutes);
   const { n } = await q.unfinishedNow(db);
   const samples = await q.recentSamples(db, minutes);
-  const keys = ['active', 'deferred', 'oldestWaitingAgeSeconds', 'temporalActivityBacklog', 'deadLettersOpen', 'outboxPending', 'leaseExpirations1m', 'intakeRejections1m', 'recoveryEtaSeconds'];
+  const keys = [
+    'active',
+    'deferred',
+    'oldestWaitingAgeSeconds',
+    'temporalActivityBacklog',
+    'deadLettersOpen',
+    'outboxPending',
+    'leaseExpirations1m',
+    'intakeRejections1m',
+    'recoveryEtaSeconds',
+  ];
   const byMinute = new Map(samples.map((s) => [s.minute.getTime(), s.figures]));
   const arrivals = flows.map((f) => f.arrivals);
   const completions = flows.map((f) => f.completions);
   return {
     minutes: flows.map((f) => f.minute.toISOString()),
-    arrivals, completions,
+    arrivals,
+    completions,
     unfinished: unfinishedSeries(n, arrivals, completions),
     samples: Object.fromEntries(keys.map((k) => [k, flows.map((f) => byMinute.get(f.minute.getTime())?.[k] ?? null)])),
   };
 }
 
-
 // ---- Prometheus: gauges computed on scrape from the snapshot above ----
-

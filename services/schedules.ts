@@ -1,4 +1,12 @@
-import { ScheduleAlreadyRunning, ScheduleNotFoundError, type Client, type ScheduleDescription, type ScheduleOptions, type ScheduleOverlapPolicy, type ScheduleSpec } from '@temporalio/client';
+import {
+  ScheduleAlreadyRunning,
+  ScheduleNotFoundError,
+  type Client,
+  type ScheduleDescription,
+  type ScheduleOptions,
+  type ScheduleOverlapPolicy,
+  type ScheduleSpec,
+} from '@temporalio/client';
 import { createHash } from 'node:crypto';
 import { canonicalJson } from '../lib/canonical-json.js';
 import type { ScanInput, ScannedSchedule } from '../contract/scan.js';
@@ -12,9 +20,7 @@ import type { RetentionInput } from '../contract/retention.js';
 export type ScheduledJobType = 'digest';
 
 /** When a schedule fires: an interval (aligned at the Unix epoch plus offset) or cron. */
-export type ScheduleTiming =
-  | { every: number; offset?: number }
-  | { cron: string[]; timezone?: string };
+export type ScheduleTiming = { every: number; offset?: number } | { cron: string[]; timezone?: string };
 
 interface DeclarationBase {
   /** Stable name; the Schedule ID is `<prefix>.<name>`. Renaming creates a second Schedule. */
@@ -63,7 +69,7 @@ export const SCHEDULE_DECLARATIONS: ScheduleDeclaration[] = [
     kind: 'job',
     name: 'digest',
     jobType: 'digest',
-    description: 'nightly per-tenant digest of the previous day\'s jobs',
+    description: "nightly per-tenant digest of the previous day's jobs",
     // 02:00 UTC every day; the window is the UTC day starting at 02:00.
     timing: { cron: ['0 2 * * *'], timezone: 'UTC' },
     windowMs: DAY,
@@ -76,7 +82,8 @@ export const SCHEDULE_DECLARATIONS: ScheduleDeclaration[] = [
   {
     kind: 'scan',
     name: 'compensation-scan',
-    description: 'finds and repairs missed windows, unstarted intents, stuck outbox rows, in-doubt effects, stuck replays and unsignalled webhooks',
+    description:
+      'finds and repairs missed windows, unstarted intents, stuck outbox rows, in-doubt effects, stuck replays and unsignalled webhooks',
     timing: { every: 10 * MINUTE },
     // A scan covers everything up to its own time: a skipped or missed scan needs no catch-up.
     overlap: 'SKIP',
@@ -94,7 +101,8 @@ export function retentionDeclaration(input: RetentionInput): RetentionScheduleDe
   return {
     kind: 'retention',
     name: 'retention-cleanup',
-    description: 'deletes rows past their retention period, in small batches, never what a live job, an open dead letter or the idempotency window needs',
+    description:
+      'deletes rows past their retention period, in small batches, never what a live job, an open dead letter or the idempotency window needs',
     timing: { every: HOUR, offset: 17 * MINUTE },
     // A run covers everything expired up to its own time: a skipped or missed run needs no catch-up.
     overlap: 'SKIP',
@@ -116,19 +124,21 @@ export function scheduleIdFor(prefix: string, name: string): string {
 
 /** Temporal's schedule times have whole seconds: a finer grid would put nominal times off its boundaries. */
 function wholeSeconds(name: string, field: string, ms: number): number {
-  if (!Number.isInteger(ms) || ms < 0 || ms % 1_000 !== 0) throw new Error(`schedule ${name}: ${field} must be a whole number of seconds (in ms), got ${ms}`);
+  if (!Number.isInteger(ms) || ms < 0 || ms % 1_000 !== 0)
+    throw new Error(`schedule ${name}: ${field} must be a whole number of seconds (in ms), got ${ms}`);
   return ms;
 }
 
 export function windowGridOf(d: JobScheduleDeclaration): { windowMs: number; windowOffsetMs: number } {
   const windowMs = d.windowMs ?? ('every' in d.timing ? d.timing.every : undefined);
   if (!windowMs) throw new Error(`schedule ${d.name}: a cron schedule needs windowMs`);
-  const offset = d.windowOffsetMs ?? ('every' in d.timing ? d.timing.offset ?? 0 : 0);
+  const offset = d.windowOffsetMs ?? ('every' in d.timing ? (d.timing.offset ?? 0) : 0);
   return { windowMs: wholeSeconds(d.name, 'windowMs', windowMs), windowOffsetMs: wholeSeconds(d.name, 'windowOffsetMs', offset) };
 }
 
 function toSpec(name: string, t: ScheduleTiming): ScheduleSpec {
-  if ('every' in t) return { intervals: [{ every: wholeSeconds(name, 'every', t.every), offset: wholeSeconds(name, 'offset', t.offset ?? 0) }] };
+  if ('every' in t)
+    return { intervals: [{ every: wholeSeconds(name, 'every', t.every), offset: wholeSeconds(name, 'offset', t.offset ?? 0) }] };
   return { cronExpressions: t.cron, timezone: t.timezone ?? 'UTC' };
 }
 
@@ -138,27 +148,39 @@ export function triggerArgsFor(d: JobScheduleDeclaration, scheduleId: string): T
 
 /** The scan's input for a set of declarations: every scheduled job type's window grid. Also for running a scan by hand. */
 export function scanInputFor(all: ScheduleDeclaration[], prefix: string, options: Omit<ScanInput, 'schedules'> = {}): ScanInput {
-  const schedules: ScannedSchedule[] = all.filter((x): x is JobScheduleDeclaration => x.kind === 'job').map((x) => ({
-    ...triggerArgsFor(x, scheduleIdFor(prefix, x.name)),
-    fillLookbackMs: x.fillLookbackMs ?? 7 * DAY,
-  }));
+  const schedules: ScannedSchedule[] = all
+    .filter((x): x is JobScheduleDeclaration => x.kind === 'job')
+    .map((x) => ({
+      ...triggerArgsFor(x, scheduleIdFor(prefix, x.name)),
+      fillLookbackMs: x.fillLookbackMs ?? 7 * DAY,
+    }));
   return { ...options, schedules };
 }
 
 /** The full Schedule for a declaration; its hash (kept in the action's memo) tells whether an update is due. */
-export function scheduleOptionsFor(d: ScheduleDeclaration, taskQueue: string, prefix: string, all: ScheduleDeclaration[]): ScheduleOptions & { declarationHash: string } {
+export function scheduleOptionsFor(
+  d: ScheduleDeclaration,
+  taskQueue: string,
+  prefix: string,
+  all: ScheduleDeclaration[],
+): ScheduleOptions & { declarationHash: string } {
   const scheduleId = scheduleIdFor(prefix, d.name);
   const spec = toSpec(d.name, d.timing);
   const workflowType = d.kind === 'job' ? 'scheduleTrigger' : d.kind === 'scan' ? 'compensationScan' : 'retentionCleanup';
   const args = d.kind === 'job' ? [triggerArgsFor(d, scheduleId)] : d.kind === 'scan' ? [scanInputFor(all, prefix, d.options)] : [d.input];
   const policies = { overlap: d.overlap, catchupWindow: d.catchupWindowMs };
   const declarationHash = createHash('sha256')
-    .update(canonicalJson({ spec, workflowType, args, policies, paused: d.paused, taskQueue })).digest('hex').slice(0, 32);
+    .update(canonicalJson({ spec, workflowType, args, policies, paused: d.paused, taskQueue }))
+    .digest('hex')
+    .slice(0, 32);
   return {
     scheduleId,
     spec,
     action: {
-      type: 'startWorkflow', workflowType, taskQueue, args,
+      type: 'startWorkflow',
+      workflowType,
+      taskQueue,
+      args,
       // Temporal appends `-<nominal time>` to this ID; the trigger derives the job's ID itself.
       workflowId: `${scheduleId}.run`,
       memo: { declarationHash },
@@ -179,7 +201,10 @@ export type EnsureOutcome = 'created' | 'updated' | 'unchanged';
  * leaves the Schedule alone, so an operator's pause survives a restart.
  */
 export async function ensureSchedules(
-  client: Client, taskQueue: string, declarations: ScheduleDeclaration[] = SCHEDULE_DECLARATIONS, prefix: string = taskQueue,
+  client: Client,
+  taskQueue: string,
+  declarations: ScheduleDeclaration[] = SCHEDULE_DECLARATIONS,
+  prefix: string = taskQueue,
 ): Promise<Array<{ scheduleId: string; outcome: EnsureOutcome }>> {
   const out: Array<{ scheduleId: string; outcome: EnsureOutcome }> = [];
   for (const d of declarations) {

@@ -17,10 +17,13 @@ export interface PreparedStack {
   searchAttributesAdded: string[];
 }
 
-export async function prepareStack(pool: pg.Pool, opts: {
-  tenants?: ReadonlyArray<{ tenantId: string; apiKey: string }>;
-  temporal?: { connection: Connection; namespace: string };
-} = {}): Promise<PreparedStack> {
+export async function prepareStack(
+  pool: pg.Pool,
+  opts: {
+    tenants?: ReadonlyArray<{ tenantId: string; apiKey: string }>;
+    temporal?: { connection: Connection; namespace: string };
+  } = {},
+): Promise<PreparedStack> {
   const applied = await migrate(pool);
   for (const t of opts.tenants ?? []) await upsertTenant(pool, t.tenantId, t.apiKey);
   const searchAttributesAdded = opts.temporal ? await ensureSearchAttributes(opts.temporal.connection, opts.temporal.namespace) : [];

@@ -7,9 +7,11 @@ export type { JobBudgets } from '../contract/job-types.js';
 
 /** True for "a run with this ID already closed": over the worker's connection the error may arrive as raw gRPC ALREADY_EXISTS (6). */
 export function isAlreadyStarted(err: unknown): boolean {
-  return err instanceof WorkflowExecutionAlreadyStartedError
-    || (err as { name?: string })?.name === 'WorkflowExecutionAlreadyStartedError'
-    || (err as { code?: number })?.code === 6;
+  return (
+    err instanceof WorkflowExecutionAlreadyStartedError ||
+    (err as { name?: string })?.name === 'WorkflowExecutionAlreadyStartedError' ||
+    (err as { code?: number })?.code === 6
+  );
 }
 
 /**
@@ -21,7 +23,13 @@ export function isAlreadyStarted(err: unknown): boolean {
  * arguments so a running job keeps the budget it started with. Returns false when a closed
  * run already had the ID.
  */
-export async function startJobWorkflow(client: Client, taskQueue: string, info: JobDefinition, base: JobArgs, budgets?: JobBudgets): Promise<boolean> {
+export async function startJobWorkflow(
+  client: Client,
+  taskQueue: string,
+  info: JobDefinition,
+  base: JobArgs,
+  budgets?: JobBudgets,
+): Promise<boolean> {
   const budget = base.budget ?? budgets?.[base.jobType];
   const args: JobArgs = budget ? { ...base, budget } : base;
   try {

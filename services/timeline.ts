@@ -46,15 +46,22 @@ export interface JobTimeline {
   events: TimelineEvent[];
 }
 
-export interface TimelineDeps { pool: pg.Pool; temporal?: Client; taskQueue: string }
+export interface TimelineDeps {
+  pool: pg.Pool;
+  temporal?: Client;
+  taskQueue: string;
+}
 
 const iso = (d: Date) => d.toISOString();
 const E = proto.temporal.api.enums.v1.EventType;
 
 /** `EVENT_TYPE_ACTIVITY_TASK_SCHEDULED` → `ActivityTaskScheduled`. */
 function eventTypeName(t: unknown): string {
-  const raw = typeof t === 'number' ? E[t] ?? String(t) : String(t);
-  return raw.replace(/^EVENT_TYPE_/, '').toLowerCase().replace(/(^|_)([a-z])/g, (_m, _u, c: string) => c.toUpperCase());
+  const raw = typeof t === 'number' ? (E[t] ?? String(t)) : String(t);
+  return raw
+    .replace(/^EVENT_TYPE_/, '')
+    .toLowerCase()
+    .replace(/(^|_)([a-z])/g, (_m, _u, c: string) => c.toUpperCase());
 }
 
 function tsMs(ts: { seconds?: unknown; nanos?: number | null } | null | undefined): number | undefined {
@@ -68,7 +75,11 @@ const durMs = (d: { seconds?: unknown; nanos?: number | null } | null | undefine
 function decode(payloads: { payloads?: unknown[] | null } | null | undefined): unknown {
   const p = payloads?.payloads?.[0];
   if (!p) return undefined;
-  try { return defaultPayloadConverter.fromPayload(p as never); } catch { return undefined; }
+  try {
+    return defaultPayloadConverter.fromPayload(p as never);
+  } catch {
+    return undefined;
+  }
 }
 
 type HistoryEvent = proto.temporal.api.history.v1.IHistoryEvent;
@@ -89,10 +100,14 @@ function temporalEvents(events: HistoryEvent[]): TimelineEvent[] {
       event = 'workflow started';
       detail = `${a.workflowType?.name ?? ''} on task queue ${a.taskQueue?.name ?? '?'}${a.attempt && a.attempt > 1 ? `, attempt ${a.attempt}` : ''}`;
     } else if (ev.workflowTaskScheduledEventAttributes) event = 'workflow task scheduled';
-    else if (ev.workflowTaskStartedEventAttributes) { event = 'workflow task started'; detail = ev.workflowTaskStartedEventAttributes.identity ?? undefined; }
-    else if (ev.workflowTaskCompletedEventAttributes) event = 'workflow task completed';
-    else if (ev.workflowTaskFailedEventAttributes) { event = 'workflow task failed'; detail = ev.workflowTaskFailedEventAttributes.failure?.message ?? undefined; }
-    else if (ev.workflowTaskTimedOutEventAttributes) event = 'workflow task timed out';
+    else if (ev.workflowTaskStartedEventAttributes) {
+      event = 'workflow task started';
+      detail = ev.workflowTaskStartedEventAttributes.identity ?? undefined;
+    } else if (ev.workflowTaskCompletedEventAttributes) event = 'workflow task completed';
+    else if (ev.workflowTaskFailedEventAttributes) {
+      event = 'workflow task failed';
+      detail = ev.workflowTaskFailedEventAttributes.failure?.message ?? undefined;
+    } else if (ev.workflowTaskTimedOutEventAttributes) event = 'workflow task timed out';
     else if (ev.activityTaskScheduledEventAttributes) {
       const a = ev.activityTaskScheduledEventAttributes;
       activityOf.set(String(ev.eventId), a.activityType?.name ?? 'activity');
@@ -118,25 +133,42 @@ function temporalEvents(events: HistoryEvent[]): TimelineEvent[] {
       const a = ev.activityTaskTimedOutEventAttributes;
       event = `activity timed out: ${sched(a.scheduledEventId)}`;
       detail = a.failure?.message ?? undefined;
-    } else if (ev.activityTaskCancelRequestedEventAttributes) event = `activity cancel requested: ${sched(ev.activityTaskCancelRequestedEventAttributes.scheduledEventId)}`;
-    else if (ev.activityTaskCanceledEventAttributes) event = `activity cancelled: ${sched(ev.activityTaskCanceledEventAttributes.scheduledEventId)}`;
+    } else if (ev.activityTaskCancelRequestedEventAttributes)
+      event = `activity cancel requested: ${sched(ev.activityTaskCancelRequestedEventAttributes.scheduledEventId)}`;
+    else if (ev.activityTaskCanceledEventAttributes)
+      event = `activity cancelled: ${sched(ev.activityTaskCanceledEventAttributes.scheduledEventId)}`;
     else if (ev.timerStartedEventAttributes) {
       const a = ev.timerStartedEventAttributes;
       event = 'timer started';
       detail = `timer ${a.timerId}: fires in ${duration(durMs(a.startToFireTimeout) ?? 0)}`;
-    } else if (ev.timerFiredEventAttributes) { event = 'timer fired'; detail = `timer ${ev.timerFiredEventAttributes.timerId}`; }
-    else if (ev.timerCanceledEventAttributes) { event = 'timer cancelled'; detail = `timer ${ev.timerCanceledEventAttributes.timerId}`; }
-    else if (ev.workflowExecutionSignaledEventAttributes) { event = `signal: ${ev.workflowExecutionSignaledEventAttributes.signalName}`; detail = ev.workflowExecutionSignaledEventAttributes.identity ?? undefined; }
-    else if (ev.workflowExecutionCancelRequestedEventAttributes) { event = 'workflow cancel requested'; detail = ev.workflowExecutionCancelRequestedEventAttributes.identity ?? undefined; }
-    else if (ev.workflowExecutionCompletedEventAttributes) event = 'workflow completed';
-    else if (ev.workflowExecutionFailedEventAttributes) { event = 'workflow failed'; detail = ev.workflowExecutionFailedEventAttributes.failure?.message ?? undefined; }
-    else if (ev.workflowExecutionCanceledEventAttributes) event = 'workflow cancelled';
-    else if (ev.workflowExecutionTerminatedEventAttributes) { event = 'workflow terminated'; detail = ev.workflowExecutionTerminatedEventAttributes.reason ?? undefined; }
-    else if (ev.workflowExecutionTimedOutEventAttributes) event = 'workflow timed out';
+    } else if (ev.timerFiredEventAttributes) {
+      event = 'timer fired';
+      detail = `timer ${ev.timerFiredEventAttributes.timerId}`;
+    } else if (ev.timerCanceledEventAttributes) {
+      event = 'timer cancelled';
+      detail = `timer ${ev.timerCanceledEventAttributes.timerId}`;
+    } else if (ev.workflowExecutionSignaledEventAttributes) {
+      event = `signal: ${ev.workflowExecutionSignaledEventAttributes.signalName}`;
+      detail = ev.workflowExecutionSignaledEventAttributes.identity ?? undefined;
+    } else if (ev.workflowExecutionCancelRequestedEventAttributes) {
+      event = 'workflow cancel requested';
+      detail = ev.workflowExecutionCancelRequestedEventAttributes.identity ?? undefined;
+    } else if (ev.workflowExecutionCompletedEventAttributes) event = 'workflow completed';
+    else if (ev.workflowExecutionFailedEventAttributes) {
+      event = 'workflow failed';
+      detail = ev.workflowExecutionFailedEventAttributes.failure?.message ?? undefined;
+    } else if (ev.workflowExecutionCanceledEventAttributes) event = 'workflow cancelled';
+    else if (ev.workflowExecutionTerminatedEventAttributes) {
+      event = 'workflow terminated';
+      detail = ev.workflowExecutionTerminatedEventAttributes.reason ?? undefined;
+    } else if (ev.workflowExecutionTimedOutEventAttributes) event = 'workflow timed out';
     else if (ev.workflowExecutionContinuedAsNewEventAttributes) event = 'workflow continued as new';
     else if (ev.upsertWorkflowSearchAttributesEventAttributes) event = 'search attributes updated';
     else if (ev.workflowPropertiesModifiedEventAttributes) event = 'workflow properties modified';
-    else if (ev.markerRecordedEventAttributes) { event = 'marker recorded'; detail = ev.markerRecordedEventAttributes.markerName ?? undefined; }
+    else if (ev.markerRecordedEventAttributes) {
+      event = 'marker recorded';
+      detail = ev.markerRecordedEventAttributes.markerName ?? undefined;
+    }
     out.push({ at: new Date(at).toISOString(), source: 'temporal', kind: from, event, ...(detail ? { detail } : {}) });
   }
   return out;
@@ -156,29 +188,53 @@ async function temporalSide(deps: TimelineDeps, jobId: string): Promise<{ info: 
     for (const p of d.raw.pendingActivities ?? []) {
       const at = tsMs(p.lastStartedTime) ?? tsMs(p.scheduledTime);
       if (at === undefined) continue;
-      const state = proto.temporal.api.enums.v1.PendingActivityState[p.state as number]?.replace(/^PENDING_ACTIVITY_STATE_/, '').toLowerCase() ?? 'pending';
+      const state =
+        proto.temporal.api.enums.v1.PendingActivityState[p.state as number]?.replace(/^PENDING_ACTIVITY_STATE_/, '').toLowerCase() ??
+        'pending';
       events.push({
-        at: new Date(at).toISOString(), source: 'temporal', kind: 'PendingActivity', event: `activity pending: ${p.activityType?.name ?? '?'}`,
+        at: new Date(at).toISOString(),
+        source: 'temporal',
+        kind: 'PendingActivity',
+        event: `activity pending: ${p.activityType?.name ?? '?'}`,
         detail: `attempt ${p.attempt ?? 1}, ${state}${p.lastFailure?.message ? `; last failure: ${p.lastFailure.message}` : ''}${tsMs(p.nextAttemptScheduleTime) ? `; next attempt ${new Date(tsMs(p.nextAttemptScheduleTime)!).toISOString()}` : ''}`,
       });
     }
-    return { info: { ...info, runId: d.runId, status: d.status.name, taskQueue: d.taskQueue, historyEvents: history.events?.length ?? 0 }, events };
+    return {
+      info: { ...info, runId: d.runId, status: d.status.name, taskQueue: d.taskQueue, historyEvents: history.events?.length ?? 0 },
+      events,
+    };
   } catch (err) {
     const name = (err as Error).name;
-    const note = name === 'WorkflowNotFoundError'
-      ? 'no workflow in Temporal for this job (not started, or its history is past retention)'
-      : `Temporal unavailable: ${(err as Error).message}`;
+    const note =
+      name === 'WorkflowNotFoundError'
+        ? 'no workflow in Temporal for this job (not started, or its history is past retention)'
+        : `Temporal unavailable: ${(err as Error).message}`;
     return { info: { ...info, note }, events: [] };
   }
 }
 
 const pausedOf = (s: { pausedPriorities?: string[] } | undefined) => s?.pausedPriorities ?? [];
 
-async function postgresEvents(pool: pg.Pool, job: q.TimelineIntent): Promise<{ events: TimelineEvent[]; facts: Omit<StageFacts, 'now' | 'taskQueue'>; attempts: q.TimelineAttempt[]; duplicates: Date[]; lineage: JobTimeline['lineage'] }> {
+async function postgresEvents(
+  pool: pg.Pool,
+  job: q.TimelineIntent,
+): Promise<{
+  events: TimelineEvent[];
+  facts: Omit<StageFacts, 'now' | 'taskQueue'>;
+  attempts: q.TimelineAttempt[];
+  duplicates: Date[];
+  lineage: JobTimeline['lineage'];
+}> {
   const scope = job.replay_of ?? job.job_id;
   const [duplicates, attempts, leases, effects, outbox, deadLetters, replays, admissions, audit] = await Promise.all([
-    q.duplicatesOf(pool, job.job_id), q.attemptsOf(pool, job.job_id), q.leasesOf(pool, job.job_id), q.effectsOf(pool, scope),
-    q.outboxOf(pool, job.job_id), q.deadLettersOf(pool, job.job_id), q.replayJobsOf(pool, job.job_id), q.admissionsOf(pool, job.job_id),
+    q.duplicatesOf(pool, job.job_id),
+    q.attemptsOf(pool, job.job_id),
+    q.leasesOf(pool, job.job_id),
+    q.effectsOf(pool, scope),
+    q.outboxOf(pool, job.job_id),
+    q.deadLettersOf(pool, job.job_id),
+    q.replayJobsOf(pool, job.job_id),
+    q.admissionsOf(pool, job.job_id),
     q.degradationChangesBetween(pool, job.created_at, job.finished_at),
   ]);
   const providerIds = effects.map((e) => e.provider_id).filter((x): x is string => !!x);
@@ -187,82 +243,193 @@ async function postgresEvents(pool: pg.Pool, job: q.TimelineIntent): Promise<{ e
     q.actionsOf(pool, [...new Set([...deadLetters.map((d) => d.id), ...(job.dead_letter_id ? [job.dead_letter_id] : [])])]),
   ]);
   const ev: TimelineEvent[] = [];
-  const add = (at: Date | null, from: string, event: string, detail?: string) => { if (at) ev.push({ at: iso(at), source: 'postgres', kind: from, event, ...(detail ? { detail } : {}) }); };
+  const add = (at: Date | null, from: string, event: string, detail?: string) => {
+    if (at) ev.push({ at: iso(at), source: 'postgres', kind: from, event, ...(detail ? { detail } : {}) });
+  };
 
-  add(job.created_at, 'job_intents', 'intent accepted', `${job.job_type}, ${job.priority} priority, tenant ${job.tenant_id}${job.replay_of ? `; replay of ${job.replay_of}` : ''}`);
-  duplicates.forEach((d, i) => add(d, 'intent_duplicates', `duplicate submission #${i + 1}`, 'same tenant and Idempotency-Key: answered with this job, nothing started'));
+  add(
+    job.created_at,
+    'job_intents',
+    'intent accepted',
+    `${job.job_type}, ${job.priority} priority, tenant ${job.tenant_id}${job.replay_of ? `; replay of ${job.replay_of}` : ''}`,
+  );
+  duplicates.forEach((d, i) =>
+    add(
+      d,
+      'intent_duplicates',
+      `duplicate submission #${i + 1}`,
+      'same tenant and Idempotency-Key: answered with this job, nothing started',
+    ),
+  );
   add(job.workflow_started_at, 'job_intents', 'workflow start recorded');
   // Degradation changes of the job's priority: the last one before it was accepted (the pause it met) and those after.
   const mine = audit.filter((a) => pausedOf(a.before).includes(job.priority) !== pausedOf(a.after).includes(job.priority));
   const before = mine.filter((a) => a.at < job.created_at).at(-1);
   for (const a of mine.filter((x) => x.at >= job.created_at || x === before)) {
     const paused = pausedOf(a.after).includes(job.priority);
-    add(a.at, 'degradation_audit', `${job.priority} priority ${paused ? 'paused' : 'resumed'} by ${a.actor}`, `${a.reason ? `reason: ${a.reason}; ` : ''}recovery ${a.after.recoveryRatePerMinute ?? '?'}/min`);
+    add(
+      a.at,
+      'degradation_audit',
+      `${job.priority} priority ${paused ? 'paused' : 'resumed'} by ${a.actor}`,
+      `${a.reason ? `reason: ${a.reason}; ` : ''}recovery ${a.after.recoveryRatePerMinute ?? '?'}/min`,
+    );
   }
-  if (job.deferred_at) add(job.deferred_at, 'job_intents', 'deferred', job.status === 'deferred' ? job.status_reason ?? undefined : 'held back by the degradation gate (reasons: the gate\'s decisions in the Temporal events)');
+  if (job.deferred_at)
+    add(
+      job.deferred_at,
+      'job_intents',
+      'deferred',
+      job.status === 'deferred'
+        ? (job.status_reason ?? undefined)
+        : "held back by the degradation gate (reasons: the gate's decisions in the Temporal events)",
+    );
   for (const a of admissions) {
     add(a.reserved_at, 'admissions', `admission slot reserved (round ${a.round})`, `slot at ${iso(a.slot_at)}`);
     add(a.admitted_at, 'admissions', 'admitted by the ramp', `round ${a.round}`);
   }
   add(job.admitted_at, 'job_intents', 'admitted after deferral');
   add(job.first_started_at, 'job_intents', 'first attempt started', 'queue time ends, execution time begins');
-  if (job.status === 'queued' && job.status_reason && job.first_started_at) add(job.updated_at, 'job_intents', 'waiting for an upstream slot', job.status_reason);
+  if (job.status === 'queued' && job.status_reason && job.first_started_at)
+    add(job.updated_at, 'job_intents', 'waiting for an upstream slot', job.status_reason);
 
   for (const a of attempts) {
     const took = duration(a.finished_at.getTime() - a.started_at.getTime());
     const cls = [a.error_class, a.status_code ? `HTTP ${a.status_code}` : null].filter(Boolean).join(', ');
-    const delay = a.delay_ms !== null ? `; retry in ${duration(a.delay_ms)} (${a.delay_source === 'retry-after' ? 'the upstream\'s Retry-After' : a.delay_source === 'jitter' ? 'full jitter' : 'reason not recorded'})` : '';
-    if (a.outcome === 'fenced') add(a.finished_at, 'job_attempts', 'fenced result write refused', `attempt ${a.attempt}: a newer attempt already stored the result`);
-    else add(a.finished_at, 'job_attempts', `attempt ${a.attempt} of ${a.step}: ${a.outcome.replace('_', '-')}`, `${cls ? `${cls}; ` : ''}started ${iso(a.started_at)}, took ${took}${delay}`);
+    const delay =
+      a.delay_ms !== null
+        ? `; retry in ${duration(a.delay_ms)} (${a.delay_source === 'retry-after' ? "the upstream's Retry-After" : a.delay_source === 'jitter' ? 'full jitter' : 'reason not recorded'})`
+        : '';
+    if (a.outcome === 'fenced')
+      add(a.finished_at, 'job_attempts', 'fenced result write refused', `attempt ${a.attempt}: a newer attempt already stored the result`);
+    else
+      add(
+        a.finished_at,
+        'job_attempts',
+        `attempt ${a.attempt} of ${a.step}: ${a.outcome.replace('_', '-')}`,
+        `${cls ? `${cls}; ` : ''}started ${iso(a.started_at)}, took ${took}${delay}`,
+      );
   }
   for (const l of leases) {
-    if (l.outcome === 'lease_expired') add(l.expired_detected_at ?? l.deadline_at, 'activity_leases', `lease expired: ${l.activity_type} attempt ${l.attempt}`, `started ${iso(l.started_at)}, no outcome recorded (worker died or a timeout fired); run ${l.run_id}`);
+    if (l.outcome === 'lease_expired')
+      add(
+        l.expired_detected_at ?? l.deadline_at,
+        'activity_leases',
+        `lease expired: ${l.activity_type} attempt ${l.attempt}`,
+        `started ${iso(l.started_at)}, no outcome recorded (worker died or a timeout fired); run ${l.run_id}`,
+      );
   }
   const reusedSteps = new Set(attempts.filter((a) => a.outcome === 'reused').map((a) => a.step));
   for (const e of effects) {
-    const ids = [e.provider_id ? `provider ID ${e.provider_id}` : null, e.provider_request_id ? `request ${e.provider_request_id}` : null].filter(Boolean).join(', ');
+    const ids = [e.provider_id ? `provider ID ${e.provider_id}` : null, e.provider_request_id ? `request ${e.provider_request_id}` : null]
+      .filter(Boolean)
+      .join(', ');
     add(e.first_attempt_at, 'effects', `effect ${e.effect_key} first sent`, `${e.upstream} upstream`);
     const how = `${e.attempts} attempt(s), ${e.reconciliations} reconciliation(s)${reusedSteps.has(e.step) ? '; reused by a later attempt (no upstream call)' : ''}${scope !== job.job_id ? `; effect of ${scope}, shared by its replays` : ''}`;
     if (e.state === 'succeeded') add(e.updated_at, 'effects', `effect ${e.effect_key} executed`, `${ids ? `${ids}; ` : ''}${how}`);
     else if (e.state === 'failed') add(e.updated_at, 'effects', `effect ${e.effect_key} refused`, `${ids ? `${ids}; ` : ''}${how}`);
     else if (e.in_doubt) add(e.last_attempt_at, 'effects', `effect ${e.effect_key} in doubt`, `sent, no answer recorded; ${how}`);
     else add(e.last_attempt_at, 'effects', `effect ${e.effect_key} pending`, `not applied by the upstream (definite refusal); ${how}`);
-    if (e.reconciliations > 0) add(e.updated_at, 'effects', `effect ${e.effect_key} reconciled`, `${e.reconciliations} reconciling call(s) with the same effect key`);
+    if (e.reconciliations > 0)
+      add(
+        e.updated_at,
+        'effects',
+        `effect ${e.effect_key} reconciled`,
+        `${e.reconciliations} reconciling call(s) with the same effect key`,
+      );
   }
-  if (job.status === 'succeeded' && job.finished_at) add(job.finished_at, 'job_intents', 'result written (fenced)', `fence ${job.result_fence} (the attempt number); result stored: ${job.has_result ? 'yes' : 'no'}`);
+  if (job.status === 'succeeded' && job.finished_at)
+    add(
+      job.finished_at,
+      'job_intents',
+      'result written (fenced)',
+      `fence ${job.result_fence} (the attempt number); result stored: ${job.has_result ? 'yes' : 'no'}`,
+    );
   for (const o of outbox) {
     add(o.created_at, 'outbox', `outbox row ${o.kind} written`, `effect key ${o.effect_key}; deliver by ${iso(o.deliver_by)}`);
     if (o.delivered_at) add(o.delivered_at, 'outbox', `notification ${o.kind} delivered`, `${o.attempts} delivery attempt(s)`);
-    else if (o.state !== 'delivered') add(job.updated_at > o.created_at ? job.updated_at : o.created_at, 'outbox', `notification ${o.kind} ${o.state}`, `${o.last_error ? `${o.last_error}; ` : ''}job notification state: ${job.notification_state ?? '-'}`);
+    else if (o.state !== 'delivered')
+      add(
+        job.updated_at > o.created_at ? job.updated_at : o.created_at,
+        'outbox',
+        `notification ${o.kind} ${o.state}`,
+        `${o.last_error ? `${o.last_error}; ` : ''}job notification state: ${job.notification_state ?? '-'}`,
+      );
   }
   for (const w of deliveries) {
-    add(w.first_seen_at, 'webhook_deliveries', `webhook ${w.event_type} received`, `source ${w.source}, webhook-id ${w.webhook_id}, subject ${w.subject ?? '-'}: ${w.outcome}${w.times_received > 1 ? `, received ${w.times_received} times (last ${iso(w.last_received_at)})` : ''}`);
+    add(
+      w.first_seen_at,
+      'webhook_deliveries',
+      `webhook ${w.event_type} received`,
+      `source ${w.source}, webhook-id ${w.webhook_id}, subject ${w.subject ?? '-'}: ${w.outcome}${w.times_received > 1 ? `, received ${w.times_received} times (last ${iso(w.last_received_at)})` : ''}`,
+    );
   }
   for (const d of deadLetters) {
-    add(d.created_at, 'dead_letters', `dead letter ${d.id} recorded`, `${d.error_class}${d.status_code ? `, HTTP ${d.status_code}` : ''}; failed step ${d.failed_step ?? '-'}; ${d.attempts} attempt(s); ${d.retry_state ?? ''}; now ${d.state}`);
+    add(
+      d.created_at,
+      'dead_letters',
+      `dead letter ${d.id} recorded`,
+      `${d.error_class}${d.status_code ? `, HTTP ${d.status_code}` : ''}; failed step ${d.failed_step ?? '-'}; ${d.attempts} attempt(s); ${d.retry_state ?? ''}; now ${d.state}`,
+    );
   }
   for (const a of actions) {
-    const extra = ['replayJobId', 'replayId', 'reason'].filter((k) => a.details[k] !== undefined).map((k) => `${k} ${String(a.details[k])}`).join(', ');
+    const extra = ['replayJobId', 'replayId', 'reason']
+      .filter((k) => a.details[k] !== undefined)
+      .map((k) => `${k} ${String(a.details[k])}`)
+      .join(', ');
     add(a.at, 'dead_letter_actions', `${a.action.replace(/_/g, ' ')} by ${a.actor}`, extra || undefined);
   }
   for (const r of replays) {
     add(r.created_at, 'job_intents', `replay job ${r.job_id} accepted`, `replay of this job; now ${r.status}`);
     add(r.finished_at, 'job_intents', `replay job ${r.job_id} ${r.status}`);
   }
-  if (job.finished_at && job.status !== 'succeeded') add(job.finished_at, 'job_intents', `job ${job.status.replace('_', '-')}`, job.status === 'cancelled' ? `on request of tenant ${job.tenant_id} (${job.status_reason ?? 'cancelled'})` : job.status_reason ?? undefined);
+  if (job.finished_at && job.status !== 'succeeded')
+    add(
+      job.finished_at,
+      'job_intents',
+      `job ${job.status.replace('_', '-')}`,
+      job.status === 'cancelled'
+        ? `on request of tenant ${job.tenant_id} (${job.status_reason ?? 'cancelled'})`
+        : (job.status_reason ?? undefined),
+    );
 
-  const pending = effects.filter((e) => e.state !== 'succeeded' && !e.step.startsWith('notify-')).sort((a, b) => b.last_attempt_at.getTime() - a.last_attempt_at.getTime())[0];
+  const pending = effects
+    .filter((e) => e.state !== 'succeeded' && !e.step.startsWith('notify-'))
+    .sort((a, b) => b.last_attempt_at.getTime() - a.last_attempt_at.getTime())[0];
   const dl = deadLetters.find((d) => d.id === job.dead_letter_id) ?? deadLetters.at(-1);
   const discard = dl ? actions.filter((a) => a.dead_letter_id === dl.id && a.action === 'discarded').at(-1) : undefined;
   const newest = replays.at(-1);
   const notifyFailures = attempts.filter((a) => a.step === 'notify' && (a.outcome === 'retryable' || a.outcome === 'non_retryable')).length;
   const facts: Omit<StageFacts, 'now' | 'taskQueue'> = {
-    status: job.status, statusReason: job.status_reason, createdAt: job.created_at, workflowStartedAt: job.workflow_started_at,
-    firstStartedAt: job.first_started_at, finishedAt: job.finished_at, deferredAt: job.deferred_at, nextAttemptAt: job.next_attempt_at,
-    attempts: job.attempts, lastError: job.last_error,
-    pendingEffect: pending ? { step: pending.step, state: pending.state as 'pending' | 'failed', inDoubt: pending.in_doubt, sentAt: pending.last_attempt_at, reconciliations: pending.reconciliations } : null,
+    status: job.status,
+    statusReason: job.status_reason,
+    createdAt: job.created_at,
+    workflowStartedAt: job.workflow_started_at,
+    firstStartedAt: job.first_started_at,
+    finishedAt: job.finished_at,
+    deferredAt: job.deferred_at,
+    nextAttemptAt: job.next_attempt_at,
+    attempts: job.attempts,
+    lastError: job.last_error,
+    pendingEffect: pending
+      ? {
+          step: pending.step,
+          state: pending.state as 'pending' | 'failed',
+          inDoubt: pending.in_doubt,
+          sentAt: pending.last_attempt_at,
+          reconciliations: pending.reconciliations,
+        }
+      : null,
     notification: { state: job.notification_state, failures: notifyFailures, pending: outbox.filter((o) => o.state === 'pending').length },
-    deadLetter: dl ? { id: dl.id, state: dl.state, failedStep: dl.failed_step, attempts: dl.attempts, discardReason: dl.discard_reason, discardedBy: discard?.actor ?? null } : null,
+    deadLetter: dl
+      ? {
+          id: dl.id,
+          state: dl.state,
+          failedStep: dl.failed_step,
+          attempts: dl.attempts,
+          discardReason: dl.discard_reason,
+          discardedBy: discard?.actor ?? null,
+        }
+      : null,
     replay: newest ? { jobId: newest.job_id, status: newest.status } : null,
   };
   const lineage: JobTimeline['lineage'] = {
@@ -283,7 +450,8 @@ export async function jobTimeline(deps: TimelineDeps, jobId: string): Promise<Jo
   if (!job.first_started_at && job.workflow_started_at && job.status === 'queued') {
     const name = temporal.info.taskQueue ?? deps.taskQueue;
     const [tq] = await taskQueueHealth(deps.temporal, [name]);
-    if (tq && (tq.workflow || tq.activity)) facts.taskQueue = { name, workflowPollers: tq.workflow?.pollers ?? null, activityPollers: tq.activity?.pollers ?? null };
+    if (tq && (tq.workflow || tq.activity))
+      facts.taskQueue = { name, workflowPollers: tq.workflow?.pollers ?? null, activityPollers: tq.activity?.pollers ?? null };
   }
   const verdict = stageVerdict(facts);
   const events = [...pgSide.events, ...temporal.events]
@@ -291,10 +459,28 @@ export async function jobTimeline(deps: TimelineDeps, jobId: string): Promise<Jo
     .sort((a, b) => a.t - b.t || a.i - b.i)
     .map((x) => x.e);
   return {
-    jobId: job.job_id, tenantId: job.tenant_id, jobType: job.job_type, priority: job.priority, status: job.status, generatedAt: now.toISOString(),
-    stage: verdict.words, nextStep: verdict.nextStep, verdict,
-    timings: stageTimings({ now, createdAt: job.created_at, workflowStartedAt: job.workflow_started_at, firstStartedAt: job.first_started_at, finishedAt: job.finished_at, deferredAt: job.deferred_at, admittedAt: job.admitted_at, status: job.status },
-      pgSide.attempts.map((a) => ({ step: a.step, startedAt: a.started_at, finishedAt: a.finished_at }))),
+    jobId: job.job_id,
+    tenantId: job.tenant_id,
+    jobType: job.job_type,
+    priority: job.priority,
+    status: job.status,
+    generatedAt: now.toISOString(),
+    stage: verdict.words,
+    nextStep: verdict.nextStep,
+    verdict,
+    timings: stageTimings(
+      {
+        now,
+        createdAt: job.created_at,
+        workflowStartedAt: job.workflow_started_at,
+        firstStartedAt: job.first_started_at,
+        finishedAt: job.finished_at,
+        deferredAt: job.deferred_at,
+        admittedAt: job.admitted_at,
+        status: job.status,
+      },
+      pgSide.attempts.map((a) => ({ step: a.step, startedAt: a.started_at, finishedAt: a.finished_at })),
+    ),
     duplicates: { count: pgSide.duplicates.length, at: pgSide.duplicates.map(iso) },
     lineage: pgSide.lineage,
     temporal: temporal.info,
@@ -303,22 +489,49 @@ export async function jobTimeline(deps: TimelineDeps, jobId: string): Promise<Jo
 }
 
 /** What a tenant sees of the verdict on `GET /v1/jobs/{id}`: the stage in words, the next step, and the replay job. */
-export interface TenantStage { stage: string; nextStep: string; replayJobId?: string }
+export interface TenantStage {
+  stage: string;
+  nextStep: string;
+  replayJobId?: string;
+}
 
 type StatusRow = IntentRow & { deferred_at?: Date | null; dead_letter_id?: string | null };
 
 export async function tenantStage(pool: pg.Pool, row: StatusRow): Promise<TenantStage> {
   const f = await q.stageFacts(pool, row.job_id, row.replay_of ?? row.job_id);
   const facts: StageFacts = {
-    now: new Date(), status: row.status, statusReason: row.status_reason, createdAt: row.created_at, workflowStartedAt: row.workflow_started_at,
-    firstStartedAt: row.first_started_at, finishedAt: row.finished_at, deferredAt: row.deferred_at ?? null, nextAttemptAt: row.next_attempt_at,
-    attempts: row.attempts, lastError: row.last_error,
-    pendingEffect: f.effect_step ? { step: f.effect_step, state: f.effect_state as 'pending' | 'failed', inDoubt: f.effect_in_doubt === true, sentAt: f.effect_sent_at!, reconciliations: f.effect_reconciliations ?? 0 } : null,
+    now: new Date(),
+    status: row.status,
+    statusReason: row.status_reason,
+    createdAt: row.created_at,
+    workflowStartedAt: row.workflow_started_at,
+    firstStartedAt: row.first_started_at,
+    finishedAt: row.finished_at,
+    deferredAt: row.deferred_at ?? null,
+    nextAttemptAt: row.next_attempt_at,
+    attempts: row.attempts,
+    lastError: row.last_error,
+    pendingEffect: f.effect_step
+      ? {
+          step: f.effect_step,
+          state: f.effect_state as 'pending' | 'failed',
+          inDoubt: f.effect_in_doubt === true,
+          sentAt: f.effect_sent_at!,
+          reconciliations: f.effect_reconciliations ?? 0,
+        }
+      : null,
     notification: { state: row.notification_state, failures: f.notify_failures, pending: f.outbox_pending },
-    deadLetter: f.dl_id ? { id: f.dl_id, state: f.dl_state!, failedStep: f.dl_failed_step, attempts: f.dl_attempts ?? row.attempts, discardReason: f.dl_discard_reason } : null,
+    deadLetter: f.dl_id
+      ? {
+          id: f.dl_id,
+          state: f.dl_state!,
+          failedStep: f.dl_failed_step,
+          attempts: f.dl_attempts ?? row.attempts,
+          discardReason: f.dl_discard_reason,
+        }
+      : null,
     replay: f.replay_job_id ? { jobId: f.replay_job_id, status: f.replay_job_status ?? 'queued' } : null,
   };
   const v = stageVerdict(facts);
   return { stage: v.words, nextStep: v.nextStep, ...(f.replay_job_id ? { replayJobId: f.replay_job_id } : {}) };
 }
-

@@ -11,8 +11,14 @@ import { withTransaction } from '../lib/db.js';
 import { findUnstorableText } from '../lib/json-safety.js';
 import type { Logger } from '../lib/logger.js';
 import {
-  claimPendingSignal, getDelivery, jobForProviderObject, lockSubject, recordDelivery, setSignalOutcome,
-  type DeliveryOutcome, type DeliveryRow,
+  claimPendingSignal,
+  getDelivery,
+  jobForProviderObject,
+  lockSubject,
+  recordDelivery,
+  setSignalOutcome,
+  type DeliveryOutcome,
+  type DeliveryRow,
 } from '../store/webhook-deliveries.js';
 
 /**
@@ -24,7 +30,10 @@ export const SIGNAL_LEASE_MS = 5_000;
 /** The signal is one RPC; past this deadline the delivery stays `pending_signal` and we answer 503. */
 const SIGNAL_DEADLINE_MS = 3_000;
 
-export interface WebhookEvent { type: string; data: Record<string, unknown> }
+export interface WebhookEvent {
+  type: string;
+  data: Record<string, unknown>;
+}
 
 /** Parsed only after verification: bad JSON under a valid signature is the sender's bug (400), not an attack (401). */
 export function parseEvent(raw: Buffer): { ok: true; event: WebhookEvent } | { ok: false; detail: string } {
@@ -36,8 +45,10 @@ export function parseEvent(raw: Buffer): { ok: true; event: WebhookEvent } | { o
   }
   const o = json as { type?: unknown; data?: unknown };
   if (typeof o !== 'object' || o === null || Array.isArray(o)) return { ok: false, detail: 'the body must be a JSON object' };
-  if (typeof o.type !== 'string' || o.type.length === 0 || o.type.length > 200) return { ok: false, detail: 'type must be a string of 1-200 characters' };
-  if (o.data !== undefined && (typeof o.data !== 'object' || o.data === null || Array.isArray(o.data))) return { ok: false, detail: 'data must be an object' };
+  if (typeof o.type !== 'string' || o.type.length === 0 || o.type.length > 200)
+    return { ok: false, detail: 'type must be a string of 1-200 characters' };
+  if (o.data !== undefined && (typeof o.data !== 'object' || o.data === null || Array.isArray(o.data)))
+    return { ok: false, detail: 'data must be an object' };
   // Postgres cannot store these in jsonb: refuse with 400 (the sender's bug) rather than 500,
   // which would make the provider redeliver the same unstorable event forever.
   const unstorable = findUnstorableText(json, 'body');
@@ -49,11 +60,15 @@ export function parseEvent(raw: Buffer): { ok: true; event: WebhookEvent } | { o
 export function subjectOf(event: WebhookEvent): { subject: string; step: string } | { error: string } | undefined {
   if (event.type !== TRANSCRIPTION_COMPLETED) return undefined;
   const id = event.data.id;
-  if (typeof id !== 'string' || id.length === 0 || id.length > 200) return { error: 'data.id must be the transcription ID (1-200 characters)' };
+  if (typeof id !== 'string' || id.length === 0 || id.length > 200)
+    return { error: 'data.id must be the transcription ID (1-200 characters)' };
   return { subject: id, step: TRANSCRIPTION_STEP };
 }
 
-export interface WebhookServiceDeps { pool: pg.Pool; temporal: Client }
+export interface WebhookServiceDeps {
+  pool: pg.Pool;
+  temporal: Client;
+}
 
 export function createWebhookService(deps: WebhookServiceDeps) {
   /** Signals the job once; a failure leaves the delivery `pending_signal` for a redelivery or the scan. */
@@ -61,7 +76,8 @@ export function createWebhookService(deps: WebhookServiceDeps) {
     const event = toEvent(row.webhook_id, row.payload);
     try {
       await deps.temporal.connection.withDeadline(Date.now() + SIGNAL_DEADLINE_MS, () =>
-        deps.temporal.workflow.getHandle(row.job_id!).signal(transcriptionCompletedSignal, event));
+        deps.temporal.workflow.getHandle(row.job_id!).signal(transcriptionCompletedSignal, event),
+      );
       await setSignalOutcome(deps.pool, row.source, row.webhook_id, 'signalled');
       return 'signalled';
     } catch (err) {
@@ -70,7 +86,10 @@ export function createWebhookService(deps: WebhookServiceDeps) {
         await setSignalOutcome(deps.pool, row.source, row.webhook_id, 'job_closed');
         return 'job_closed';
       }
-      log.warn({ webhookId: row.webhook_id, jobId: row.job_id, err: { name: (err as Error).name, message: (err as Error).message } }, 'webhook recorded but the job could not be signalled; it stays pending_signal');
+      log.warn(
+        { webhookId: row.webhook_id, jobId: row.job_id, err: { name: (err as Error).name, message: (err as Error).message } },
+        'webhook recorded but the job could not be signalled; it stays pending_signal',
+      );
       return 'pending_signal';
     }
   }
@@ -88,7 +107,15 @@ export function createWebhookService(deps: WebhookServiceDeps) {
         jobId = await jobForProviderObject(tx, target.step, target.subject);
       }
       const outcome: DeliveryOutcome = !target ? 'ignored' : jobId ? 'pending_signal' : 'unmatched';
-      return recordDelivery(tx, { source, webhookId, eventType: event.type, subject: target?.subject ?? null, payload: event.data, jobId: jobId ?? null, outcome });
+      return recordDelivery(tx, {
+        source,
+        webhookId,
+        eventType: event.type,
+        subject: target?.subject ?? null,
+        payload: event.data,
+        jobId: jobId ?? null,
+        outcome,
+      });
     });
   }
 
@@ -96,11 +123,17 @@ export function createWebhookService(deps: WebhookServiceDeps) {
    * Records a verified delivery once and hands it on: a new one (or a `pending_signal` one
    * whose lease expired) signals its job now. `signalFailed`: recorded, not yet delivered.
    */
-  async function accept(source: string, webhookId: string, event: WebhookEvent, target: { subject: string; step: string } | undefined, log: Pick<Logger, 'warn'>) {
+  async function accept(
+    source: string,
+    webhookId: string,
+    event: WebhookEvent,
+    target: { subject: string; step: string } | undefined,
+    log: Pick<Logger, 'warn'>,
+  ) {
     const row = await record(source, webhookId, event, target);
     let outcome = row.outcome;
     let signalFailed = false;
-    if (row.outcome === 'pending_signal' && (row.inserted || await claimPendingSignal(deps.pool, source, webhookId, SIGNAL_LEASE_MS))) {
+    if (row.outcome === 'pending_signal' && (row.inserted || (await claimPendingSignal(deps.pool, source, webhookId, SIGNAL_LEASE_MS)))) {
       outcome = await signalJob(row, log);
       signalFailed = outcome === 'pending_signal';
     }

@@ -17,9 +17,7 @@ export interface ResponseFault {
   hold?: 'answer' | 'processing';
 }
 
-export type FaultRequest =
-  | { kind: 'response'; fault: ResponseFault }
-  | { kind: 'dropWebhooks'; path: string; count: number };
+export type FaultRequest = { kind: 'response'; fault: ResponseFault } | { kind: 'dropWebhooks'; path: string; count: number };
 
 type Parsed = { ok: true; value: FaultRequest } | { ok: false; message: string };
 

@@ -27,8 +27,7 @@ export function summarize(text: string): string {
 
 const summaries: Operation = {
   status: 200,
-  validate: (body) =>
-    nonEmptyString(body.text) ? undefined : { error: 'invalid_text', message: 'text must be a non-empty string' },
+  validate: (body) => (nonEmptyString(body.text) ? undefined : { error: 'invalid_text', message: 'text must be a non-empty string' }),
   apply: (body) => ({ id: newId('sum'), summary: summarize(String(body.text)) }),
 };
 

@@ -51,7 +51,11 @@ function createRuntime(opts: SimulatorOptions): Runtime {
 
 async function route(req: IncomingMessage, method: string, path: string, requestId: string, rt: Runtime): Promise<Reply | undefined> {
   if (path.startsWith('/__sim/')) {
-    return handleControl(req, method, path, { state: rt.state, onReset: () => rt.background.cancelAll(), releaseHolds: (path) => rt.upstream.holds.releaseSleeps(path) });
+    return handleControl(req, method, path, {
+      state: rt.state,
+      onReset: () => rt.background.cancelAll(),
+      releaseHolds: (path) => rt.upstream.holds.releaseSleeps(path),
+    });
   }
   if (path.startsWith('/v1/')) {
     // Counted from arrival to the last byte sent, including any held delay.

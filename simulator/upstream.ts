@@ -45,7 +45,14 @@ async function readJson(req: IncomingMessage): Promise<{ ok: true; value: Record
  * second request with the same key arriving meanwhile gets 409 rather than a second
  * effect. Only a completed 2xx is stored: a validation error can be fixed and retried.
  */
-async function processPost(req: IncomingMessage, path: string, op: Operation, requestId: string, deps: UpstreamDeps, processingMs = 0): Promise<Reply | undefined> {
+async function processPost(
+  req: IncomingMessage,
+  path: string,
+  op: Operation,
+  requestId: string,
+  deps: UpstreamDeps,
+  processingMs = 0,
+): Promise<Reply | undefined> {
   const key = headerValue(req, 'idempotency-key');
   if (!key) return errorReply(400, 'missing_idempotency_key');
   if (key.length > MAX_KEY_LENGTH) return errorReply(400, 'invalid_idempotency_key', { message: `at most ${MAX_KEY_LENGTH} characters` });
@@ -77,7 +84,13 @@ async function processPost(req: IncomingMessage, path: string, op: Operation, re
  * A 200 delay fault lets the work happen and then holds the answer, which is how a
  * client ends up not knowing that its effect was applied.
  */
-export async function handlePost(req: IncomingMessage, path: string, op: Operation, requestId: string, deps: UpstreamDeps): Promise<Reply | undefined> {
+export async function handlePost(
+  req: IncomingMessage,
+  path: string,
+  op: Operation,
+  requestId: string,
+  deps: UpstreamDeps,
+): Promise<Reply | undefined> {
   const key = headerValue(req, 'idempotency-key');
   if (key) deps.state.effects.recordRequest(key, path);
   const fault = deps.state.faults.take(path);
@@ -95,7 +108,13 @@ export async function handlePost(req: IncomingMessage, path: string, op: Operati
 }
 
 /** Routes /v1 requests. `undefined` means the simulator is closing: answer nothing. */
-export async function handleUpstream(req: IncomingMessage, method: string, path: string, requestId: string, deps: UpstreamDeps): Promise<Reply | undefined> {
+export async function handleUpstream(
+  req: IncomingMessage,
+  method: string,
+  path: string,
+  requestId: string,
+  deps: UpstreamDeps,
+): Promise<Reply | undefined> {
   const op = deps.operations.get(path);
   if (op) {
     if (method !== 'POST') return errorReply(405, 'method_not_allowed', { allow: 'POST' });

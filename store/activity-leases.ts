@@ -3,7 +3,12 @@ import { jobIsLive, olderThan } from './live-jobs.js';
 
 // Lease tracking, written by the worker (activities/lease-tracking.ts): a row when a leased
 // attempt starts, its end when it ends; the next attempt flags one that never ended.
-export interface LeaseKey { jobId: string; runId: string; activityId: string; attempt: number }
+export interface LeaseKey {
+  jobId: string;
+  runId: string;
+  activityId: string;
+  attempt: number;
+}
 
 export async function leaseStarted(db: Db, k: LeaseKey & { activityType: string; startToCloseMs: number }): Promise<void> {
   await db.query(
@@ -40,7 +45,8 @@ export async function deleteExpiredLeases(db: Db, days: number, limit: number): 
   const r = await db.query(
     `DELETE FROM activity_leases WHERE ctid IN (
        SELECT ctid FROM activity_leases l WHERE ${olderThan('l.started_at', 1)} AND NOT ${jobIsLive('l.job_id')} LIMIT $2)`,
-    [days, limit]);
+    [days, limit],
+  );
   return r.rowCount ?? 0;
 }
 

@@ -12,10 +12,20 @@ import { jobIsLive, olderThan } from './live-jobs.js';
  */
 const ADMISSION_LOCK = 7_210_443_602;
 
-export interface Reservation { job_id: string; round: number; priority: Priority; slot_at: Date; admitted_at: Date | null; now: Date }
+export interface Reservation {
+  job_id: string;
+  round: number;
+  priority: Priority;
+  slot_at: Date;
+  admitted_at: Date | null;
+  now: Date;
+}
 
 export async function findReservation(db: Db, jobId: string, round: number): Promise<Reservation | undefined> {
-  const r = await db.query<Reservation>('SELECT *, clock_timestamp() AS now FROM admissions WHERE job_id = $1 AND round = $2', [jobId, round]);
+  const r = await db.query<Reservation>('SELECT *, clock_timestamp() AS now FROM admissions WHERE job_id = $1 AND round = $2', [
+    jobId,
+    round,
+  ]);
   return r.rows[0];
 }
 
@@ -28,7 +38,13 @@ export async function lockAdmissions(tx: pg.PoolClient): Promise<void> {
  * Call under `lockAdmissions`. The key (job, round) makes a retried reservation a no-op:
  * RETURNING is then empty and the caller reads the existing row.
  */
-export async function reserveSlot(tx: pg.PoolClient, jobId: string, round: number, priority: Priority, ratePerMinute: number): Promise<Reservation | undefined> {
+export async function reserveSlot(
+  tx: pg.PoolClient,
+  jobId: string,
+  round: number,
+  priority: Priority,
+  ratePerMinute: number,
+): Promise<Reservation | undefined> {
   const r = await tx.query<Reservation>(
     `INSERT INTO admissions (job_id, round, priority, reserved_at, slot_at)
      SELECT $1, $2, $3, clock_timestamp(),
@@ -45,19 +61,24 @@ export async function reserveSlot(tx: pg.PoolClient, jobId: string, round: numbe
 export async function admittedLastMinute(tx: pg.PoolClient): Promise<{ times: Date[]; now: Date }> {
   const r = await tx.query<{ times: Date[]; now: Date }>(
     `SELECT coalesce(array_agg(admitted_at), '{}') AS times, clock_timestamp() AS now
-       FROM admissions WHERE admitted_at > clock_timestamp() - interval '60 seconds'`);
+       FROM admissions WHERE admitted_at > clock_timestamp() - interval '60 seconds'`,
+  );
   return r.rows[0]!;
 }
 
 export async function markSlotAdmitted(tx: pg.PoolClient, jobId: string, round: number): Promise<void> {
-  await tx.query('UPDATE admissions SET admitted_at = clock_timestamp() WHERE job_id = $1 AND round = $2 AND admitted_at IS NULL', [jobId, round]);
+  await tx.query('UPDATE admissions SET admitted_at = clock_timestamp() WHERE job_id = $1 AND round = $2 AND admitted_at IS NULL', [
+    jobId,
+    round,
+  ]);
 }
 
 /** Ramped admissions waiting for their slot (reserved, not yet admitted, slot not long past). */
 export async function pendingReservations(db: Db): Promise<{ n: number; last_slot: Date | null }> {
   const r = await db.query<{ n: number; last_slot: Date | null }>(
     `SELECT count(*)::int AS n, max(slot_at) AS last_slot FROM admissions
-      WHERE admitted_at IS NULL AND slot_at > now() - interval '10 minutes'`);
+      WHERE admitted_at IS NULL AND slot_at > now() - interval '10 minutes'`,
+  );
   return r.rows[0]!;
 }
 
@@ -68,7 +89,8 @@ export async function deleteExpiredAdmissions(db: Db, days: number, limit: numbe
   const r = await db.query(
     `DELETE FROM admissions WHERE ctid IN (
        SELECT ctid FROM admissions a WHERE ${olderThan('a.slot_at', 1)} AND NOT ${jobIsLive('a.job_id')} LIMIT $2)`,
-    [days, limit]);
+    [days, limit],
+  );
   return r.rowCount ?? 0;
 }
 

@@ -25,7 +25,17 @@ export async function recordAttempt(db: pg.Pool | pg.PoolClient, a: AttemptRecor
   await db.query(
     `INSERT INTO job_attempts (job_id, step, attempt, outcome, error_class, status_code, delay_ms, started_at, delay_source)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-    [a.jobId, a.step, a.attempt, a.outcome, a.errorClass ?? null, a.statusCode ?? null, a.delayMs ?? null, a.startedAt, a.delaySource ?? null],
+    [
+      a.jobId,
+      a.step,
+      a.attempt,
+      a.outcome,
+      a.errorClass ?? null,
+      a.statusCode ?? null,
+      a.delayMs ?? null,
+      a.startedAt,
+      a.delaySource ?? null,
+    ],
   );
 }
 
@@ -44,7 +54,11 @@ export async function attemptsForJob(db: pg.Pool, jobId: string): Promise<Array<
  * did, ended when the loss was detected. Called only right after `flagLeaseExpired` flagged
  * it, which happens once per attempt, so it is recorded once.
  */
-export async function recordLostAttempt(db: pg.Pool | pg.PoolClient, k: { jobId: string; runId: string; activityId: string; attempt: number }, step: string): Promise<void> {
+export async function recordLostAttempt(
+  db: pg.Pool | pg.PoolClient,
+  k: { jobId: string; runId: string; activityId: string; attempt: number },
+  step: string,
+): Promise<void> {
   await db.query(
     `INSERT INTO job_attempts (job_id, step, attempt, outcome, error_class, started_at, finished_at)
      SELECT job_id, $5, attempt, 'lease_expired', 'lease_lost', started_at, coalesce(expired_detected_at, now())
@@ -54,7 +68,10 @@ export async function recordLostAttempt(db: pg.Pool | pg.PoolClient, k: { jobId:
 }
 
 /** Attempts and the failure window of a job, from its recorded attempts. */
-export async function failureWindow(db: Db, jobId: string): Promise<{ attempts: number; first_failure_at: Date | null; last_failure_at: Date | null }> {
+export async function failureWindow(
+  db: Db,
+  jobId: string,
+): Promise<{ attempts: number; first_failure_at: Date | null; last_failure_at: Date | null }> {
   const r = await db.query(
     `SELECT count(*)::int AS attempts,
             min(finished_at) FILTER (WHERE outcome IN ('retryable', 'non_retryable')) AS first_failure_at,
@@ -72,7 +89,8 @@ export async function deleteExpiredAttempts(db: Db, days: number, limit: number)
   const r = await db.query(
     `DELETE FROM job_attempts WHERE ctid IN (
        SELECT ctid FROM job_attempts a WHERE ${olderThan('a.finished_at', 1)} AND NOT ${jobIsLive('a.job_id')} LIMIT $2)`,
-    [days, limit]);
+    [days, limit],
+  );
   return r.rowCount ?? 0;
 }
 

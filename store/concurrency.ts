@@ -37,7 +37,10 @@ export async function tryAcquireSlot(pool: pg.Pool, r: SlotRequest): Promise<str
 }
 
 export async function renewSlot(pool: pg.Pool, id: string, ttlMs: number): Promise<void> {
-  await pool.query(`UPDATE concurrency_leases SET expires_at = now() + ($2 || ' milliseconds')::interval WHERE id = $1`, [id, String(ttlMs)]);
+  await pool.query(`UPDATE concurrency_leases SET expires_at = now() + ($2 || ' milliseconds')::interval WHERE id = $1`, [
+    id,
+    String(ttlMs),
+  ]);
 }
 
 export async function releaseSlot(pool: pg.Pool, id: string): Promise<void> {

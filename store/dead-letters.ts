@@ -5,7 +5,8 @@ import type { ProviderRequestRef } from './effects.js';
 export type DeadLetterState = 'open' | 'replaying' | 'replayed' | 'discarded';
 export const DEAD_LETTER_STATES: readonly DeadLetterState[] = ['open', 'replaying', 'replayed', 'discarded'];
 
-export type DeadLetterAction = 'recorded' | 'replay_requested' | 'replay_started' | 'replay_succeeded' | 'replay_failed' | 'replay_skipped' | 'discarded';
+export type DeadLetterAction =
+  'recorded' | 'replay_requested' | 'replay_started' | 'replay_succeeded' | 'replay_failed' | 'replay_skipped' | 'discarded';
 
 export interface DeadLetterRow {
   id: string;
@@ -36,9 +37,18 @@ export interface DeadLetterRow {
   updated_at: Date;
 }
 
-export type NewDeadLetter = Omit<DeadLetterRow, 'state' | 'discard_reason' | 'replay_count' | 'replay_id' | 'replay_job_id' | 'created_at' | 'updated_at'>;
+export type NewDeadLetter = Omit<
+  DeadLetterRow,
+  'state' | 'discard_reason' | 'replay_count' | 'replay_id' | 'replay_job_id' | 'created_at' | 'updated_at'
+>;
 
-export interface ActionRow { id: string; action: DeadLetterAction; actor: string; details: Record<string, unknown>; at: Date }
+export interface ActionRow {
+  id: string;
+  action: DeadLetterAction;
+  actor: string;
+  details: Record<string, unknown>;
+  at: Date;
+}
 
 /**
  * Records the evidence once: the ID derives from (job, run) and the table is unique on
@@ -52,9 +62,27 @@ export async function insertDeadLetter(db: Db, d: NewDeadLetter): Promise<boolea
             first_failure_at, last_failure_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
      ON CONFLICT DO NOTHING`,
-    [d.id, d.job_id, d.run_id, d.tenant_id, d.job_type, d.error_class, d.error_type, d.status_code, d.retry_state,
-      d.failed_step, d.message, d.attempts, d.code_version, d.build_id, d.input_hash, d.input_ref,
-      JSON.stringify(d.provider_request_ids), d.first_failure_at, d.last_failure_at],
+    [
+      d.id,
+      d.job_id,
+      d.run_id,
+      d.tenant_id,
+      d.job_type,
+      d.error_class,
+      d.error_type,
+      d.status_code,
+      d.retry_state,
+      d.failed_step,
+      d.message,
+      d.attempts,
+      d.code_version,
+      d.build_id,
+      d.input_hash,
+      d.input_ref,
+      JSON.stringify(d.provider_request_ids),
+      d.first_failure_at,
+      d.last_failure_at,
+    ],
   );
   return r.rowCount === 1;
 }
@@ -100,28 +128,48 @@ export async function listDeadLetters(db: Db, f: DeadLetterFilter): Promise<Dead
         AND ($7::timestamptz IS NULL OR created_at >= $7) AND ($8::timestamptz IS NULL OR created_at <= $8)
       ORDER BY created_at, id
       LIMIT $9 OFFSET $10`,
-    [f.state ?? null, f.ids ?? null, f.jobType ?? null, f.tenantId ?? null, f.errorClass ?? null, f.statusCode ?? null,
-      f.since ?? null, f.until ?? null, f.limit, f.offset ?? 0],
+    [
+      f.state ?? null,
+      f.ids ?? null,
+      f.jobType ?? null,
+      f.tenantId ?? null,
+      f.errorClass ?? null,
+      f.statusCode ?? null,
+      f.since ?? null,
+      f.until ?? null,
+      f.limit,
+      f.offset ?? 0,
+    ],
   );
   return r.rows;
 }
 
-export async function insertAction(db: Db, a: { deadLetterId: string; action: DeadLetterAction; actor: string; details?: Record<string, unknown> }): Promise<void> {
-  await db.query(
-    'INSERT INTO dead_letter_actions (dead_letter_id, action, actor, details) VALUES ($1, $2, $3, $4)',
-    [a.deadLetterId, a.action, a.actor, JSON.stringify(a.details ?? {})],
-  );
+export async function insertAction(
+  db: Db,
+  a: { deadLetterId: string; action: DeadLetterAction; actor: string; details?: Record<string, unknown> },
+): Promise<void> {
+  await db.query('INSERT INTO dead_letter_actions (dead_letter_id, action, actor, details) VALUES ($1, $2, $3, $4)', [
+    a.deadLetterId,
+    a.action,
+    a.actor,
+    JSON.stringify(a.details ?? {}),
+  ]);
 }
 
 export async function actionsFor(db: Db, deadLetterId: string): Promise<ActionRow[]> {
-  const r = await db.query<ActionRow>('SELECT id, action, actor, details, at FROM dead_letter_actions WHERE dead_letter_id = $1 ORDER BY id', [deadLetterId]);
+  const r = await db.query<ActionRow>(
+    'SELECT id, action, actor, details, at FROM dead_letter_actions WHERE dead_letter_id = $1 ORDER BY id',
+    [deadLetterId],
+  );
   return r.rows;
 }
 
 /** Who started the current replay: the failure of that replay is recorded in their name. */
 export async function replayStartedBy(db: Db, deadLetterId: string): Promise<string | undefined> {
   const r = await db.query<{ actor: string }>(
-    `SELECT actor FROM dead_letter_actions WHERE dead_letter_id = $1 AND action = 'replay_started' ORDER BY id DESC LIMIT 1`, [deadLetterId]);
+    `SELECT actor FROM dead_letter_actions WHERE dead_letter_id = $1 AND action = 'replay_started' ORDER BY id DESC LIMIT 1`,
+    [deadLetterId],
+  );
   return r.rows[0]?.actor;
 }
 
@@ -161,7 +209,10 @@ export async function listStuckReplays(db: Db, updatedBefore: Date, limit: numbe
 }
 
 export async function markDiscarded(db: Db, id: string, reason: string): Promise<void> {
-  await db.query(`UPDATE dead_letters SET state = 'discarded', discard_reason = $2, updated_at = now() WHERE id = $1 AND state = 'open'`, [id, reason]);
+  await db.query(`UPDATE dead_letters SET state = 'discarded', discard_reason = $2, updated_at = now() WHERE id = $1 AND state = 'open'`, [
+    id,
+    reason,
+  ]);
 }
 
 /** For the health report: how many dead letters wait, and for how long the oldest has. */

@@ -17,18 +17,29 @@ export interface DegradationSetting {
   updatedAt: string;
 }
 
-export interface FallbackSince { at: string; by: string }
+export interface FallbackSince {
+  at: string;
+  by: string;
+}
 
 interface SettingRow {
-  paused_priorities: Priority[]; paused_since: Partial<Record<Priority, string>>;
-  recovery_rate_per_minute: number; updated_by: string; updated_at: Date;
-  fallback_job_types: string[]; fallback_since: Record<string, FallbackSince>;
+  paused_priorities: Priority[];
+  paused_since: Partial<Record<Priority, string>>;
+  recovery_rate_per_minute: number;
+  updated_by: string;
+  updated_at: Date;
+  fallback_job_types: string[];
+  fallback_since: Record<string, FallbackSince>;
 }
 
 const toSetting = (r: SettingRow): DegradationSetting => ({
-  pausedPriorities: r.paused_priorities, pausedSince: r.paused_since, recoveryRatePerMinute: r.recovery_rate_per_minute,
-  fallbackJobTypes: r.fallback_job_types, fallbackSince: r.fallback_since,
-  updatedBy: r.updated_by, updatedAt: r.updated_at.toISOString(),
+  pausedPriorities: r.paused_priorities,
+  pausedSince: r.paused_since,
+  recoveryRatePerMinute: r.recovery_rate_per_minute,
+  fallbackJobTypes: r.fallback_job_types,
+  fallbackSince: r.fallback_since,
+  updatedBy: r.updated_by,
+  updatedAt: r.updated_at.toISOString(),
 });
 
 export async function getSetting(db: Db): Promise<DegradationSetting> {
@@ -47,39 +58,75 @@ export async function writeSetting(tx: pg.PoolClient, s: Omit<DegradationSetting
     `UPDATE degradation_setting SET paused_priorities = $1, paused_since = $2, recovery_rate_per_minute = $3,
             updated_by = $4, fallback_job_types = $5, fallback_since = $6, updated_at = now()
       WHERE id = 1 RETURNING *`,
-    [s.pausedPriorities, JSON.stringify(s.pausedSince), s.recoveryRatePerMinute, s.updatedBy, s.fallbackJobTypes, JSON.stringify(s.fallbackSince)],
+    [
+      s.pausedPriorities,
+      JSON.stringify(s.pausedSince),
+      s.recoveryRatePerMinute,
+      s.updatedBy,
+      s.fallbackJobTypes,
+      JSON.stringify(s.fallbackSince),
+    ],
   );
   return toSetting(r.rows[0]!);
 }
 
-export interface AuditEntry { actor: string; keyId: string; remoteAddr: string | null; reason: string | null; before: unknown; after: unknown; at?: string }
+export interface AuditEntry {
+  actor: string;
+  keyId: string;
+  remoteAddr: string | null;
+  reason: string | null;
+  before: unknown;
+  after: unknown;
+  at?: string;
+}
 
 export async function insertAudit(tx: pg.PoolClient, a: AuditEntry): Promise<void> {
-  await tx.query(
-    'INSERT INTO degradation_audit (actor, key_id, remote_addr, reason, before, after) VALUES ($1, $2, $3, $4, $5, $6)',
-    [a.actor, a.keyId, a.remoteAddr, a.reason, JSON.stringify(a.before), JSON.stringify(a.after)],
-  );
+  await tx.query('INSERT INTO degradation_audit (actor, key_id, remote_addr, reason, before, after) VALUES ($1, $2, $3, $4, $5, $6)', [
+    a.actor,
+    a.keyId,
+    a.remoteAddr,
+    a.reason,
+    JSON.stringify(a.before),
+    JSON.stringify(a.after),
+  ]);
 }
 
 export async function recentAudit(db: Db, limit: number): Promise<AuditEntry[]> {
-  const r = await db.query<{ actor: string; key_id: string; remote_addr: string | null; reason: string | null; before: unknown; after: unknown; at: Date }>(
-    'SELECT * FROM degradation_audit ORDER BY id DESC LIMIT $1', [limit]);
-  return r.rows.map((x) => ({ actor: x.actor, keyId: x.key_id, remoteAddr: x.remote_addr, reason: x.reason, before: x.before, after: x.after, at: x.at.toISOString() }));
+  const r = await db.query<{
+    actor: string;
+    key_id: string;
+    remote_addr: string | null;
+    reason: string | null;
+    before: unknown;
+    after: unknown;
+    at: Date;
+  }>('SELECT * FROM degradation_audit ORDER BY id DESC LIMIT $1', [limit]);
+  return r.rows.map((x) => ({
+    actor: x.actor,
+    keyId: x.key_id,
+    remoteAddr: x.remote_addr,
+    reason: x.reason,
+    before: x.before,
+    after: x.after,
+    at: x.at.toISOString(),
+  }));
 }
 
 // ---- admission ledger ----
 
-
 /** Deferred jobs by priority right now. */
 export async function deferredByPriority(db: Db): Promise<Partial<Record<Priority, number>>> {
   const r = await db.query<{ priority: Priority; n: number }>(
-    `SELECT priority, count(*)::int AS n FROM job_intents WHERE status = 'deferred' GROUP BY priority`);
+    `SELECT priority, count(*)::int AS n FROM job_intents WHERE status = 'deferred' GROUP BY priority`,
+  );
   return Object.fromEntries(r.rows.map((x) => [x.priority, x.n]));
 }
 
 /** One batch of the retention cleanup: audit rows older than `days`. */
 export async function deleteExpiredAudit(db: Db, days: number, limit: number): Promise<number> {
   const r = await db.query(
-    `DELETE FROM degradation_audit WHERE ctid IN (SELECT ctid FROM degradation_audit WHERE ${olderThan('at', 1)} LIMIT $2)`, [days, limit]);
+    `DELETE FROM degradation_audit WHERE ctid IN (SELECT ctid FROM degradation_audit WHERE ${olderThan('at', 1)} LIMIT $2)`,
+    [days, limit],
+  );
   return r.rowCount ?? 0;
 }

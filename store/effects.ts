@@ -26,7 +26,11 @@ export interface EffectRow {
  * previous attempt may already have reached the upstream. The unique key makes a second
  * row impossible.
  */
-export async function beginEffect(db: Db, e: { effectKey: string; jobId: string; tenantId: string; step: string; requestHash: string }, fence?: AttemptFence): Promise<EffectRow | undefined> {
+export async function beginEffect(
+  db: Db,
+  e: { effectKey: string; jobId: string; tenantId: string; step: string; requestHash: string },
+  fence?: AttemptFence,
+): Promise<EffectRow | undefined> {
   // The CTE reads the row as it was before this statement: we need the old `in_doubt`
   // while setting it again for the call this attempt is about to make.
   const r = await db.query<EffectRow>(
@@ -45,11 +49,21 @@ export async function beginEffect(db: Db, e: { effectKey: string; jobId: string;
 }
 
 export async function countReconciliation(db: Db, effectKey: string, fence?: AttemptFence): Promise<void> {
-  await db.query(`UPDATE effects SET reconciliations = reconciliations + 1 WHERE effect_key = $1 AND ${notSuperseded(2)}`, [effectKey, ...fenceParams(fence)]);
+  await db.query(`UPDATE effects SET reconciliations = reconciliations + 1 WHERE effect_key = $1 AND ${notSuperseded(2)}`, [
+    effectKey,
+    ...fenceParams(fence),
+  ]);
 }
 
 /** Stored as soon as the response arrives, before anything else happens. */
-export async function recordEffectSuccess(db: Db, effectKey: string, providerRequestId: string | null, providerId: string | null, result: unknown, fence?: AttemptFence): Promise<boolean> {
+export async function recordEffectSuccess(
+  db: Db,
+  effectKey: string,
+  providerRequestId: string | null,
+  providerId: string | null,
+  result: unknown,
+  fence?: AttemptFence,
+): Promise<boolean> {
   const r = await db.query(
     `UPDATE effects SET state = 'succeeded', in_doubt = false, provider_request_id = coalesce($2, provider_request_id),
             provider_id = coalesce($3, provider_id), result = $4, updated_at = now()
@@ -61,10 +75,18 @@ export async function recordEffectSuccess(db: Db, effectKey: string, providerReq
 
 /** A definite refusal (429, 4xx): the upstream did not apply the effect. */
 export async function clearDoubt(db: Db, effectKey: string, fence?: AttemptFence): Promise<void> {
-  await db.query(`UPDATE effects SET in_doubt = false, updated_at = now() WHERE effect_key = $1 AND state = 'pending' AND ${notSuperseded(2)}`, [effectKey, ...fenceParams(fence)]);
+  await db.query(
+    `UPDATE effects SET in_doubt = false, updated_at = now() WHERE effect_key = $1 AND state = 'pending' AND ${notSuperseded(2)}`,
+    [effectKey, ...fenceParams(fence)],
+  );
 }
 
-export async function recordEffectFailure(db: Db, effectKey: string, providerRequestId: string | null, fence?: AttemptFence): Promise<void> {
+export async function recordEffectFailure(
+  db: Db,
+  effectKey: string,
+  providerRequestId: string | null,
+  fence?: AttemptFence,
+): Promise<void> {
   await db.query(
     `UPDATE effects SET state = 'failed', in_doubt = false, provider_request_id = coalesce($2, provider_request_id), updated_at = now()
       WHERE effect_key = $1 AND state = 'pending' AND ${notSuperseded(3)}`,
@@ -73,7 +95,10 @@ export async function recordEffectFailure(db: Db, effectKey: string, providerReq
 }
 
 export async function effectsForJob(db: Db, jobId: string): Promise<EffectRow[]> {
-  const r = await db.query<EffectRow>('SELECT *, false AS inserted, in_doubt AS was_in_doubt FROM effects WHERE job_id = $1 ORDER BY first_attempt_at', [jobId]);
+  const r = await db.query<EffectRow>(
+    'SELECT *, false AS inserted, in_doubt AS was_in_doubt FROM effects WHERE job_id = $1 ORDER BY first_attempt_at',
+    [jobId],
+  );
   return r.rows;
 }
 
@@ -92,7 +117,9 @@ export async function setEffectUpstream(db: Db, effectKey: string, upstream: Ups
  * back to pending, and not in doubt, since the upstream refused it definitely.
  */
 export async function reopenFailedEffect(db: Db, effectKey: string): Promise<void> {
-  await db.query(`UPDATE effects SET state = 'pending', in_doubt = false, updated_at = now() WHERE effect_key = $1 AND state = 'failed'`, [effectKey]);
+  await db.query(`UPDATE effects SET state = 'pending', in_doubt = false, updated_at = now() WHERE effect_key = $1 AND state = 'failed'`, [
+    effectKey,
+  ]);
 }
 
 /** Provider request IDs the job's effects stored (the scope is the original job for replays). */
@@ -105,7 +132,14 @@ export async function effectRequestIds(db: Db, effectScope: string): Promise<Pro
   return r.rows;
 }
 
-export interface InDoubtEffect { effect_key: string; job_id: string; tenant_id: string; step: string; attempts: number; last_attempt_at: Date }
+export interface InDoubtEffect {
+  effect_key: string;
+  job_id: string;
+  tenant_id: string;
+  step: string;
+  attempts: number;
+  last_attempt_at: Date;
+}
 
 /**
  * Effects still `pending` and in doubt whose last attempt is older than the lease: no
@@ -140,7 +174,13 @@ export async function markEffectNotApplied(db: Db, effectKey: string, attempts: 
  * (as `recordEffectSuccess` would) and count the reconciliation. Only a still-pending row
  * changes, so two scans at once record and count it once.
  */
-export async function recordReconciledSuccess(db: Db, effectKey: string, providerRequestId: string | null, providerId: string | null, result: unknown): Promise<boolean> {
+export async function recordReconciledSuccess(
+  db: Db,
+  effectKey: string,
+  providerRequestId: string | null,
+  providerId: string | null,
+  result: unknown,
+): Promise<boolean> {
   const r = await db.query(
     `UPDATE effects SET state = 'succeeded', in_doubt = false, provider_request_id = coalesce($2, provider_request_id),
             provider_id = coalesce($3, provider_id), result = $4, reconciliations = reconciliations + 1, updated_at = now()
@@ -150,7 +190,11 @@ export async function recordReconciledSuccess(db: Db, effectKey: string, provide
   return r.rowCount === 1;
 }
 
-export interface ProviderRequestRef { step: string; requestId: string; outcome: 'succeeded' | 'failed' | 'pending' }
+export interface ProviderRequestRef {
+  step: string;
+  requestId: string;
+  outcome: 'succeeded' | 'failed' | 'pending';
+}
 
 // ---- retention ----
 
@@ -159,7 +203,8 @@ export async function deleteExpiredEffects(db: Db, days: number, limit: number):
   const r = await db.query(
     `DELETE FROM effects WHERE ctid IN (
        SELECT ctid FROM effects e WHERE ${olderThan('e.updated_at', 1)} AND NOT ${jobIsLive('e.job_id')} LIMIT $2)`,
-    [days, limit]);
+    [days, limit],
+  );
   return r.rowCount ?? 0;
 }
 

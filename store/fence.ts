@@ -6,7 +6,12 @@
  * records in `activity_leases` before it writes anything (activities/lease-tracking.ts).
  * So each fenced write carries this condition and a stale attempt's write changes nothing.
  */
-export interface AttemptFence { workflowId: string; runId: string; activityId: string; attempt: number }
+export interface AttemptFence {
+  workflowId: string;
+  runId: string;
+  activityId: string;
+  attempt: number;
+}
 
 /** The SQL condition, reading the fence from parameters `$i..$i+3`; no fence (NULLs) always passes. */
 export function notSuperseded(i: number): string {

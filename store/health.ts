@@ -8,14 +8,19 @@ import { olderThan } from './live-jobs.js';
  */
 /** `count(*) FILTER (WHERE <col> > now() - 60 s) AS <prefix>_1m, ...` for every window. */
 const windowCounts = (col: string, prefix: string, also = 'true') =>
-  WINDOWS.map((w) => `count(*) FILTER (WHERE ${also} AND ${col} > now() - interval '${w.seconds} seconds')::int AS ${prefix}_${w.key}`).join(',\n  ');
+  WINDOWS.map(
+    (w) => `count(*) FILTER (WHERE ${also} AND ${col} > now() - interval '${w.seconds} seconds')::int AS ${prefix}_${w.key}`,
+  ).join(',\n  ');
 const LONGEST = `interval '${WINDOWS[WINDOWS.length - 1]!.seconds} seconds'`;
 
 export type WindowRow<P extends string> = { [K in `${P}_${(typeof WINDOWS)[number]['key']}`]: number };
 
 export interface BacklogRow {
   job_type: string;
-  queued: number; retrying: number; running: number; deferred: number;
+  queued: number;
+  retrying: number;
+  running: number;
+  deferred: number;
   /** Longest a job has been waiting for a worker right now (not counting deliberate waits). */
   oldest_waiting_s: number | null;
   oldest_unfinished_s: number | null;
@@ -63,11 +68,16 @@ export async function arrivalsByType(db: Db): Promise<Array<{ job_type: string }
 
 export interface CompletionRow extends WindowRow<'done'> {
   job_type: string;
-  succeeded_15m: number; dead_lettered_15m: number; cancelled_15m: number;
-  attempts_avg: number | null; attempts_max: number | null;
+  succeeded_15m: number;
+  dead_lettered_15m: number;
+  cancelled_15m: number;
+  attempts_avg: number | null;
+  attempts_max: number | null;
   /** After admission: time deferred by the operator's pause is not queue time. */
-  queue_p50_s: number | null; queue_p95_s: number | null;
-  exec_p50_s: number | null; exec_p95_s: number | null;
+  queue_p50_s: number | null;
+  queue_p95_s: number | null;
+  exec_p50_s: number | null;
+  exec_p95_s: number | null;
 }
 
 /** Jobs that finished (any terminal state) per window, with attempts and time split for the longest window. */
@@ -150,7 +160,11 @@ export async function deadLetterFigures(db: Db): Promise<DeadLetterRow> {
   return r.rows[0]!;
 }
 
-export interface OutboxRow { pending: number; overdue: number; oldest_pending_s: number | null }
+export interface OutboxRow {
+  pending: number;
+  overdue: number;
+  oldest_pending_s: number | null;
+}
 
 /** Outbox lag: undelivered rows, the oldest one's age, and those past their delivery deadline. */
 export async function outboxFigures(db: Db): Promise<OutboxRow> {
@@ -192,7 +206,8 @@ export async function unfinishedNow(db: Db): Promise<{ n: number; now: Date }> {
 
 /** Arrivals and completions per minute for the last `minutes` minutes (the current one partial). */
 export async function perMinuteFlows(db: Db, minutes: number): Promise<Array<{ minute: Date; arrivals: number; completions: number }>> {
-  const r = await db.query(`
+  const r = await db.query(
+    `
     WITH m AS (
       SELECT generate_series(date_trunc('minute', now()) - ($1::int - 1) * interval '1 minute', date_trunc('minute', now()), interval '1 minute') AS minute
     ), a AS (
@@ -203,7 +218,9 @@ export async function perMinuteFlows(db: Db, minutes: number): Promise<Array<{ m
        WHERE finished_at >= date_trunc('minute', now()) - ($1::int - 1) * interval '1 minute' GROUP BY 1
     )
     SELECT m.minute, coalesce(a.n, 0) AS arrivals, coalesce(c.n, 0) AS completions
-      FROM m LEFT JOIN a USING (minute) LEFT JOIN c USING (minute) ORDER BY m.minute`, [minutes]);
+      FROM m LEFT JOIN a USING (minute) LEFT JOIN c USING (minute) ORDER BY m.minute`,
+    [minutes],
+  );
   return r.rows;
 }
 
@@ -231,15 +248,17 @@ export async function recentSamples(db: Db, minutes: number): Promise<Array<{ mi
   return r.rows;
 }
 
-
 /** Effects sent to the fallback upstream, by job type: in each window (by last attempt) and all time. */
 export async function fallbackUsedByType(db: Db): Promise<Array<{ job_type: string; total: number } & Record<string, number | string>>> {
-  const windows = WINDOWS.map((w) => `count(*) FILTER (WHERE e.last_attempt_at > now() - interval '${w.seconds} seconds')::int AS used_${w.key}`).join(', ');
+  const windows = WINDOWS.map(
+    (w) => `count(*) FILTER (WHERE e.last_attempt_at > now() - interval '${w.seconds} seconds')::int AS used_${w.key}`,
+  ).join(', ');
   const r = await db.query(
     `SELECT coalesce(i.job_type, 'other') AS job_type, count(*)::int AS total, ${windows}
        FROM effects e LEFT JOIN job_intents i ON i.job_id = e.job_id
       WHERE e.upstream = 'fallback'
-      GROUP BY 1`);
+      GROUP BY 1`,
+  );
   return r.rows;
 }
 
@@ -248,13 +267,17 @@ export async function fallbackUsedByType(db: Db): Promise<Array<{ job_type: stri
 /** One batch of the retention cleanup: health samples older than `days`. */
 export async function deleteExpiredSamples(db: Db, days: number, limit: number): Promise<number> {
   const r = await db.query(
-    `DELETE FROM health_samples WHERE ctid IN (SELECT ctid FROM health_samples WHERE ${olderThan('minute', 1)} LIMIT $2)`, [days, limit]);
+    `DELETE FROM health_samples WHERE ctid IN (SELECT ctid FROM health_samples WHERE ${olderThan('minute', 1)} LIMIT $2)`,
+    [days, limit],
+  );
   return r.rowCount ?? 0;
 }
 
 /** One batch of the retention cleanup: per-minute intake-rejection counters older than `days`. */
 export async function deleteExpiredRejections(db: Db, days: number, limit: number): Promise<number> {
   const r = await db.query(
-    `DELETE FROM intake_rejections WHERE ctid IN (SELECT ctid FROM intake_rejections WHERE ${olderThan('minute', 1)} LIMIT $2)`, [days, limit]);
+    `DELETE FROM intake_rejections WHERE ctid IN (SELECT ctid FROM intake_rejections WHERE ${olderThan('minute', 1)} LIMIT $2)`,
+    [days, limit],
+  );
   return r.rowCount ?? 0;
 }

@@ -27,8 +27,14 @@ export interface IntentRow {
 }
 
 export interface NewIntent {
-  jobId: string; tenantId: string; jobType: string; keyHash: string | null;
-  inputHash: string; input: unknown; priority: Priority; replayOf?: string;
+  jobId: string;
+  tenantId: string;
+  jobType: string;
+  keyHash: string | null;
+  inputHash: string;
+  input: unknown;
+  priority: Priority;
+  replayOf?: string;
 }
 
 /**
@@ -90,7 +96,13 @@ const TERMINAL = `('succeeded', 'dead_lettered', 'cancelled')`;
  * reached Temporal, e.g. in an outage) is an attempt too, and job_attempts holds its row.
  * The status itself never leaves a terminal state. Returns false when the write was refused.
  */
-export async function markRunning(db: Db, jobId: string, attempt: number, fence?: AttemptFence, slot?: { attemptStartedAt: Date }): Promise<boolean> {
+export async function markRunning(
+  db: Db,
+  jobId: string,
+  attempt: number,
+  fence?: AttemptFence,
+  slot?: { attemptStartedAt: Date },
+): Promise<boolean> {
   // After a wait for a concurrency slot (`slot`), execution starts now: if this attempt is
   // the one that set first_started_at (at its start), it moves here, so the wait counts as
   // queue time, not execution time.
@@ -135,7 +147,14 @@ export async function markWaiting(db: Db, jobId: string, reason: string, fence?:
   return r.rowCount === 1;
 }
 
-export async function markRetrying(db: Db, jobId: string, attempt: number, error: { errorClass: string; message: string; statusCode?: number }, nextAttemptAt: Date, fence?: AttemptFence): Promise<boolean> {
+export async function markRetrying(
+  db: Db,
+  jobId: string,
+  attempt: number,
+  error: { errorClass: string; message: string; statusCode?: number },
+  nextAttemptAt: Date,
+  fence?: AttemptFence,
+): Promise<boolean> {
   const r = await db.query(
     `UPDATE job_intents
         SET status = 'retrying', attempts = greatest(attempts, $2), last_error = $3, next_attempt_at = $4, updated_at = now()
@@ -162,7 +181,13 @@ export async function setStatus(db: Db, jobId: string, status: JobState, reason:
  * reused the stored effect) only the fence moves: the result, its first finish time and the
  * notification's state stay as they were. Returns false when the write was refused.
  */
-export async function writeResultFenced(db: Db, jobId: string, fence: number, result: unknown, notificationState: 'pending' | null): Promise<boolean> {
+export async function writeResultFenced(
+  db: Db,
+  jobId: string,
+  fence: number,
+  result: unknown,
+  notificationState: 'pending' | null,
+): Promise<boolean> {
   const r = await db.query(
     `UPDATE job_intents
         SET result_fence = $2,
@@ -231,21 +256,36 @@ export async function markJobDeadLettered(db: Db, jobId: string, deadLetterId: s
   );
 }
 
-export interface ReplayJobRow { job_id: string; status: string; created_at: Date; finished_at: Date | null }
+export interface ReplayJobRow {
+  job_id: string;
+  status: string;
+  created_at: Date;
+  finished_at: Date | null;
+}
 
 export async function replayJobsOf(db: Db, jobId: string): Promise<ReplayJobRow[]> {
-  const r = await db.query<ReplayJobRow>('SELECT job_id, status, created_at, finished_at FROM job_intents WHERE replay_of = $1 ORDER BY created_at', [jobId]);
+  const r = await db.query<ReplayJobRow>(
+    'SELECT job_id, status, created_at, finished_at FROM job_intents WHERE replay_of = $1 ORDER BY created_at',
+    [jobId],
+  );
   return r.rows;
 }
 
-export interface LastSuccess { job_id: string; result: unknown; finished_at: Date }
+export interface LastSuccess {
+  job_id: string;
+  result: unknown;
+  finished_at: Date;
+}
 
 /**
  * The newest succeeded job of the same tenant, type and input (index
  * `job_intents_last_success`). Tenant-scoped by the first key column: another tenant's
  * result can never be found here.
  */
-export async function lastSucceeded(db: Db, q: { tenantId: string; jobType: string; inputHash: string; exceptJobId: string }): Promise<LastSuccess | undefined> {
+export async function lastSucceeded(
+  db: Db,
+  q: { tenantId: string; jobType: string; inputHash: string; exceptJobId: string },
+): Promise<LastSuccess | undefined> {
   const r = await db.query<LastSuccess>(
     `SELECT job_id, result, finished_at FROM job_intents
       WHERE tenant_id = $1 AND job_type = $2 AND input_hash = $3 AND status = 'succeeded'
@@ -269,7 +309,13 @@ export async function setJobUpstream(db: Db, jobId: string, upstream: Upstream, 
   );
 }
 
-export interface UnstartedIntent { job_id: string; tenant_id: string; job_type: string; priority: Priority; created_at: Date }
+export interface UnstartedIntent {
+  job_id: string;
+  tenant_id: string;
+  job_type: string;
+  priority: Priority;
+  created_at: Date;
+}
 
 /**
  * Intents whose workflow never started, older than the grace period. The intake commits
@@ -309,16 +355,36 @@ export async function countFinishedJobs(db: Db, tenantId: string, from: string, 
   return Object.fromEntries(r.rows.map((x) => [x.status, Number(x.n)]));
 }
 
-export interface IntentFilter { jobId?: string; tenantId?: string; jobType?: string; status?: JobState; limit: number }
+export interface IntentFilter {
+  jobId?: string;
+  tenantId?: string;
+  jobType?: string;
+  status?: JobState;
+  limit: number;
+}
 
 /** Operators' search (newest first): any combination of job ID, tenant, type and status. Never the input. */
-export type FoundIntent = IntentRow & { dead_letter_id: string | null; deferred_at: Date | null; admitted_at: Date | null; upstream: Upstream | null; upstream_reason: string | null };
+export type FoundIntent = IntentRow & {
+  dead_letter_id: string | null;
+  deferred_at: Date | null;
+  admitted_at: Date | null;
+  upstream: Upstream | null;
+  upstream_reason: string | null;
+};
 
 export async function searchIntents(db: Db, f: IntentFilter): Promise<FoundIntent[]> {
   const where: string[] = [];
   const args: unknown[] = [];
-  const eq = (column: string, v: string | undefined) => { if (v !== undefined) { args.push(v); where.push(`${column} = $${args.length}`); } };
-  eq('job_id', f.jobId); eq('tenant_id', f.tenantId); eq('job_type', f.jobType); eq('status', f.status);
+  const eq = (column: string, v: string | undefined) => {
+    if (v !== undefined) {
+      args.push(v);
+      where.push(`${column} = $${args.length}`);
+    }
+  };
+  eq('job_id', f.jobId);
+  eq('tenant_id', f.tenantId);
+  eq('job_type', f.jobType);
+  eq('status', f.status);
   args.push(f.limit);
   const r = await db.query<FoundIntent>(
     `SELECT job_id, tenant_id, job_type, input_hash, priority, status, status_reason, attempts, last_error, next_attempt_at,
@@ -354,7 +420,8 @@ export async function lockExpiredIntents(db: Db, days: number, limit: number): P
       ORDER BY i.finished_at
       LIMIT $2
       FOR UPDATE OF i SKIP LOCKED`,
-    [days, limit]);
+    [days, limit],
+  );
   return r.rows.map((x) => x.job_id);
 }
 

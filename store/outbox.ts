@@ -23,7 +23,10 @@ export interface OutboxRow {
 }
 
 /** Written in the same transaction as the job's result; ON CONFLICT keeps it once per effect key. */
-export async function insertOutbox(db: Db, o: { jobId: string; kind: string; effectKey: string; payload: unknown; deliverWithinMs: number }): Promise<void> {
+export async function insertOutbox(
+  db: Db,
+  o: { jobId: string; kind: string; effectKey: string; payload: unknown; deliverWithinMs: number },
+): Promise<void> {
   await db.query(
     `INSERT INTO outbox (job_id, kind, effect_key, payload, deliver_by)
      VALUES ($1, $2, $3, $4, now() + ($5 || ' milliseconds')::interval)
@@ -87,7 +90,13 @@ export async function listOutbox(db: Db, state: OutboxRow['state'], limit: numbe
  * act): `replay` puts it back to `pending` for a new delivery with the same effect key,
  * `discard` ends it. Returns the row as it is now, or undefined if it was not `failed`.
  */
-export async function resolveFailedOutbox(db: Db, id: string, action: 'replay' | 'discard', by: string, reason: string | null): Promise<OutboxRow | undefined> {
+export async function resolveFailedOutbox(
+  db: Db,
+  id: string,
+  action: 'replay' | 'discard',
+  by: string,
+  reason: string | null,
+): Promise<OutboxRow | undefined> {
   const r = await db.query<OutboxRow>(
     `UPDATE outbox SET state = CASE WHEN $2 = 'replay' THEN 'pending' ELSE 'discarded' END,
             replays = replays + CASE WHEN $2 = 'replay' THEN 1 ELSE 0 END,
@@ -99,7 +108,13 @@ export async function resolveFailedOutbox(db: Db, id: string, action: 'replay' |
   return r.rows[0];
 }
 
-export interface StuckOutboxJob { job_id: string; tenant_id: string; job_type: string; priority: Priority; rows: number }
+export interface StuckOutboxJob {
+  job_id: string;
+  tenant_id: string;
+  job_type: string;
+  priority: Priority;
+  rows: number;
+}
 
 /**
  * Jobs with outbox rows still pending past their deadline, grouped per job (delivery runs
@@ -130,7 +145,8 @@ export async function deleteExpiredOutbox(db: Db, days: number, limit: number): 
   const r = await db.query(
     `DELETE FROM outbox WHERE ctid IN (
        SELECT ctid FROM outbox o WHERE o.state IN ('delivered', 'discarded') AND ${olderThan('o.created_at', 1)} AND NOT ${jobIsLive('o.job_id')} LIMIT $2)`,
-    [days, limit]);
+    [days, limit],
+  );
   return r.rowCount ?? 0;
 }
 

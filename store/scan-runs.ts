@@ -3,15 +3,32 @@ import type { Db } from '../lib/db.js';
 import { olderThan } from './live-jobs.js';
 
 /** One row per scan run; a retried recording writes it once. */
-export async function insertScanRun(db: Db, r: ScanCounts & { runId: string; workflowId: string; now: string; startedAt: string; errorDetails: string[] }): Promise<void> {
+export async function insertScanRun(
+  db: Db,
+  r: ScanCounts & { runId: string; workflowId: string; now: string; startedAt: string; errorDetails: string[] },
+): Promise<void> {
   await db.query(
     `INSERT INTO scan_runs (run_id, workflow_id, scan_now, windows_filled, intents_started, outbox_redelivered,
                             effects_reconciled, effects_not_applied, replays_started, replays_finished, webhooks_resignalled,
                             errors, error_details, started_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
      ON CONFLICT (run_id) DO NOTHING`,
-    [r.runId, r.workflowId, r.now, r.windowsFilled, r.intentsStarted, r.outboxRedelivered, r.effectsReconciled,
-      r.effectsNotApplied, r.replaysStarted, r.replaysFinished, r.webhooksResignalled, r.errors, JSON.stringify(r.errorDetails), r.startedAt],
+    [
+      r.runId,
+      r.workflowId,
+      r.now,
+      r.windowsFilled,
+      r.intentsStarted,
+      r.outboxRedelivered,
+      r.effectsReconciled,
+      r.effectsNotApplied,
+      r.replaysStarted,
+      r.replaysFinished,
+      r.webhooksResignalled,
+      r.errors,
+      JSON.stringify(r.errorDetails),
+      r.startedAt,
+    ],
   );
 }
 
@@ -28,18 +45,25 @@ export async function scanTotals(db: Db): Promise<ScanCounts & { runs: number; l
   );
   const x = r.rows[0]!;
   return {
-    runs: Number(x.runs), lastRunAt: (x.last_run_at as Date | null) ?? null,
-    windowsFilled: Number(x.windows_filled), intentsStarted: Number(x.intents_started), outboxRedelivered: Number(x.outbox_redelivered),
-    effectsReconciled: Number(x.effects_reconciled), effectsNotApplied: Number(x.effects_not_applied),
-    replaysStarted: Number(x.replays_started), replaysFinished: Number(x.replays_finished), webhooksResignalled: Number(x.webhooks_resignalled),
+    runs: Number(x.runs),
+    lastRunAt: (x.last_run_at as Date | null) ?? null,
+    windowsFilled: Number(x.windows_filled),
+    intentsStarted: Number(x.intents_started),
+    outboxRedelivered: Number(x.outbox_redelivered),
+    effectsReconciled: Number(x.effects_reconciled),
+    effectsNotApplied: Number(x.effects_not_applied),
+    replaysStarted: Number(x.replays_started),
+    replaysFinished: Number(x.replays_finished),
+    webhooksResignalled: Number(x.webhooks_resignalled),
     errors: Number(x.errors),
   };
 }
 
-
 /** One batch of the retention cleanup: scan runs that finished more than `days` ago. */
 export async function deleteExpiredScanRuns(db: Db, days: number, limit: number): Promise<number> {
   const r = await db.query(
-    `DELETE FROM scan_runs WHERE ctid IN (SELECT ctid FROM scan_runs WHERE ${olderThan('finished_at', 1)} LIMIT $2)`, [days, limit]);
+    `DELETE FROM scan_runs WHERE ctid IN (SELECT ctid FROM scan_runs WHERE ${olderThan('finished_at', 1)} LIMIT $2)`,
+    [days, limit],
+  );
   return r.rowCount ?? 0;
 }

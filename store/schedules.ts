@@ -19,9 +19,17 @@ export interface WindowRow {
  * first trigger the only inserter; later ones (duplicates, manual, backfill, scan) only
  * count themselves. Returns true for the first.
  */
-export async function recordWindowSeen(db: Db, w: {
-  jobType: string; windowStart: string; windowEnd: string; scheduleId: string; source: 'schedule' | 'manual' | 'scan'; triggerId: string;
-}): Promise<boolean> {
+export async function recordWindowSeen(
+  db: Db,
+  w: {
+    jobType: string;
+    windowStart: string;
+    windowEnd: string;
+    scheduleId: string;
+    source: 'schedule' | 'manual' | 'scan';
+    triggerId: string;
+  },
+): Promise<boolean> {
   const r = await db.query<{ inserted: boolean }>(
     `INSERT INTO schedule_windows (job_type, window_start, window_end, schedule_id, first_source, first_trigger_id)
      VALUES ($1, $2, $3, $4, $5, $6)
@@ -53,4 +61,3 @@ export async function filledWindowStarts(db: Db, jobType: string, starts: string
   );
   return new Set(r.rows.map((x) => x.window_start.toISOString()));
 }
-

@@ -20,12 +20,29 @@ export async function duplicatesOf(db: Db, jobId: string): Promise<Date[]> {
 }
 
 export interface TimelineIntent {
-  job_id: string; tenant_id: string; job_type: string; priority: Priority; status: JobState; status_reason: string | null;
-  attempts: number; last_error: { errorClass: string; message: string; statusCode?: number } | null;
-  next_attempt_at: Date | null; notification_state: string | null; replay_of: string | null; result_fence: string;
-  has_result: boolean; workflow_started_at: Date | null; first_started_at: Date | null; finished_at: Date | null;
-  deferred_at: Date | null; admitted_at: Date | null; dead_letter_id: string | null; upstream: string | null; upstream_reason: string | null;
-  created_at: Date; updated_at: Date;
+  job_id: string;
+  tenant_id: string;
+  job_type: string;
+  priority: Priority;
+  status: JobState;
+  status_reason: string | null;
+  attempts: number;
+  last_error: { errorClass: string; message: string; statusCode?: number } | null;
+  next_attempt_at: Date | null;
+  notification_state: string | null;
+  replay_of: string | null;
+  result_fence: string;
+  has_result: boolean;
+  workflow_started_at: Date | null;
+  first_started_at: Date | null;
+  finished_at: Date | null;
+  deferred_at: Date | null;
+  admitted_at: Date | null;
+  dead_letter_id: string | null;
+  upstream: string | null;
+  upstream_reason: string | null;
+  created_at: Date;
+  updated_at: Date;
 }
 
 /** The job's row without its input or result (`has_result` says whether one is stored). */
@@ -41,8 +58,15 @@ export async function timelineIntent(db: Db, jobId: string): Promise<TimelineInt
 }
 
 export interface TimelineAttempt {
-  step: string; attempt: number; outcome: string; error_class: string | null; status_code: number | null;
-  delay_ms: number | null; delay_source: 'retry-after' | 'jitter' | null; started_at: Date; finished_at: Date;
+  step: string;
+  attempt: number;
+  outcome: string;
+  error_class: string | null;
+  status_code: number | null;
+  delay_ms: number | null;
+  delay_source: 'retry-after' | 'jitter' | null;
+  started_at: Date;
+  finished_at: Date;
 }
 
 export async function attemptsOf(db: Db, jobId: string): Promise<TimelineAttempt[]> {
@@ -55,8 +79,15 @@ export async function attemptsOf(db: Db, jobId: string): Promise<TimelineAttempt
 }
 
 export interface TimelineLease {
-  run_id: string; activity_id: string; attempt: number; activity_type: string; started_at: Date; deadline_at: Date;
-  ended_at: Date | null; outcome: string | null; expired_detected_at: Date | null;
+  run_id: string;
+  activity_id: string;
+  attempt: number;
+  activity_type: string;
+  started_at: Date;
+  deadline_at: Date;
+  ended_at: Date | null;
+  outcome: string | null;
+  expired_detected_at: Date | null;
 }
 
 export async function leasesOf(db: Db, jobId: string): Promise<TimelineLease[]> {
@@ -69,9 +100,18 @@ export async function leasesOf(db: Db, jobId: string): Promise<TimelineLease[]> 
 }
 
 export interface TimelineEffect {
-  effect_key: string; step: string; state: 'pending' | 'succeeded' | 'failed'; provider_request_id: string | null;
-  provider_id: string | null; attempts: number; reconciliations: number; in_doubt: boolean; upstream: string;
-  first_attempt_at: Date; last_attempt_at: Date; updated_at: Date;
+  effect_key: string;
+  step: string;
+  state: 'pending' | 'succeeded' | 'failed';
+  provider_request_id: string | null;
+  provider_id: string | null;
+  attempts: number;
+  reconciliations: number;
+  in_doubt: boolean;
+  upstream: string;
+  first_attempt_at: Date;
+  last_attempt_at: Date;
+  updated_at: Date;
 }
 
 /** Effects of a scope (the original job's ID, also for its replays). Never the stored result. */
@@ -86,8 +126,15 @@ export async function effectsOf(db: Db, effectScope: string): Promise<TimelineEf
 }
 
 export interface TimelineOutbox {
-  id: string; kind: string; effect_key: string; state: string; attempts: number; last_error: string | null;
-  deliver_by: Date; created_at: Date; delivered_at: Date | null;
+  id: string;
+  kind: string;
+  effect_key: string;
+  state: string;
+  attempts: number;
+  last_error: string | null;
+  deliver_by: Date;
+  created_at: Date;
+  delivered_at: Date | null;
 }
 
 /** Outbox rows without their payload (it carries the recipient). */
@@ -101,8 +148,16 @@ export async function outboxOf(db: Db, jobId: string): Promise<TimelineOutbox[]>
 }
 
 export interface TimelineDelivery {
-  source: string; webhook_id: string; event_type: string; subject: string | null; job_id: string | null; outcome: string;
-  times_received: number; first_seen_at: Date; last_received_at: Date; processed_at: Date | null;
+  source: string;
+  webhook_id: string;
+  event_type: string;
+  subject: string | null;
+  job_id: string | null;
+  outcome: string;
+  times_received: number;
+  first_seen_at: Date;
+  last_received_at: Date;
+  processed_at: Date | null;
 }
 
 /** Webhook deliveries routed to the job, or about one of its provider objects (not yet routed). Never the payload. */
@@ -116,9 +171,22 @@ export async function deliveriesOf(db: Db, jobId: string, providerIds: string[])
 }
 
 export interface TimelineDeadLetter {
-  id: string; run_id: string; error_class: string; error_type: string | null; status_code: number | null; retry_state: string | null;
-  failed_step: string | null; attempts: number; state: string; discard_reason: string | null; replay_count: number;
-  replay_id: string | null; replay_job_id: string | null; first_failure_at: Date; last_failure_at: Date; created_at: Date;
+  id: string;
+  run_id: string;
+  error_class: string;
+  error_type: string | null;
+  status_code: number | null;
+  retry_state: string | null;
+  failed_step: string | null;
+  attempts: number;
+  state: string;
+  discard_reason: string | null;
+  replay_count: number;
+  replay_id: string | null;
+  replay_job_id: string | null;
+  first_failure_at: Date;
+  last_failure_at: Date;
+  created_at: Date;
 }
 
 export async function deadLettersOf(db: Db, jobId: string): Promise<TimelineDeadLetter[]> {
@@ -131,7 +199,13 @@ export async function deadLettersOf(db: Db, jobId: string): Promise<TimelineDead
   return r.rows;
 }
 
-export interface TimelineAction { dead_letter_id: string; action: string; actor: string; details: Record<string, unknown>; at: Date }
+export interface TimelineAction {
+  dead_letter_id: string;
+  action: string;
+  actor: string;
+  details: Record<string, unknown>;
+  at: Date;
+}
 
 export async function actionsOf(db: Db, deadLetterIds: string[]): Promise<TimelineAction[]> {
   const r = await db.query<TimelineAction>(
@@ -141,21 +215,44 @@ export async function actionsOf(db: Db, deadLetterIds: string[]): Promise<Timeli
   return r.rows;
 }
 
-export interface TimelineReplayJob { job_id: string; status: JobState; created_at: Date; finished_at: Date | null }
+export interface TimelineReplayJob {
+  job_id: string;
+  status: JobState;
+  created_at: Date;
+  finished_at: Date | null;
+}
 
 export async function replayJobsOf(db: Db, jobId: string): Promise<TimelineReplayJob[]> {
-  const r = await db.query<TimelineReplayJob>('SELECT job_id, status, created_at, finished_at FROM job_intents WHERE replay_of = $1 ORDER BY created_at', [jobId]);
+  const r = await db.query<TimelineReplayJob>(
+    'SELECT job_id, status, created_at, finished_at FROM job_intents WHERE replay_of = $1 ORDER BY created_at',
+    [jobId],
+  );
   return r.rows;
 }
 
-export interface TimelineAdmission { round: number; priority: string; reserved_at: Date; slot_at: Date; admitted_at: Date | null }
+export interface TimelineAdmission {
+  round: number;
+  priority: string;
+  reserved_at: Date;
+  slot_at: Date;
+  admitted_at: Date | null;
+}
 
 export async function admissionsOf(db: Db, jobId: string): Promise<TimelineAdmission[]> {
-  const r = await db.query<TimelineAdmission>('SELECT round, priority, reserved_at, slot_at, admitted_at FROM admissions WHERE job_id = $1 ORDER BY round', [jobId]);
+  const r = await db.query<TimelineAdmission>(
+    'SELECT round, priority, reserved_at, slot_at, admitted_at FROM admissions WHERE job_id = $1 ORDER BY round',
+    [jobId],
+  );
   return r.rows;
 }
 
-export interface TimelineAudit { actor: string; reason: string | null; before: { pausedPriorities?: string[] }; after: { pausedPriorities?: string[]; recoveryRatePerMinute?: number }; at: Date }
+export interface TimelineAudit {
+  actor: string;
+  reason: string | null;
+  before: { pausedPriorities?: string[] };
+  after: { pausedPriorities?: string[]; recoveryRatePerMinute?: number };
+  at: Date;
+}
 
 /** Degradation changes while the job was alive: a pause or resume of its priority explains a deferral. */
 export async function degradationChangesBetween(db: Db, from: Date, to: Date | null): Promise<TimelineAudit[]> {
@@ -168,10 +265,20 @@ export async function degradationChangesBetween(db: Db, from: Date, to: Date | n
 }
 
 export interface StageFactsRow {
-  effect_step: string | null; effect_in_doubt: boolean | null; effect_state: string | null; effect_sent_at: Date | null;
-  effect_reconciliations: number | null; notify_failures: number; outbox_pending: number; replay_job_id: string | null;
+  effect_step: string | null;
+  effect_in_doubt: boolean | null;
+  effect_state: string | null;
+  effect_sent_at: Date | null;
+  effect_reconciliations: number | null;
+  notify_failures: number;
+  outbox_pending: number;
+  replay_job_id: string | null;
   replay_job_status: JobState | null;
-  dl_id: string | null; dl_state: string | null; dl_failed_step: string | null; dl_attempts: number | null; dl_discard_reason: string | null;
+  dl_id: string | null;
+  dl_state: string | null;
+  dl_failed_step: string | null;
+  dl_attempts: number | null;
+  dl_discard_reason: string | null;
 }
 
 /**
@@ -205,7 +312,8 @@ export async function deleteExpiredDuplicates(db: Db, days: number, limit: numbe
   const r = await db.query(
     `DELETE FROM intent_duplicates WHERE ctid IN (
        SELECT ctid FROM intent_duplicates d WHERE ${olderThan('d.received_at', 1)} AND NOT ${jobIsLive('d.job_id')} LIMIT $2)`,
-    [days, limit]);
+    [days, limit],
+  );
   return r.rowCount ?? 0;
 }
 

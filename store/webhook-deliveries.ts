@@ -49,8 +49,13 @@ export async function jobForProviderObject(db: Db, step: string, providerId: str
 }
 
 export interface NewDelivery {
-  source: string; webhookId: string; eventType: string; subject: string | null;
-  payload: Record<string, unknown>; jobId: string | null; outcome: DeliveryOutcome;
+  source: string;
+  webhookId: string;
+  eventType: string;
+  subject: string | null;
+  payload: Record<string, unknown>;
+  jobId: string | null;
+  outcome: DeliveryOutcome;
 }
 
 /**
@@ -153,6 +158,7 @@ export async function deleteExpiredDeliveries(db: Db, days: number, limit: numbe
   const r = await db.query(
     `DELETE FROM webhook_deliveries WHERE ctid IN (
        SELECT ctid FROM webhook_deliveries WHERE outcome <> 'pending_signal' AND ${olderThan('last_received_at', 1)} LIMIT $2)`,
-    [days, limit]);
+    [days, limit],
+  );
   return r.rowCount ?? 0;
 }

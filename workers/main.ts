@@ -22,13 +22,25 @@ if (!config.databaseUrl || !config.temporalAddress || !config.providerUrl) {
 const pool = createPool(config.databaseUrl, log);
 const connection = await NativeConnection.connect(await connectionOptions(config, config.temporalAddress));
 const worker = await createWorker({
-  connection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, pool,
-  providerUrl: config.providerUrl, fallbackProviderUrl: config.providerFallbackUrl, log, codeVersion: config.codeVersion, concurrencyLimits: config.concurrencyLimits, jobBudgets: config.jobBudgets, identity: `${process.pid}@${hostname()}`,
+  connection,
+  namespace: config.temporalNamespace,
+  taskQueue: config.taskQueue,
+  pool,
+  providerUrl: config.providerUrl,
+  fallbackProviderUrl: config.providerFallbackUrl,
+  log,
+  codeVersion: config.codeVersion,
+  concurrencyLimits: config.concurrencyLimits,
+  jobBudgets: config.jobBudgets,
+  identity: `${process.pid}@${hostname()}`,
 });
-onShutdown(async () => {
-  log.info('draining the worker');
-  worker.shutdown();
-}, (m) => log.warn(m));
+onShutdown(
+  async () => {
+    log.info('draining the worker');
+    worker.shutdown();
+  },
+  (m) => log.warn(m),
+);
 log.info({ taskQueue: config.taskQueue, namespace: config.temporalNamespace }, 'worker polling');
 await worker.run();
 await connection.close();

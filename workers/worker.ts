@@ -21,8 +21,10 @@ export const SYSTEM_WORKFLOWS_PATH = modulePath(new URL('../workflows/index.ts',
  * holds `@temporalio/workflow`: the bundler resolves the SDK from the entry's folder upwards.
  */
 export async function writeWorkflowsEntry(jobs: JobRegistry): Promise<string> {
-  const lines = [`export * from ${JSON.stringify(SYSTEM_WORKFLOWS_PATH)};`,
-    ...jobs.modules.map((m) => `export { ${m.definition.workflowType} } from ${JSON.stringify(m.workflowsPath)};`)];
+  const lines = [
+    `export * from ${JSON.stringify(SYSTEM_WORKFLOWS_PATH)};`,
+    ...jobs.modules.map((m) => `export { ${m.definition.workflowType} } from ${JSON.stringify(m.workflowsPath)};`),
+  ];
   const text = `${lines.join('\n')}\n`;
   const sdk = createRequire(import.meta.url).resolve('@temporalio/workflow/package.json');
   const dir = path.join(path.dirname(path.dirname(path.dirname(sdk))), '.cache', 'durable-jobs-workflows');
@@ -67,7 +69,12 @@ export async function createWorker(o: WorkerOptions): Promise<Worker> {
   const jobs = o.jobs ?? defaultJobRegistry;
   const limits = jobs.concurrencyLimits(o.concurrencyLimits);
   const activities = createActivities({
-    jobs, pool: o.pool, provider: createProvider(o.providerUrl), log: o.log, codeVersion: o.codeVersion, limits,
+    jobs,
+    pool: o.pool,
+    provider: createProvider(o.providerUrl),
+    log: o.log,
+    codeVersion: o.codeVersion,
+    limits,
     fallbackProvider: o.fallbackProviderUrl ? createProvider(o.fallbackProviderUrl) : undefined,
     jobBudgets: o.jobBudgets,
   });

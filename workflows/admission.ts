@@ -30,7 +30,9 @@ export async function admissionGate(args: StepArgs, phase: (state: 'deferred' | 
     summary: 'degradation gate: is this priority admitted?',
   });
   let nudged = false;
-  setHandler(degradationChangedSignal, () => { nudged = true; });
+  setHandler(degradationChangedSignal, () => {
+    nudged = true;
+  });
   let round = 0;
   let pollMs: number | null = null;
   let deferredSince: number | null = null;

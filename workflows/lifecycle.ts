@@ -1,6 +1,14 @@
 import {
-  ActivityFailure, ApplicationFailure, CancellationScope, isCancellation, patched,
-  setCurrentDetails, setHandler, TimeoutFailure, upsertSearchAttributes, workflowInfo,
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  isCancellation,
+  patched,
+  setCurrentDetails,
+  setHandler,
+  TimeoutFailure,
+  upsertSearchAttributes,
+  workflowInfo,
 } from '@temporalio/workflow';
 import type { JobState, StepArgs } from '../contract/job-types.js';
 import { JobStateKey, jobProgressQuery } from '../contract/messages.js';
@@ -8,7 +16,10 @@ import { bookkeepingActivities as bookkeeping } from './activity-options.js';
 import { admissionGate } from './admission.js';
 
 /** What the `jobProgress` query answers. */
-export interface JobProgress { phase: string; detail: string }
+export interface JobProgress {
+  phase: string;
+  detail: string;
+}
 
 /** Sets the job's visible state: the `JobState` search attribute, the current details and the query's answer. */
 export type SetPhase = (state: JobState, detail: string) => void;
@@ -22,14 +33,19 @@ function visibleState(progress: JobProgress): SetPhase {
   };
 }
 
-export interface JobOutcome { state: JobState; result?: unknown }
+export interface JobOutcome {
+  state: JobState;
+  result?: unknown;
+}
 
 function failureEvidence(err: ActivityFailure): { errorClass: string; message: string; statusCode?: number } {
   const cause = err.cause;
   // A timeout after retries (the elapsed cap) carries the last attempt's failure as its cause:
   // that is the evidence an operator needs, with the timeout named beside it.
   if (cause instanceof TimeoutFailure && cause.cause instanceof ApplicationFailure) {
-    const last = failureEvidence(new ActivityFailure(err.message, err.activityType, err.activityId, err.retryState, err.identity, cause.cause));
+    const last = failureEvidence(
+      new ActivityFailure(err.message, err.activityType, err.activityId, err.retryState, err.identity, cause.cause),
+    );
     return { ...last, message: `${last.message}; elapsed cap reached (${cause.timeoutType} timeout)` };
   }
   if (cause instanceof ApplicationFailure) {
@@ -61,8 +77,13 @@ function failureEvidence(err: ActivityFailure): { errorClass: string; message: s
  * after the activity that wrote the API's row, so it may lag the API by that one task.
  */
 export const SEARCH_STATE_FOR_STATUS: Record<JobState, JobState> = {
-  queued: 'queued', deferred: 'deferred', running: 'running', retrying: 'running',
-  succeeded: 'succeeded', dead_lettered: 'dead_lettered', cancelled: 'cancelled',
+  queued: 'queued',
+  deferred: 'deferred',
+  running: 'running',
+  retrying: 'running',
+  succeeded: 'succeeded',
+  dead_lettered: 'dead_lettered',
+  cancelled: 'cancelled',
 };
 
 /**
@@ -79,7 +100,11 @@ export function resultStored(setPhase: SetPhase): void {
  * details, query), cancellation recorded as `cancelled`, and a terminal failure recorded
  * as `dead_lettered` before the workflow fails, so the Web UI and the API agree.
  */
-export async function runJob(args: StepArgs, job: { description: string }, body: (setPhase: SetPhase) => Promise<unknown>): Promise<JobOutcome> {
+export async function runJob(
+  args: StepArgs,
+  job: { description: string },
+  body: (setPhase: SetPhase) => Promise<unknown>,
+): Promise<JobOutcome> {
   const progress: JobProgress = { phase: 'queued', detail: '' };
   const setPhase = visibleState(progress);
   setHandler(jobProgressQuery, () => ({ ...progress }));
@@ -96,7 +121,9 @@ export async function runJob(args: StepArgs, job: { description: string }, body:
     return { state: 'succeeded', result };
   } catch (err) {
     if (isCancellation(err)) {
-      await CancellationScope.nonCancellable(() => bookkeeping.recordJobState({ ...args, state: 'cancelled', reason: 'cancelled on request' }));
+      await CancellationScope.nonCancellable(() =>
+        bookkeeping.recordJobState({ ...args, state: 'cancelled', reason: 'cancelled on request' }),
+      );
       setPhase('cancelled', 'cancelled on request');
       throw err;
     }
@@ -105,12 +132,25 @@ export async function runJob(args: StepArgs, job: { description: string }, body:
       const info = workflowInfo();
       // Not cancellable: a cancel arriving now must not leave the job with neither a dead
       // letter nor a cancelled state (the row would say `retrying` forever).
-      await CancellationScope.nonCancellable(() => bookkeeping.recordDeadLetter({
-        ...args, runId: info.runId, buildId: info.currentBuildId ?? null, reason: `${evidence.errorClass} after retries (${err.retryState})`, error: evidence,
-        errorType: err.cause instanceof ApplicationFailure ? err.cause.type ?? undefined : err.cause?.name, retryState: String(err.retryState), failedStep: err.activityType,
-      }));
+      await CancellationScope.nonCancellable(() =>
+        bookkeeping.recordDeadLetter({
+          ...args,
+          runId: info.runId,
+          buildId: info.currentBuildId ?? null,
+          reason: `${evidence.errorClass} after retries (${err.retryState})`,
+          error: evidence,
+          errorType: err.cause instanceof ApplicationFailure ? (err.cause.type ?? undefined) : err.cause?.name,
+          retryState: String(err.retryState),
+          failedStep: err.activityType,
+        }),
+      );
       setPhase('dead_lettered', evidence.errorClass);
-      throw ApplicationFailure.create({ message: `job dead-lettered: ${evidence.message}`, type: 'JobDeadLettered', nonRetryable: true, details: [evidence] });
+      throw ApplicationFailure.create({
+        message: `job dead-lettered: ${evidence.message}`,
+        type: 'JobDeadLettered',
+        nonRetryable: true,
+        details: [evidence],
+      });
     }
     throw err;
   }

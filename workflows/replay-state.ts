@@ -22,8 +22,16 @@ export interface ReplayArgs {
 }
 
 export interface Carried {
-  queue: string[]; items: ReplayItem[]; succeeded: number; failed: number; skipped: number;
-  peakRunning: number; batchesStarted: number; paused: boolean; tokens: number; refilledAt: number;
+  queue: string[];
+  items: ReplayItem[];
+  succeeded: number;
+  failed: number;
+  skipped: number;
+  peakRunning: number;
+  batchesStarted: number;
+  paused: boolean;
+  tokens: number;
+  refilledAt: number;
 }
 
 /** Items kept for the progress query; counts stay exact beyond it. */
@@ -50,8 +58,11 @@ export class ReplayState {
 
   constructor(private readonly a: ReplayArgs) {
     this.opts = {
-      batchSize: a.batchSize ?? 10, concurrency: a.concurrency ?? 3,
-      ratePerMinute: a.ratePerMinute ?? 60, burst: 1, maxFailures: a.maxFailures ?? 5,
+      batchSize: a.batchSize ?? 10,
+      concurrency: a.concurrency ?? 3,
+      ratePerMinute: a.ratePerMinute ?? 60,
+      burst: 1,
+      maxFailures: a.maxFailures ?? 5,
     };
     // Server timers are coarse (about a second on the dev server), so strict spacing would
     // cap the rate near 60/min. A bucket of one second's worth keeps the rate exact on average
@@ -61,7 +72,15 @@ export class ReplayState {
     const c = a.carried;
     this.queue = c ? [...c.queue] : [];
     this.items = new Map<string, ReplayItem>((c?.items ?? []).map((i) => [i.deadLetterId, i]));
-    this.n = { succeeded: c?.succeeded ?? 0, failed: c?.failed ?? 0, skipped: c?.skipped ?? 0, running: 0, waiting: 0, peak: c?.peakRunning ?? 0, batches: c?.batchesStarted ?? 0 };
+    this.n = {
+      succeeded: c?.succeeded ?? 0,
+      failed: c?.failed ?? 0,
+      skipped: c?.skipped ?? 0,
+      running: 0,
+      waiting: 0,
+      peak: c?.peakRunning ?? 0,
+      batches: c?.batchesStarted ?? 0,
+    };
     this.paused = c?.paused ?? false;
     this.tokens = c?.tokens ?? 1;
     this.refilledAt = c?.refilledAt ?? Date.now();
@@ -116,22 +135,50 @@ export class ReplayState {
 
   progress(): ReplayProgress {
     const { n } = this;
-    const state = this.done ? (this.halted ? 'halted' : this.stopRequested ? 'stopped' : 'completed') : this.stopping() ? 'stopping' : this.paused ? 'paused' : 'running';
+    const state = this.done
+      ? this.halted
+        ? 'halted'
+        : this.stopRequested
+          ? 'stopped'
+          : 'completed'
+      : this.stopping()
+        ? 'stopping'
+        : this.paused
+          ? 'paused'
+          : 'running';
     return {
-      replayId: this.a.replayId, state, requestedBy: this.a.requestedBy, options: this.opts,
+      replayId: this.a.replayId,
+      state,
+      requestedBy: this.a.requestedBy,
+      options: this.opts,
       counts: {
-        total: this.queue.length + n.waiting + n.running + n.succeeded + n.failed + n.skipped, pending: this.queue.length + n.waiting,
-        running: n.running, succeeded: n.succeeded, failed: n.failed, skipped: n.skipped,
+        total: this.queue.length + n.waiting + n.running + n.succeeded + n.failed + n.skipped,
+        pending: this.queue.length + n.waiting,
+        running: n.running,
+        succeeded: n.succeeded,
+        failed: n.failed,
+        skipped: n.skipped,
       },
-      peakRunning: n.peak, batchesStarted: n.batches, ...(this.stopReason ? { stopReason: this.stopReason } : {}), items: [...this.items.values()],
+      peakRunning: n.peak,
+      batchesStarted: n.batches,
+      ...(this.stopReason ? { stopReason: this.stopReason } : {}),
+      items: [...this.items.values()],
     };
   }
 
   carried(): Carried {
     const { n } = this;
     return {
-      queue: this.queue, items: [...this.items.values()].slice(-MAX_ITEMS), succeeded: n.succeeded, failed: n.failed, skipped: n.skipped,
-      peakRunning: n.peak, batchesStarted: n.batches, paused: this.paused, tokens: this.tokens, refilledAt: this.refilledAt,
+      queue: this.queue,
+      items: [...this.items.values()].slice(-MAX_ITEMS),
+      succeeded: n.succeeded,
+      failed: n.failed,
+      skipped: n.skipped,
+      peakRunning: n.peak,
+      batchesStarted: n.batches,
+      paused: this.paused,
+      tokens: this.tokens,
+      refilledAt: this.refilledAt,
     };
   }
 }

@@ -1,11 +1,25 @@
 import {
-  CancellationScope, condition, continueAsNew, isCancellation, ParentClosePolicy, proxyActivities, setHandler,
-  startChild, workflowInfo,
+  CancellationScope,
+  condition,
+  continueAsNew,
+  isCancellation,
+  ParentClosePolicy,
+  proxyActivities,
+  setHandler,
+  startChild,
+  workflowInfo,
 } from '@temporalio/workflow';
 import type { SystemActivities } from '../activities/index.js';
 import {
-  JobStateKey, JobTypeKey, replayAddSignal, replayPauseSignal, replayProgressQuery, replayResumeSignal, replayStopSignal,
-  TenantIdKey, type ReplayProgress,
+  JobStateKey,
+  JobTypeKey,
+  replayAddSignal,
+  replayPauseSignal,
+  replayProgressQuery,
+  replayResumeSignal,
+  replayStopSignal,
+  TenantIdKey,
+  type ReplayProgress,
 } from '../contract/messages.js';
 import { BOOKKEEPING_OPTIONS } from './activity-options.js';
 import type { JobOutcome } from './lifecycle.js';
@@ -25,8 +39,12 @@ const admin = proxyActivities<SystemActivities>(BOOKKEEPING_OPTIONS);
 export async function replayDeadLetters(a: ReplayArgs): Promise<ReplayProgress> {
   const s = new ReplayState(a);
   setHandler(replayAddSignal, ({ ids }) => s.add(ids));
-  setHandler(replayPauseSignal, () => { s.paused = true; });
-  setHandler(replayResumeSignal, () => { s.paused = false; });
+  setHandler(replayPauseSignal, () => {
+    s.paused = true;
+  });
+  setHandler(replayResumeSignal, () => {
+    s.paused = false;
+  });
   setHandler(replayStopSignal, ({ reason, by }) => s.stop(reason ?? `stopped by ${by ?? 'an operator'}`));
   setHandler(replayProgressQuery, () => s.progress());
 
@@ -89,11 +107,15 @@ async function replayOne(a: ReplayArgs, s: ReplayState, id: string): Promise<voi
     let error: string | undefined;
     try {
       const child = await startChild(prep.workflowType, {
-        workflowId: prep.replayJobId, args: [prep.args],
+        workflowId: prep.replayJobId,
+        args: [prep.args],
         // The replay job is a job of its own: it finishes even if this workflow is stopped or terminated.
-        parentClosePolicy: ParentClosePolicy.ABANDON, workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        parentClosePolicy: ParentClosePolicy.ABANDON,
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
         typedSearchAttributes: [
-          { key: TenantIdKey, value: prep.args.tenantId }, { key: JobTypeKey, value: prep.args.jobType }, { key: JobStateKey, value: 'queued' },
+          { key: TenantIdKey, value: prep.args.tenantId },
+          { key: JobTypeKey, value: prep.args.jobType },
+          { key: JobStateKey, value: 'queued' },
         ],
         staticSummary: `replay of ${prep.args.effectScope} (replay ${a.replayId})`,
       });
@@ -103,7 +125,14 @@ async function replayOne(a: ReplayArgs, s: ReplayState, id: string): Promise<voi
       const e = err as { cause?: { message?: string }; message?: string };
       error = e.cause?.message ?? e.message ?? String(err);
     }
-    await admin.finishReplay({ deadLetterId: id, replayId: a.replayId, replayJobId: prep.replayJobId, actor: a.requestedBy, outcome, error });
+    await admin.finishReplay({
+      deadLetterId: id,
+      replayId: a.replayId,
+      replayJobId: prep.replayJobId,
+      actor: a.requestedBy,
+      outcome,
+      error,
+    });
     Object.assign(item, { status: outcome, ...(error ? { detail: error } : {}) });
     s.finished(outcome);
   } finally {

@@ -26,8 +26,17 @@ export async function compensationScan(input: ScanInput): Promise<ScanReport> {
   const now = input.now ?? (info.typedSearchAttributes.get(ScheduledStartTimeKey) ?? info.startTime).toISOString();
   const limit = input.limit ?? 100;
   const r: ScanReport = {
-    now, windowsFilled: 0, intentsStarted: 0, outboxRedelivered: 0, effectsReconciled: 0, effectsNotApplied: 0,
-    replaysStarted: 0, replaysFinished: 0, webhooksResignalled: 0, errors: 0, errorDetails: [],
+    now,
+    windowsFilled: 0,
+    intentsStarted: 0,
+    outboxRedelivered: 0,
+    effectsReconciled: 0,
+    effectsNotApplied: 0,
+    replaysStarted: 0,
+    replaysFinished: 0,
+    webhooksResignalled: 0,
+    errors: 0,
+    errorDetails: [],
   };
   const attempt = async (what: string, fn: () => Promise<void>) => {
     try {
@@ -40,10 +49,22 @@ export async function compensationScan(input: ScanInput): Promise<ScanReport> {
   };
 
   await attempt('missed windows', async () => {
-    const missed = await scan.findMissedWindows({ schedules: input.schedules, now, since: input.since, graceMs: input.windowGraceMs ?? 5 * 60_000, limit });
+    const missed = await scan.findMissedWindows({
+      schedules: input.schedules,
+      now,
+      since: input.since,
+      graceMs: input.windowGraceMs ?? 5 * 60_000,
+      limit,
+    });
     for (const m of missed) {
       await attempt(`window ${m.window.start}`, async () => {
-        const done = await scan.ensureWindowJobs({ scheduleId: m.scheduleId, jobType: m.jobType, window: m.window, source: 'scan', triggerId: info.workflowId });
+        const done = await scan.ensureWindowJobs({
+          scheduleId: m.scheduleId,
+          jobType: m.jobType,
+          window: m.window,
+          source: 'scan',
+          triggerId: info.workflowId,
+        });
         if (done.filledNow) r.windowsFilled += 1;
       });
     }

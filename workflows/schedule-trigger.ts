@@ -23,11 +23,24 @@ export async function scheduleTrigger(args: TriggerArgs): Promise<TriggerResult>
   const nominal = scheduled !== undefined ? scheduled.getTime() : args.windowStart !== undefined ? Date.parse(args.windowStart) : undefined;
   if (nominal === undefined || Number.isNaN(nominal)) {
     throw ApplicationFailure.nonRetryable(
-      'no scheduled time: a manual start of scheduleTrigger must pass windowStart (ISO 8601)', 'ValidationError');
+      'no scheduled time: a manual start of scheduleTrigger must pass windowStart (ISO 8601)',
+      'ValidationError',
+    );
   }
   const window = windowContaining(nominal, { windowMs: args.windowMs, windowOffsetMs: args.windowOffsetMs });
   const source = scheduled !== undefined ? 'schedule' : 'manual';
-  const r = await ensure.ensureWindowJobs({ scheduleId: args.scheduleId, jobType: args.jobType, window, source, triggerId: info.workflowId });
-  log.info('scheduled window ensured', { schedule: args.schedule, windowStart: window.start, jobs: r.jobIds.length, firstTrigger: r.firstTrigger });
+  const r = await ensure.ensureWindowJobs({
+    scheduleId: args.scheduleId,
+    jobType: args.jobType,
+    window,
+    source,
+    triggerId: info.workflowId,
+  });
+  log.info('scheduled window ensured', {
+    schedule: args.schedule,
+    windowStart: window.start,
+    jobs: r.jobIds.length,
+    firstTrigger: r.firstTrigger,
+  });
   return { window, source, firstTrigger: r.firstTrigger, jobIds: r.jobIds };
 }

@@ -14,7 +14,11 @@ export function createPurchaseActivities(deps: ActivityDeps) {
     async chargeCustomer(args: StepArgs): Promise<{ chargeId: string }> {
       return runStep(deps, args, 'charge', async (ctx) => {
         const input = await ctx.input<PurchaseInput>();
-        const e = await ctx.effect(purchase.step('charge'), '/v1/charges', { amountCents: input.amountCents, currency: input.currency, customer: input.customer });
+        const e = await ctx.effect(purchase.step('charge'), '/v1/charges', {
+          amountCents: input.amountCents,
+          currency: input.currency,
+          customer: input.customer,
+        });
         return { chargeId: String(e.providerId) };
       });
     },
@@ -32,4 +36,7 @@ export function createPurchaseActivities(deps: ActivityDeps) {
 
 export type PurchaseActivities = ReturnType<typeof createPurchaseActivities>;
 
-export const purchaseJobType = jobType(purchase, { workflows: new URL('./workflow.ts', import.meta.url), activities: createPurchaseActivities });
+export const purchaseJobType = jobType(purchase, {
+  workflows: new URL('./workflow.ts', import.meta.url),
+  activities: createPurchaseActivities,
+});

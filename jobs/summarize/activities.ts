@@ -5,7 +5,10 @@ import type { JobInput } from '../../job-api/define.js';
 import { jobType } from '../../job-api/registry.js';
 import { summarize } from './definition.js';
 
-export interface StepOutcome { resultStored: boolean; notify: boolean }
+export interface StepOutcome {
+  resultStored: boolean;
+  notify: boolean;
+}
 
 /** The `summarize` activities. Each function name is its Temporal activity type: renaming one breaks running jobs. */
 export function createSummarizeActivities(deps: ActivityDeps) {
@@ -27,4 +30,7 @@ export function createSummarizeActivities(deps: ActivityDeps) {
 
 export type SummarizeActivities = ReturnType<typeof createSummarizeActivities>;
 
-export const summarizeJobType = jobType(summarize, { workflows: new URL('./workflow.ts', import.meta.url), activities: createSummarizeActivities });
+export const summarizeJobType = jobType(summarize, {
+  workflows: new URL('./workflow.ts', import.meta.url),
+  activities: createSummarizeActivities,
+});

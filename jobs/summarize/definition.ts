@@ -5,10 +5,12 @@ export const summarize = defineJob({
   name: 'summarize',
   workflowType: 'summarizeJob',
   description: 'summarize a text with the provider, then notify by e-mail (optional)',
-  input: z.object({
-    text: z.string().min(1, 'text must not be empty').max(100_000, 'text must be at most 100000 characters'),
-    notifyEmail: z.email('notifyEmail must be an e-mail address').optional(),
-  }).strict(),
+  input: z
+    .object({
+      text: z.string().min(1, 'text must not be empty').max(100_000, 'text must be at most 100000 characters'),
+      notifyEmail: z.email('notifyEmail must be an e-mail address').optional(),
+    })
+    .strict(),
   // `notify-email` is the outbox delivery's effect (`notify-<kind>`), made only when asked for.
   effects: ['summarize', 'notify-email'],
   effectsFor: (input) => (input.notifyEmail ? ['summarize', 'notify-email'] : ['summarize']),

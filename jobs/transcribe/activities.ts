@@ -19,7 +19,10 @@ export interface TranscriptionStarted {
   early: TranscriptionEvent[];
 }
 
-export interface TranscriptionPoll { status: string; text: string | null }
+export interface TranscriptionPoll {
+  status: string;
+  text: string | null;
+}
 
 export type TranscriptionArgs = StepArgs & { transcriptionId: string };
 
@@ -42,9 +45,17 @@ export function createTranscribeActivities(deps: ActivityDeps) {
           await lockSubject(tx, TRANSCRIPTION_COMPLETED, transcriptionId);
           return claimEarlyDeliveries(tx, TRANSCRIPTION_COMPLETED, transcriptionId, args.jobId);
         });
-        if (early.length > 0) deps.log.info({ jobId: args.jobId, webhookIds: early.map((d) => d.webhook_id) }, 'claimed webhooks that arrived before the job stored its provider ID');
+        if (early.length > 0)
+          deps.log.info(
+            { jobId: args.jobId, webhookIds: early.map((d) => d.webhook_id) },
+            'claimed webhooks that arrived before the job stored its provider ID',
+          );
         const replay = (args.effectScope ?? args.jobId) !== args.jobId;
-        return { transcriptionId, noWebhookExpected: replay && e.via === 'reused', early: early.map((d) => toEvent(d.webhook_id, d.payload)) };
+        return {
+          transcriptionId,
+          noWebhookExpected: replay && e.via === 'reused',
+          early: early.map((d) => toEvent(d.webhook_id, d.payload)),
+        };
       });
     },
 
@@ -56,22 +67,37 @@ export function createTranscribeActivities(deps: ActivityDeps) {
     async pollTranscription(args: TranscriptionArgs & { giveUp: boolean }): Promise<TranscriptionPoll> {
       return runStep(deps, args, 'transcribe-poll', async () => {
         const path = `/v1/transcriptions/${encodeURIComponent(args.transcriptionId)}`;
-        const res = await deps.provider({ method: 'GET', path, tenantId: args.tenantId, timeoutMs: budgetOf(transcribe, args).upstreamTimeoutMs });
+        const res = await deps.provider({
+          method: 'GET',
+          path,
+          tenantId: args.tenantId,
+          timeoutMs: budgetOf(transcribe, args).upstreamTimeoutMs,
+        });
         const status = String(res.body.status ?? 'unknown');
-        if (status === 'failed') throw new NonRetryableError(`transcription ${args.transcriptionId} failed at the provider`, { errorClass: 'transcription_failed' });
+        if (status === 'failed')
+          throw new NonRetryableError(`transcription ${args.transcriptionId} failed at the provider`, {
+            errorClass: 'transcription_failed',
+          });
         if (status !== 'completed' && args.giveUp) {
-          throw new NonRetryableError(`transcription ${args.transcriptionId} still ${status} after the polling budget`, { errorClass: 'transcription_timeout' });
+          throw new NonRetryableError(`transcription ${args.transcriptionId} still ${status} after the polling budget`, {
+            errorClass: 'transcription_timeout',
+          });
         }
         return { status, text: typeof res.body.text === 'string' ? res.body.text : null };
       });
     },
 
     /** The result, fenced, with its outbox (none for this type) in one transaction. */
-    async completeTranscription(args: TranscriptionArgs & { text: string; via: 'webhook' | 'polling'; webhookId: string | null }): Promise<{ resultStored: boolean }> {
+    async completeTranscription(
+      args: TranscriptionArgs & { text: string; via: 'webhook' | 'polling'; webhookId: string | null },
+    ): Promise<{ resultStored: boolean }> {
       return runStep(deps, args, 'transcribe-result', async (ctx) => {
         const result = { transcriptionId: args.transcriptionId, text: args.text, completedVia: args.via, webhookId: args.webhookId };
         const resultStored = await completeWithOutbox(deps, ctx, result);
-        deps.log.info({ jobId: args.jobId, transcriptionId: args.transcriptionId, via: args.via, webhookId: args.webhookId }, 'transcription stored');
+        deps.log.info(
+          { jobId: args.jobId, transcriptionId: args.transcriptionId, via: args.via, webhookId: args.webhookId },
+          'transcription stored',
+        );
         return { resultStored };
       });
     },
@@ -80,4 +106,7 @@ export function createTranscribeActivities(deps: ActivityDeps) {
 
 export type TranscribeActivities = ReturnType<typeof createTranscribeActivities>;
 
-export const transcribeJobType = jobType(transcribe, { workflows: new URL('./workflow.ts', import.meta.url), activities: createTranscribeActivities });
+export const transcribeJobType = jobType(transcribe, {
+  workflows: new URL('./workflow.ts', import.meta.url),
+  activities: createTranscribeActivities,
+});

@@ -26,15 +26,33 @@ export async function measureEffectCost(stack: BenchStack): Promise<BenchRow[]> 
   const once = async (mode: Mode): Promise<void> => {
     const jobId = `bench-effect-${uid()}`;
     if (mode === 'plain') {
-      await env.run(() => provider({ path: '/v1/summaries', body, effectKey: `${jobId}:summarize`, tenantId: TENANT.id, timeoutMs: 15_000 }));
+      await env.run(() =>
+        provider({ path: '/v1/summaries', body, effectKey: `${jobId}:summarize`, tenantId: TENANT.id, timeoutMs: 15_000 }),
+      );
       return;
     }
-    const r: EffectResult = await env.run(() => runEffect(deps, {
-      effectScope: jobId, jobId, tenantId: TENANT.id, step: 'summarize', path: '/v1/summaries', body, timeoutMs: 15_000, startedAt: new Date(),
-      ...(mode === 'slot' ? {
-        guard: <T>(call: () => Promise<T>) => withSlot(deps, { jobId, jobType: 'summarize', tenantId: TENANT.id, holder: `${jobId}:summarize#1`, attempt: 1, limits }, call),
-      } : {}),
-    }));
+    const r: EffectResult = await env.run(() =>
+      runEffect(deps, {
+        effectScope: jobId,
+        jobId,
+        tenantId: TENANT.id,
+        step: 'summarize',
+        path: '/v1/summaries',
+        body,
+        timeoutMs: 15_000,
+        startedAt: new Date(),
+        ...(mode === 'slot'
+          ? {
+              guard: <T>(call: () => Promise<T>) =>
+                withSlot(
+                  deps,
+                  { jobId, jobType: 'summarize', tenantId: TENANT.id, holder: `${jobId}:summarize#1`, attempt: 1, limits },
+                  call,
+                ),
+            }
+          : {}),
+      }),
+    );
     if (r.via !== 'executed') throw new Error(`a fresh effect was ${r.via}, not executed`);
   };
 
@@ -48,13 +66,32 @@ export async function measureEffectCost(stack: BenchStack): Promise<BenchRow[]> 
       p50[mode].push(percentiles(lat).p50);
       mean[mode].push(lat.reduce((a, b) => a + b, 0) / lat.length);
     }
-    stack.log(`  effect cost repeat ${r + 1}/${repeats}: p50 plain ${p50.plain.at(-1)!.toFixed(2)} ms, runEffect ${p50.effect.at(-1)!.toFixed(2)} ms, + slot ${p50.slot.at(-1)!.toFixed(2)} ms`);
+    stack.log(
+      `  effect cost repeat ${r + 1}/${repeats}: p50 plain ${p50.plain.at(-1)!.toFixed(2)} ms, runEffect ${p50.effect.at(-1)!.toFixed(2)} ms, + slot ${p50.slot.at(-1)!.toFixed(2)} ms`,
+    );
   }
   const plain = { label: 'plain provider call p50', unit: 'ms', value: spread(p50.plain) };
   const addedMs = p50.effect.map((v, i) => v - p50.plain[i]!);
   return [
-    row({ id: 'effects.run-effect.p50', section: 'effect recording', figure: `activity with effect bookkeeping (runEffect) p50, ${m} calls per repeat`, unit: 'ms', value: spread(p50.effect), baseline: plain, sense: 'lower-better',
-      notes: `added per effect: median ${spread(addedMs).median.toFixed(2)} ms (3 extra statements, each its own commit)`, details: { meanMs: { plain: spread(mean.plain), effect: spread(mean.effect), slot: spread(mean.slot) } } }),
-    row({ id: 'effects.run-effect-slot.p50', section: 'effect recording', figure: 'runEffect + concurrency slot (as summarizeText) p50', unit: 'ms', value: spread(p50.slot), baseline: plain, sense: 'lower-better' }),
+    row({
+      id: 'effects.run-effect.p50',
+      section: 'effect recording',
+      figure: `activity with effect bookkeeping (runEffect) p50, ${m} calls per repeat`,
+      unit: 'ms',
+      value: spread(p50.effect),
+      baseline: plain,
+      sense: 'lower-better',
+      notes: `added per effect: median ${spread(addedMs).median.toFixed(2)} ms (3 extra statements, each its own commit)`,
+      details: { meanMs: { plain: spread(mean.plain), effect: spread(mean.effect), slot: spread(mean.slot) } },
+    }),
+    row({
+      id: 'effects.run-effect-slot.p50',
+      section: 'effect recording',
+      figure: 'runEffect + concurrency slot (as summarizeText) p50',
+      unit: 'ms',
+      value: spread(p50.slot),
+      baseline: plain,
+      sense: 'lower-better',
+    }),
   ];
 }

@@ -55,33 +55,75 @@ export async function measureIntake(stack: BenchStack): Promise<BenchRow[]> {
       const submitKeys = Array.from({ length: m }, () => `bench-sub-${uid()}`);
       const httpKeys = Array.from({ length: m }, () => `bench-http-${uid()}`);
       await series('bareStart', () => bareStart());
-      await series('submitFresh', async (i) => { if (await submit(submitKeys[i]!)) throw new Error('a fresh key was treated as a duplicate'); });
-      await series('submitDuplicate', async (i) => { if (!(await submit(submitKeys[i]!))) throw new Error('a duplicate submit started a new job'); });
-      await series('httpFresh', async (i) => { if ((await post(httpKeys[i]!)) !== 202) throw new Error('a fresh POST was not 202'); });
-      await series('httpDuplicate', async (i) => { if ((await post(httpKeys[i]!)) !== 200) throw new Error('a duplicate POST was not 200'); });
-      stack.log(`  intake repeat ${r + 1}/${repeats}: p50 bare ${p50.bareStart.at(-1)!.toFixed(1)} ms, submitJob ${p50.submitFresh.at(-1)!.toFixed(1)} ms, POST ${p50.httpFresh.at(-1)!.toFixed(1)} ms, duplicate POST ${p50.httpDuplicate.at(-1)!.toFixed(1)} ms`);
+      await series('submitFresh', async (i) => {
+        if (await submit(submitKeys[i]!)) throw new Error('a fresh key was treated as a duplicate');
+      });
+      await series('submitDuplicate', async (i) => {
+        if (!(await submit(submitKeys[i]!))) throw new Error('a duplicate submit started a new job');
+      });
+      await series('httpFresh', async (i) => {
+        if ((await post(httpKeys[i]!)) !== 202) throw new Error('a fresh POST was not 202');
+      });
+      await series('httpDuplicate', async (i) => {
+        if ((await post(httpKeys[i]!)) !== 200) throw new Error('a duplicate POST was not 200');
+      });
+      stack.log(
+        `  intake repeat ${r + 1}/${repeats}: p50 bare ${p50.bareStart.at(-1)!.toFixed(1)} ms, submitJob ${p50.submitFresh.at(-1)!.toFixed(1)} ms, POST ${p50.httpFresh.at(-1)!.toFixed(1)} ms, duplicate POST ${p50.httpDuplicate.at(-1)!.toFixed(1)} ms`,
+      );
     }
   } finally {
     await app.close();
     // Nobody polls these queues: on a server that outlives the bench, end what we started.
     if (!stack.embeddedTemporal) await terminateAll(stack, started);
   }
-  const bare = (q: 'p50' | 'p99') => ({ label: `bare client.workflow.start ${q}`, unit: 'ms', value: spread((q === 'p50' ? p50 : p99).bareStart) });
-  const mk = (id: string, figure: string, s: Series, q: 'p50' | 'p99', baseline: BenchRow['baseline']): BenchRow => row({
-    id, section: 'intake', figure: `${figure} ${q} (${m} sequential calls per repeat)`, unit: 'ms', value: spread((q === 'p50' ? p50 : p99)[s]), baseline, sense: 'lower-better',
+  const bare = (q: 'p50' | 'p99') => ({
+    label: `bare client.workflow.start ${q}`,
+    unit: 'ms',
+    value: spread((q === 'p50' ? p50 : p99).bareStart),
   });
-  const fresh = (label: string, s: Series, q: 'p50' | 'p99') => ({ label: `${label} ${q}`, unit: 'ms', value: spread((q === 'p50' ? p50 : p99)[s]) });
+  const mk = (id: string, figure: string, s: Series, q: 'p50' | 'p99', baseline: BenchRow['baseline']): BenchRow =>
+    row({
+      id,
+      section: 'intake',
+      figure: `${figure} ${q} (${m} sequential calls per repeat)`,
+      unit: 'ms',
+      value: spread((q === 'p50' ? p50 : p99)[s]),
+      baseline,
+      sense: 'lower-better',
+    });
+  const fresh = (label: string, s: Series, q: 'p50' | 'p99') => ({
+    label: `${label} ${q}`,
+    unit: 'ms',
+    value: spread((q === 'p50' ? p50 : p99)[s]),
+  });
   return [
     mk('intake.http.p50', 'POST /v1/jobs (new intent)', 'httpFresh', 'p50', bare('p50')),
     mk('intake.http.p99', 'POST /v1/jobs (new intent)', 'httpFresh', 'p99', bare('p99')),
     mk('intake.submit.p50', 'submitJob (new intent)', 'submitFresh', 'p50', bare('p50')),
     mk('intake.submit.p99', 'submitJob (new intent)', 'submitFresh', 'p99', bare('p99')),
-    mk('intake.http-duplicate.p50', 'POST /v1/jobs duplicate (200, replayed)', 'httpDuplicate', 'p50', fresh('fresh POST', 'httpFresh', 'p50')),
-    mk('intake.http-duplicate.p99', 'POST /v1/jobs duplicate (200, replayed)', 'httpDuplicate', 'p99', fresh('fresh POST', 'httpFresh', 'p99')),
+    mk(
+      'intake.http-duplicate.p50',
+      'POST /v1/jobs duplicate (200, replayed)',
+      'httpDuplicate',
+      'p50',
+      fresh('fresh POST', 'httpFresh', 'p50'),
+    ),
+    mk(
+      'intake.http-duplicate.p99',
+      'POST /v1/jobs duplicate (200, replayed)',
+      'httpDuplicate',
+      'p99',
+      fresh('fresh POST', 'httpFresh', 'p99'),
+    ),
     mk('intake.submit-duplicate.p50', 'submitJob duplicate', 'submitDuplicate', 'p50', fresh('fresh submitJob', 'submitFresh', 'p50')),
   ];
 }
 
 async function terminateAll(stack: BenchStack, ids: string[]): Promise<void> {
-  await pool(ids.length, 16, (i) => stack.temporal.workflow.getHandle(ids[i]!).terminate('benchmark intake measurement').catch(() => undefined));
+  await pool(ids.length, 16, (i) =>
+    stack.temporal.workflow
+      .getHandle(ids[i]!)
+      .terminate('benchmark intake measurement')
+      .catch(() => undefined),
+  );
 }

@@ -30,22 +30,38 @@ export async function measureReplay(stack: BenchStack): Promise<BenchRow[]> {
       stack.log(`  replay repeat ${r + 1}/${repeats}: ${out.perSec.toFixed(2)} replays/s (peak running ${out.peakRunning})`);
     }
   } catch (err) {
-    if (err instanceof NotAvailable) return [skippedRow('replay.throughput', 'replay', 'dead-letter replay throughput', `not available: ${err.message}`)];
+    if (err instanceof NotAvailable)
+      return [skippedRow('replay.throughput', 'replay', 'dead-letter replay throughput', `not available: ${err.message}`)];
     throw err;
   } finally {
     await app.close();
     await worker.stop();
   }
   const theoretical = Math.min(RATE_PER_MINUTE / 60, (concurrency * 1000) / holdMs);
-  return [row({
-    id: 'replay.throughput', section: 'replay', figure: `dead-letter replay, N=${n}, concurrency ${concurrency}, upstream held ${holdMs} ms`, unit: 'replays/s',
-    value: spread(rates), baseline: { label: `cap's theoretical rate min(${RATE_PER_MINUTE}/min, ${concurrency} x 1000 / ${holdMs} ms)`, unit: 'replays/s', value: spread([theoretical]) },
-    sense: 'higher-better', details: { peakRunning: peaks },
-    notes: 'first replay start to last replay finish, from the replay workflow\'s own progress',
-  })];
+  return [
+    row({
+      id: 'replay.throughput',
+      section: 'replay',
+      figure: `dead-letter replay, N=${n}, concurrency ${concurrency}, upstream held ${holdMs} ms`,
+      unit: 'replays/s',
+      value: spread(rates),
+      baseline: {
+        label: `cap's theoretical rate min(${RATE_PER_MINUTE}/min, ${concurrency} x 1000 / ${holdMs} ms)`,
+        unit: 'replays/s',
+        value: spread([theoretical]),
+      },
+      sense: 'higher-better',
+      details: { peakRunning: peaks },
+      notes: "first replay start to last replay finish, from the replay workflow's own progress",
+    }),
+  ];
 }
 
-async function replayOnce(stack: BenchStack, app: { baseUrl: string; jobs: ReturnType<BenchStack['jobsClient']> }, o: { n: number; concurrency: number; holdMs: number }): Promise<{ perSec: number; peakRunning: number }> {
+async function replayOnce(
+  stack: BenchStack,
+  app: { baseUrl: string; jobs: ReturnType<BenchStack['jobsClient']> },
+  o: { n: number; concurrency: number; holdMs: number },
+): Promise<{ perSec: number; peakRunning: number }> {
   const tenant = `bench-replay-${uid()}`;
   await upsertTenant(stack.pool, tenant, `key-${tenant}`);
   const admin = async (path: string, body?: unknown): Promise<{ status: number; body: any }> => {
@@ -61,24 +77,48 @@ async function replayOnce(stack: BenchStack, app: { baseUrl: string; jobs: Retur
 
   // Dead letters: a definite 400 is not retried, so each job dead-letters after one call.
   await stack.simFault({ path: '/v1/summaries', times: o.n, status: 400 });
-  await pool(o.n, 8, (i) => app.jobs.submitJob({ tenantId: tenant, type: 'summarize', idempotencyKey: `bench-dl-${tenant}-${i}`, input: { text: `dead letter ${i}` } }));
-  const ids = await waitUntil(`${o.n} dead letters for ${tenant}`, async () => {
-    const r = await admin(`/v1/dead-letters?state=open&tenantId=${tenant}&limit=1000`);
-    const rows = (r.body?.deadLetters ?? []) as Array<{ id: string }>;
-    return rows.length >= o.n ? rows.map((d) => d.id) : undefined;
-  }, 120_000 + o.n * 2_000);
+  await pool(o.n, 8, (i) =>
+    app.jobs.submitJob({
+      tenantId: tenant,
+      type: 'summarize',
+      idempotencyKey: `bench-dl-${tenant}-${i}`,
+      input: { text: `dead letter ${i}` },
+    }),
+  );
+  const ids = await waitUntil(
+    `${o.n} dead letters for ${tenant}`,
+    async () => {
+      const r = await admin(`/v1/dead-letters?state=open&tenantId=${tenant}&limit=1000`);
+      const rows = (r.body?.deadLetters ?? []) as Array<{ id: string }>;
+      return rows.length >= o.n ? rows.map((d) => d.id) : undefined;
+    },
+    120_000 + o.n * 2_000,
+  );
 
   await stack.simFault({ path: '/v1/summaries', times: o.n, status: 200, delayMs: o.holdMs });
-  const start = await admin('/v1/dead-letters/replay', { ids, concurrency: o.concurrency, ratePerMinute: RATE_PER_MINUTE, batchSize: Math.min(100, o.n), maxFailures: o.n });
+  const start = await admin('/v1/dead-letters/replay', {
+    ids,
+    concurrency: o.concurrency,
+    ratePerMinute: RATE_PER_MINUTE,
+    batchSize: Math.min(100, o.n),
+    maxFailures: o.n,
+  });
   if (start.status === 404) throw new NotAvailable('POST /v1/dead-letters/replay answers 404');
   if (start.status !== 202) throw new Error(`POST /v1/dead-letters/replay answered ${start.status}: ${JSON.stringify(start.body)}`);
   const replayId = String(start.body.replayId);
-  const progress = await waitUntil(`replay ${replayId} to finish`, async () => {
-    const p = await admin(`/v1/dead-letters/replays/${replayId}`);
-    return p.status === 200 && ['completed', 'halted', 'stopped'].includes(p.body?.state) ? p.body : undefined;
-  }, 120_000 + (o.n * o.holdMs * 4) / o.concurrency, 250);
+  const progress = await waitUntil(
+    `replay ${replayId} to finish`,
+    async () => {
+      const p = await admin(`/v1/dead-letters/replays/${replayId}`);
+      return p.status === 200 && ['completed', 'halted', 'stopped'].includes(p.body?.state) ? p.body : undefined;
+    },
+    120_000 + (o.n * o.holdMs * 4) / o.concurrency,
+    250,
+  );
   if (progress.state !== 'completed' || progress.counts.succeeded !== o.n) {
-    throw new Error(`replay ${replayId} ended ${progress.state} with ${JSON.stringify(progress.counts)}${progress.stopReason ? ` (${progress.stopReason})` : ''}`);
+    throw new Error(
+      `replay ${replayId} ended ${progress.state} with ${JSON.stringify(progress.counts)}${progress.stopReason ? ` (${progress.stopReason})` : ''}`,
+    );
   }
   const items = progress.items as Array<{ startedAt?: string; finishedAt?: string }>;
   const first = Math.min(...items.map((i) => Date.parse(i.startedAt!)));

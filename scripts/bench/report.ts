@@ -16,7 +16,11 @@ export interface BenchMeta {
   temporal: string;
 }
 
-export interface BenchResults { meta: BenchMeta; rows: BenchRow[]; errors: Array<{ section: string; message: string }> }
+export interface BenchResults {
+  meta: BenchMeta;
+  rows: BenchRow[];
+  errors: Array<{ section: string; message: string }>;
+}
 
 function num(n: number): string {
   if (!Number.isFinite(n)) return String(n);

@@ -33,12 +33,17 @@ export const ACTIVITY_SLOTS = 50;
  * Concurrency caps raised out of the way for throughput and memory: those figures measure the
  * engine and the bookkeeping, not the cap (the replay measurement covers a cap).
  */
-export const RAISED_LIMITS = Object.fromEntries(defaultJobRegistry.names.map((t) => [t, { perTenant: 100_000, global: 100_000 }])) as Record<JobType, ConcurrencyLimits>;
+export const RAISED_LIMITS = Object.fromEntries(
+  defaultJobRegistry.names.map((t) => [t, { perTenant: 100_000, global: 100_000 }]),
+) as Record<JobType, ConcurrencyLimits>;
 const BARE_WORKFLOWS_PATH = fileURLToPath(new URL('./bare-workflows.ts', import.meta.url));
 
 export const uid = (): string => randomBytes(5).toString('hex');
 
-export interface RunningWorker { worker: Worker; stop(): Promise<void> }
+export interface RunningWorker {
+  worker: Worker;
+  stop(): Promise<void>;
+}
 
 export interface BenchStack {
   quick: boolean;
@@ -61,8 +66,14 @@ export interface BenchStack {
   bundleFile(kind: 'product' | 'bare'): Promise<string>;
   jobsClient(taskQueue: string, pool?: pg.Pool): JobsClient;
   startApp(taskQueue: string): Promise<{ baseUrl: string; jobs: JobsClient; close(): Promise<void> }>;
-  startProductWorker(taskQueue: string, o?: { limits?: Record<JobType, ConcurrencyLimits>; connection?: NativeConnection; databaseUrl?: string }): Promise<RunningWorker>;
-  startBareWorker(taskQueue: string, o?: { connection?: NativeConnection; namespace?: string }): Promise<RunningWorker & { counter: BareCounter }>;
+  startProductWorker(
+    taskQueue: string,
+    o?: { limits?: Record<JobType, ConcurrencyLimits>; connection?: NativeConnection; databaseUrl?: string },
+  ): Promise<RunningWorker>;
+  startBareWorker(
+    taskQueue: string,
+    o?: { connection?: NativeConnection; namespace?: string },
+  ): Promise<RunningWorker & { counter: BareCounter }>;
   /** A fresh migrated database (with the bench tenant) on the same server. */
   createDatabase(name: string): Promise<string>;
   simFault(body: Record<string, unknown>): Promise<void>;
@@ -86,7 +97,11 @@ export async function startStack(o: { quick: boolean; log: (msg: string) => void
     for (const c of closers.splice(0).reverse()) await c().catch((e: Error) => log(`cleanup: ${e.message}`));
   };
   try {
-    const cliPath = await resolveTemporalCli({ cliPath: config.temporalCliPath, log, allowGoInstall: config.temporalAddress === undefined });
+    const cliPath = await resolveTemporalCli({
+      cliPath: config.temporalCliPath,
+      log,
+      allowGoInstall: config.temporalAddress === undefined,
+    });
     const startPg = async (): Promise<string> => {
       if (config.databaseUrl) return config.databaseUrl;
       // Durable settings (fsync, synchronous_commit on), as `npm start` runs it: the commit rate is real.
@@ -96,13 +111,22 @@ export async function startStack(o: { quick: boolean; log: (msg: string) => void
     };
     const startTemporal = async (): Promise<string> => {
       if (config.temporalAddress) return config.temporalAddress;
-      const dev = await startDevServer({ cliPath, port: 0, headless: true, dbFilename: path.join(tmpDir, 'temporal.sqlite'), namespace: config.temporalNamespace, log: () => undefined });
+      const dev = await startDevServer({
+        cliPath,
+        port: 0,
+        headless: true,
+        dbFilename: path.join(tmpDir, 'temporal.sqlite'),
+        namespace: config.temporalNamespace,
+        log: () => undefined,
+      });
       closers.push(() => dev.stop());
       return dev.address;
     };
     const [serverUrl, temporalAddress] = await Promise.all([startPg(), startTemporal()]);
-    log(`stack: ${config.databaseUrl ? 'Postgres from DATABASE_URL' : 'embedded Postgres (durable settings)'}, ` +
-      `${config.temporalAddress ? `Temporal at ${temporalAddress}` : 'Temporal dev server (tuned SQLite file)'}`);
+    log(
+      `stack: ${config.databaseUrl ? 'Postgres from DATABASE_URL' : 'embedded Postgres (durable settings)'}, ` +
+        `${config.temporalAddress ? `Temporal at ${temporalAddress}` : 'Temporal dev server (tuned SQLite file)'}`,
+    );
 
     const silentLogger = createLogger('bench', 'silent');
     const createDatabase = async (name: string): Promise<string> => {
@@ -117,7 +141,11 @@ export async function startStack(o: { quick: boolean; log: (msg: string) => void
       closers.push(async () => {
         const a = new pg.Client({ connectionString: serverUrl });
         await a.connect();
-        try { await a.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`); } finally { await a.end(); }
+        try {
+          await a.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`);
+        } finally {
+          await a.end();
+        }
       });
       const url = new URL(serverUrl);
       url.pathname = `/${db}`;
@@ -145,13 +173,29 @@ export async function startStack(o: { quick: boolean; log: (msg: string) => void
     let bareBundle: Promise<WorkflowBundleOption> | undefined;
     const bundles = {
       product: () => (productBundle ??= bundleWorkflows()),
-      bare: () => (bareBundle ??= bundleWorkflowCode({ workflowsPath: BARE_WORKFLOWS_PATH, logger: quietLogger }).then(({ code }) => ({ code }))),
+      bare: () =>
+        (bareBundle ??= bundleWorkflowCode({ workflowsPath: BARE_WORKFLOWS_PATH, logger: quietLogger }).then(({ code }) => ({ code }))),
     };
-    const jobsClient = (taskQueue: string, p = benchPool): JobsClient => createJobsClient({ jobs: defaultJobRegistry, pool: p, temporal, taskQueue });
+    const jobsClient = (taskQueue: string, p = benchPool): JobsClient =>
+      createJobsClient({ jobs: defaultJobRegistry, pool: p, temporal, taskQueue });
 
     const stack: BenchStack = {
-      quick: o.quick, log, serverUrl, databaseUrl, pool: benchPool, temporal, temporalAddress, namespace: config.temporalNamespace,
-      nativeConnection, cliPath, sim, embeddedPg: !config.databaseUrl, embeddedTemporal: !config.temporalAddress, tmpDir, silentLogger, stop,
+      quick: o.quick,
+      log,
+      serverUrl,
+      databaseUrl,
+      pool: benchPool,
+      temporal,
+      temporalAddress,
+      namespace: config.temporalNamespace,
+      nativeConnection,
+      cliPath,
+      sim,
+      embeddedPg: !config.databaseUrl,
+      embeddedTemporal: !config.temporalAddress,
+      tmpDir,
+      silentLogger,
+      stop,
       productBundle: bundles.product,
       bareBundle: bundles.bare,
       async bundleFile(kind) {
@@ -163,7 +207,17 @@ export async function startStack(o: { quick: boolean; log: (msg: string) => void
       jobsClient,
       async startApp(taskQueue) {
         const jobs = jobsClient(taskQueue);
-        const app = buildApp({ jobTypes: defaultJobRegistry, pool: benchPool, temporal, jobs, log: silentLogger, adminApiKey: ADMIN_KEY, version: 'bench', webhookSecrets: {}, taskQueue });
+        const app = buildApp({
+          jobTypes: defaultJobRegistry,
+          pool: benchPool,
+          temporal,
+          jobs,
+          log: silentLogger,
+          adminApiKey: ADMIN_KEY,
+          version: 'bench',
+          webhookSecrets: {},
+          taskQueue,
+        });
         await app.listen({ port: 0, host: '127.0.0.1' });
         const addr = app.server.address();
         return { baseUrl: `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`, jobs, close: () => app.close() };
@@ -171,9 +225,16 @@ export async function startStack(o: { quick: boolean; log: (msg: string) => void
       async startProductWorker(taskQueue, w = {}) {
         const workerPool = createPool(w.databaseUrl ?? databaseUrl, silentLogger); // production's default pool size
         const worker = await createWorker({
-          connection: w.connection ?? nativeConnection, namespace: config.temporalNamespace, taskQueue, pool: workerPool,
-          providerUrl: sim.url, log: silentLogger, codeVersion: 'bench', concurrencyLimits: w.limits ?? RAISED_LIMITS,
-          workflowBundle: await bundles.product(), maxConcurrentActivityTaskExecutions: ACTIVITY_SLOTS,
+          connection: w.connection ?? nativeConnection,
+          namespace: config.temporalNamespace,
+          taskQueue,
+          pool: workerPool,
+          providerUrl: sim.url,
+          log: silentLogger,
+          codeVersion: 'bench',
+          concurrencyLimits: w.limits ?? RAISED_LIMITS,
+          workflowBundle: await bundles.product(),
+          maxConcurrentActivityTaskExecutions: ACTIVITY_SLOTS,
           identity: `bench-${process.pid}-${taskQueue}`, // createWorker passes it on even when undefined, which the native bridge refuses
         });
         return runWorker(worker, () => workerPool.end());
@@ -181,15 +242,23 @@ export async function startStack(o: { quick: boolean; log: (msg: string) => void
       async startBareWorker(taskQueue, w = {}) {
         const counter: BareCounter = { inFlight: 0, peak: 0, completed: 0 };
         const worker = await Worker.create({
-          connection: w.connection ?? nativeConnection, namespace: w.namespace ?? config.temporalNamespace, taskQueue,
-          workflowBundle: await bundles.bare(), activities: createBareActivities(counter),
-          maxConcurrentActivityTaskExecutions: ACTIVITY_SLOTS, shutdownGraceTime: '10s',
+          connection: w.connection ?? nativeConnection,
+          namespace: w.namespace ?? config.temporalNamespace,
+          taskQueue,
+          workflowBundle: await bundles.bare(),
+          activities: createBareActivities(counter),
+          maxConcurrentActivityTaskExecutions: ACTIVITY_SLOTS,
+          shutdownGraceTime: '10s',
         });
         return { ...runWorker(worker), counter };
       },
       createDatabase,
       async simFault(body) {
-        const r = await fetch(`${sim.url}/__sim/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        const r = await fetch(`${sim.url}/__sim/faults`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
         if (r.status >= 300) throw new Error(`simulator refused fault ${JSON.stringify(body)}: ${r.status} ${await r.text()}`);
       },
       async simEffects() {
@@ -212,11 +281,12 @@ function runWorker(worker: Worker, after?: () => Promise<void>): RunningWorker {
   let stopped: Promise<void> | undefined;
   return {
     worker,
-    stop: () => (stopped ??= (async () => {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
-      await run.catch(() => undefined);
-      await after?.();
-    })()),
+    stop: () =>
+      (stopped ??= (async () => {
+        if (worker.getState() === 'RUNNING') worker.shutdown();
+        await run.catch(() => undefined);
+        await after?.();
+      })()),
   };
 }
 

@@ -65,8 +65,12 @@ export function round(n: number, digits = 3): number {
 
 /** Builds a row; the ratio is computed from the medians. */
 export function row(r: Omit<BenchRow, 'ratio'> & { ratio?: number | null }): BenchRow {
-  const ratio = r.ratio !== undefined ? r.ratio
-    : r.value && r.baseline?.value && r.baseline.value.median !== 0 ? r.value.median / r.baseline.value.median : null;
+  const ratio =
+    r.ratio !== undefined
+      ? r.ratio
+      : r.value && r.baseline?.value && r.baseline.value.median !== 0
+        ? r.value.median / r.baseline.value.median
+        : null;
   return { ...r, ratio: ratio === null ? null : round(ratio, 3) };
 }
 

@@ -8,7 +8,16 @@ import { createPool, withTransaction } from '../../lib/db.js';
 import { inputHash } from '../../lib/ids.js';
 import { recordAttempt } from '../../store/attempts.js';
 import { beginEffect, recordEffectSuccess } from '../../store/effects.js';
-import { findIntentByKey, getIntent, insertIntent, loadInput, markRunning, markWorkflowStarted, othersDeferred, writeResultFenced } from '../../store/intents.js';
+import {
+  findIntentByKey,
+  getIntent,
+  insertIntent,
+  loadInput,
+  markRunning,
+  markWorkflowStarted,
+  othersDeferred,
+  writeResultFenced,
+} from '../../store/intents.js';
 import { TENANT, uid, type BenchStack } from './stack.js';
 import { percentiles, row, spread, timed, type BenchRow } from './stats.js';
 
@@ -36,7 +45,9 @@ export async function measureTableGrowth(stack: BenchStack): Promise<BenchRow[]>
         const sub: number[] = [];
         const claim: number[] = [];
         for (let i = 0; i < m; i++) {
-          const s = await timed(() => jobs.submitJob({ tenantId: TENANT.id, type: 'summarize', idempotencyKey: `bench-growth-${uid()}`, input: { text: 'growth' } }));
+          const s = await timed(() =>
+            jobs.submitJob({ tenantId: TENANT.id, type: 'summarize', idempotencyKey: `bench-growth-${uid()}`, input: { text: 'growth' } }),
+          );
           started.push(s.value.jobId);
           sub.push(s.ms);
           claim.push((await timed(() => claimPath(db, s.value.jobId))).ms);
@@ -45,27 +56,61 @@ export async function measureTableGrowth(stack: BenchStack): Promise<BenchRow[]>
         claimP50.get(size)!.push(percentiles(claim).p50);
       }
       plans[String(size)] = await explainHotPath(db);
-      stack.log(`  table growth ${size} rows (inserted in ${(t.ms / 1000).toFixed(1)} s): submit p50 ${spread(submitP50.get(size)!).median.toFixed(2)} ms, claim set p50 ${spread(claimP50.get(size)!).median.toFixed(2)} ms`);
+      stack.log(
+        `  table growth ${size} rows (inserted in ${(t.ms / 1000).toFixed(1)} s): submit p50 ${spread(submitP50.get(size)!).median.toFixed(2)} ms, claim set p50 ${spread(claimP50.get(size)!).median.toFixed(2)} ms`,
+      );
     }
   } finally {
     await db.end();
     if (!stack.embeddedTemporal) {
-      for (const id of started) await stack.temporal.workflow.getHandle(id).terminate('benchmark table growth').catch(() => undefined);
+      for (const id of started)
+        await stack.temporal.workflow
+          .getHandle(id)
+          .terminate('benchmark table growth')
+          .catch(() => undefined);
     }
   }
   const base = sizes[0]!;
   const rows: BenchRow[] = [];
   for (const size of sizes.slice(1)) {
-    rows.push(row({ id: `growth.submit.${size}`, section: 'table growth', figure: `submitJob p50 with ${size.toLocaleString('en')} rows per table`, unit: 'ms',
-      value: spread(submitP50.get(size)!), baseline: { label: `same with ${base.toLocaleString('en')} rows`, unit: 'ms', value: spread(submitP50.get(base)!) }, sense: 'lower-better' }));
-    rows.push(row({ id: `growth.claim.${size}`, section: 'table growth', figure: `claim path p50 (markRunning, beginEffect, recordEffectSuccess, recordAttempt, fenced result) with ${size.toLocaleString('en')} rows`, unit: 'ms',
-      value: spread(claimP50.get(size)!), baseline: { label: `same with ${base.toLocaleString('en')} rows`, unit: 'ms', value: spread(claimP50.get(base)!) }, sense: 'lower-better' }));
+    rows.push(
+      row({
+        id: `growth.submit.${size}`,
+        section: 'table growth',
+        figure: `submitJob p50 with ${size.toLocaleString('en')} rows per table`,
+        unit: 'ms',
+        value: spread(submitP50.get(size)!),
+        baseline: { label: `same with ${base.toLocaleString('en')} rows`, unit: 'ms', value: spread(submitP50.get(base)!) },
+        sense: 'lower-better',
+      }),
+    );
+    rows.push(
+      row({
+        id: `growth.claim.${size}`,
+        section: 'table growth',
+        figure: `claim path p50 (markRunning, beginEffect, recordEffectSuccess, recordAttempt, fenced result) with ${size.toLocaleString('en')} rows`,
+        unit: 'ms',
+        value: spread(claimP50.get(size)!),
+        baseline: { label: `same with ${base.toLocaleString('en')} rows`, unit: 'ms', value: spread(claimP50.get(base)!) },
+        sense: 'lower-better',
+      }),
+    );
   }
   const largest = plans[String(sizes.at(-1))] ?? {};
   const scans = Object.entries(largest).filter(([, p]) => BIG_TABLES.some((t) => p.includes(`Seq Scan on ${t}`)));
   rows.push({
-    id: 'growth.plans', section: 'table growth', figure: `hot-path plans at ${sizes.at(-1)!.toLocaleString('en')} rows`, unit: '', value: null, baseline: null, ratio: null, sense: 'info',
-    notes: scans.length === 0 ? 'no sequential scan on job_intents, effects or job_attempts' : `SEQUENTIAL SCANS: ${scans.map(([k]) => k).join(', ')}`,
+    id: 'growth.plans',
+    section: 'table growth',
+    figure: `hot-path plans at ${sizes.at(-1)!.toLocaleString('en')} rows`,
+    unit: '',
+    value: null,
+    baseline: null,
+    ratio: null,
+    sense: 'info',
+    notes:
+      scans.length === 0
+        ? 'no sequential scan on job_intents, effects or job_attempts'
+        : `SEQUENTIAL SCANS: ${scans.map(([k]) => k).join(', ')}`,
     details: { plans },
   });
   return rows;
@@ -79,16 +124,22 @@ async function bulkInsert(db: pg.Pool, from: number, to: number): Promise<void> 
                               workflow_started_at, first_started_at, finished_at, created_at, updated_at)
      SELECT 'synthetic-' || g, $1, 'summarize', md5('key' || g), md5('input' || g), '{"text":"synthetic"}'::jsonb, 'succeeded', 1,
             '{"summary":"synthetic"}'::jsonb, 1, now(), now(), now(), now() - make_interval(secs => g), now()
-       FROM generate_series($2::int, $3::int - 1) g`, [TENANT.id, from, to]);
+       FROM generate_series($2::int, $3::int - 1) g`,
+    [TENANT.id, from, to],
+  );
   await db.query(
     `INSERT INTO effects (effect_key, job_id, tenant_id, step, state, request_hash, provider_id, result, attempts, in_doubt)
      SELECT 'synthetic-' || g || ':summarize', 'synthetic-' || g, $1, 'summarize', 'succeeded', md5('req' || g), 'sum_' || g,
             '{"summary":"synthetic"}'::jsonb, 1, false
-       FROM generate_series($2::int, $3::int - 1) g`, [TENANT.id, from, to]);
+       FROM generate_series($2::int, $3::int - 1) g`,
+    [TENANT.id, from, to],
+  );
   await db.query(
     `INSERT INTO job_attempts (job_id, step, attempt, outcome, status_code, started_at)
      SELECT 'synthetic-' || g, s, 1, 'succeeded', 200, now()
-       FROM generate_series($1::int, $2::int - 1) g, unnest(ARRAY['summarize', 'result']) s`, [from, to]);
+       FROM generate_series($1::int, $2::int - 1) g, unnest(ARRAY['summarize', 'result']) s`,
+    [from, to],
+  );
   for (const t of BIG_TABLES) await db.query(`ANALYZE ${t}`);
 }
 
@@ -97,7 +148,13 @@ async function claimPath(db: pg.Pool, jobId: string): Promise<void> {
   const startedAt = new Date();
   await markRunning(db, jobId, 1);
   const effectKey = `${jobId}:summarize`;
-  await beginEffect(db, { effectKey, jobId, tenantId: TENANT.id, step: 'summarize', requestHash: inputHash('summarize', { text: 'growth' }) });
+  await beginEffect(db, {
+    effectKey,
+    jobId,
+    tenantId: TENANT.id,
+    step: 'summarize',
+    requestHash: inputHash('summarize', { text: 'growth' }),
+  });
   await recordEffectSuccess(db, effectKey, 'req_bench', 'sum_bench', { summary: 'growth' });
   await recordAttempt(db, { jobId, step: 'summarize', attempt: 1, outcome: 'succeeded', statusCode: 200, startedAt });
   const ok = await withTransaction(db, (tx) => writeResultFenced(tx, jobId, 1, { summary: 'growth' }, null));
@@ -107,16 +164,25 @@ async function claimPath(db: pg.Pool, jobId: string): Promise<void> {
 /** EXPLAIN of each hot-path statement, with the SQL the store functions really send. */
 async function explainHotPath(db: pg.Pool): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
-  const via = (name: string) => ({
-    query: async (text: string, params?: unknown[]) => {
-      const r = await db.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) ${text}`, params);
-      out[name] = describePlan((r.rows[0]!['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0]!.Plan);
-      return { rows: [{}], rowCount: 1 };
-    },
-  }) as unknown as pg.Pool;
+  const via = (name: string) =>
+    ({
+      query: async (text: string, params?: unknown[]) => {
+        const r = await db.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) ${text}`, params);
+        out[name] = describePlan((r.rows[0]!['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0]!.Plan);
+        return { rows: [{}], rowCount: 1 };
+      },
+    }) as unknown as pg.Pool;
   const jobId = 'synthetic-7';
   const effectKey = `${jobId}:summarize`;
-  await insertIntent(via('insertIntent'), { jobId: `new-${uid()}`, tenantId: TENANT.id, jobType: 'summarize', keyHash: 'k', inputHash: 'i', input: {}, priority: 'normal' });
+  await insertIntent(via('insertIntent'), {
+    jobId: `new-${uid()}`,
+    tenantId: TENANT.id,
+    jobType: 'summarize',
+    keyHash: 'k',
+    inputHash: 'i',
+    input: {},
+    priority: 'normal',
+  });
   await findIntentByKey(via('findIntentByKey (duplicate)'), TENANT.id, 'k');
   await markWorkflowStarted(via('markWorkflowStarted'), jobId);
   await getIntent(via('getIntent (admission gate)'), jobId);
@@ -130,7 +196,12 @@ async function explainHotPath(db: pg.Pool): Promise<Record<string, string>> {
   return out;
 }
 
-interface PlanNode { 'Node Type': string; 'Relation Name'?: string; 'Index Name'?: string; Plans?: PlanNode[] }
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  Plans?: PlanNode[];
+}
 
 /** "ModifyTable > Index Scan using job_intents_pkey on job_intents" style, depth-first. */
 function describePlan(p: PlanNode): string {

@@ -8,7 +8,11 @@ import { pool, row, spread, waitUntil, type BenchRow } from './stats.js';
 
 const SUBMIT_CONCURRENCY = 16;
 
-export interface ThroughputResult { rows: BenchRow[]; summarizePerSec: number | null; commitsPerJob: number | null }
+export interface ThroughputResult {
+  rows: BenchRow[];
+  summarizePerSec: number | null;
+  commitsPerJob: number | null;
+}
 
 export async function measureThroughput(stack: BenchStack): Promise<ThroughputResult> {
   const n = stack.quick ? 20 : 300;
@@ -54,46 +58,85 @@ export async function measureThroughput(stack: BenchStack): Promise<ThroughputRe
     commitsPerJob: commitSpread.median,
     rows: [
       row({
-        id: 'throughput.summarize', section: 'throughput', figure: `summarize jobs end to end (N=${n}, ${SUBMIT_CONCURRENCY} submitters)`, unit: 'jobs/s',
-        value: jobSpread, baseline: { label: 'bare workflow + 1 no-op activity', unit: 'wf/s', value: spread(bareRates) }, sense: 'higher-better',
+        id: 'throughput.summarize',
+        section: 'throughput',
+        figure: `summarize jobs end to end (N=${n}, ${SUBMIT_CONCURRENCY} submitters)`,
+        unit: 'jobs/s',
+        value: jobSpread,
+        baseline: { label: 'bare workflow + 1 no-op activity', unit: 'wf/s', value: spread(bareRates) },
+        sense: 'higher-better',
         notes: 'first intake to last succeeded (DB clock) vs first start to last close (Temporal visibility)',
       }),
       row({
-        id: 'throughput.commits-per-job', section: 'throughput', figure: 'Postgres commits per summarize job (pg_stat_database, approx.)', unit: 'commits',
-        value: commitSpread, baseline: null, sense: 'info',
+        id: 'throughput.commits-per-job',
+        section: 'throughput',
+        figure: 'Postgres commits per summarize job (pg_stat_database, approx.)',
+        unit: 'commits',
+        value: commitSpread,
+        baseline: null,
+        sense: 'info',
         notes: 'read against the pgbench commit rate below: commit rate / commits per job = a serial ceiling',
       }),
     ],
   };
 }
 
-async function runSummarize(stack: BenchStack, jobs: ReturnType<BenchStack['jobsClient']>, tenant: string, n: number): Promise<{ perSec: number; polls: number }> {
+async function runSummarize(
+  stack: BenchStack,
+  jobs: ReturnType<BenchStack['jobsClient']>,
+  tenant: string,
+  n: number,
+): Promise<{ perSec: number; polls: number }> {
   const text = 'The quick brown fox jumps over the lazy dog. '.repeat(20);
-  await pool(n, SUBMIT_CONCURRENCY, (i) => jobs.submitJob({ tenantId: tenant, type: 'summarize', idempotencyKey: `bench-${tenant}-${i}-${uid()}`, input: { text } }));
+  await pool(n, SUBMIT_CONCURRENCY, (i) =>
+    jobs.submitJob({ tenantId: tenant, type: 'summarize', idempotencyKey: `bench-${tenant}-${i}-${uid()}`, input: { text } }),
+  );
   let polls = 0;
-  await waitUntil(`${n} summarize jobs of ${tenant} to succeed`, async () => {
-    polls++;
-    const r = await stack.pool.query<{ ok: number; bad: number }>(
-      `SELECT count(*) FILTER (WHERE status = 'succeeded')::int AS ok,
+  await waitUntil(
+    `${n} summarize jobs of ${tenant} to succeed`,
+    async () => {
+      polls++;
+      const r = await stack.pool.query<{ ok: number; bad: number }>(
+        `SELECT count(*) FILTER (WHERE status = 'succeeded')::int AS ok,
               count(*) FILTER (WHERE status IN ('dead_lettered', 'cancelled'))::int AS bad
-         FROM job_intents WHERE tenant_id = $1`, [tenant]);
-    const c = r.rows[0]!;
-    if (c.bad > 0) throw new Error(`${c.bad} summarize jobs of ${tenant} ended ${'dead_lettered/cancelled'}: the product is broken`);
-    return c.ok >= n;
-  }, 120_000 + n * 1_000, 100);
+         FROM job_intents WHERE tenant_id = $1`,
+        [tenant],
+      );
+      const c = r.rows[0]!;
+      if (c.bad > 0) throw new Error(`${c.bad} summarize jobs of ${tenant} ended ${'dead_lettered/cancelled'}: the product is broken`);
+      return c.ok >= n;
+    },
+    120_000 + n * 1_000,
+    100,
+  );
   const span = await stack.pool.query<{ s: number }>(
-    'SELECT extract(epoch FROM max(finished_at) - min(created_at))::float8 AS s FROM job_intents WHERE tenant_id = $1', [tenant]);
+    'SELECT extract(epoch FROM max(finished_at) - min(created_at))::float8 AS s FROM job_intents WHERE tenant_id = $1',
+    [tenant],
+  );
   return { perSec: n / Math.max(span.rows[0]!.s, 1e-3), polls: polls + 1 };
 }
 
 /** Starts n bare workflows and waits until visibility shows them all completed. */
-export async function runBare(stack: Pick<BenchStack, 'temporal'>, taskQueue: string, prefix: string, n: number, completedBefore: number): Promise<{ perSec: number }> {
-  await pool(n, SUBMIT_CONCURRENCY, (i) => stack.temporal.workflow.start('bareWorkflow', { taskQueue, workflowId: `${prefix}-${i}`, args: [0] }));
+export async function runBare(
+  stack: Pick<BenchStack, 'temporal'>,
+  taskQueue: string,
+  prefix: string,
+  n: number,
+  completedBefore: number,
+): Promise<{ perSec: number }> {
+  await pool(n, SUBMIT_CONCURRENCY, (i) =>
+    stack.temporal.workflow.start('bareWorkflow', { taskQueue, workflowId: `${prefix}-${i}`, args: [0] }),
+  );
   const query = `TaskQueue = '${taskQueue}' AND ExecutionStatus = 'Completed'`;
-  await waitUntil(`${n} bare workflows on ${taskQueue} to complete`, async () => {
-    const { count } = await stack.temporal.workflow.count(query);
-    return count >= completedBefore + n;
-  }, 120_000 + n * 500, 100);
+  await waitUntil(
+    `${n} bare workflows on ${taskQueue} to complete`,
+    async () => {
+      const { count } = await stack.temporal.workflow.count(query);
+      return count >= completedBefore + n;
+    },
+    120_000 + n * 500,
+    100,
+  );
   let first = Infinity;
   let last = 0;
   let seen = 0;

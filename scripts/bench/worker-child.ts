@@ -28,16 +28,30 @@ const log = createLogger('bench-worker', 'silent');
 const connection = await NativeConnection.connect({ address: s.temporalAddress });
 const counter: BareCounter = { inFlight: 0, peak: 0, completed: 0 };
 const pool = s.kind === 'product' ? createPool(s.databaseUrl!, log) : undefined;
-const worker = s.kind === 'product'
-  ? await createWorker({
-    connection, namespace: s.namespace, taskQueue: s.taskQueue, pool: pool!, providerUrl: s.providerUrl!, log, codeVersion: 'bench',
-    concurrencyLimits: s.limits, workflowBundle: { codePath: s.bundlePath }, maxConcurrentActivityTaskExecutions: s.activitySlots,
-    identity: `${process.pid}@bench-child`,
-  })
-  : await Worker.create({
-    connection, namespace: s.namespace, taskQueue: s.taskQueue, workflowBundle: { codePath: s.bundlePath },
-    activities: createBareActivities(counter), maxConcurrentActivityTaskExecutions: s.activitySlots, shutdownGraceTime: '10s',
-  });
+const worker =
+  s.kind === 'product'
+    ? await createWorker({
+        connection,
+        namespace: s.namespace,
+        taskQueue: s.taskQueue,
+        pool: pool!,
+        providerUrl: s.providerUrl!,
+        log,
+        codeVersion: 'bench',
+        concurrencyLimits: s.limits,
+        workflowBundle: { codePath: s.bundlePath },
+        maxConcurrentActivityTaskExecutions: s.activitySlots,
+        identity: `${process.pid}@bench-child`,
+      })
+    : await Worker.create({
+        connection,
+        namespace: s.namespace,
+        taskQueue: s.taskQueue,
+        workflowBundle: { codePath: s.bundlePath },
+        activities: createBareActivities(counter),
+        maxConcurrentActivityTaskExecutions: s.activitySlots,
+        shutdownGraceTime: '10s',
+      });
 const report = setInterval(() => process.stdout.write(`${JSON.stringify({ ...counter })}\n`), 250);
 for (const sig of ['SIGTERM', 'SIGINT'] as const) process.once(sig, () => worker.shutdown());
 process.stdout.write('READY\n');

@@ -14,11 +14,32 @@ import type { ChildSettings } from './worker-child.js';
 const CHILD = fileURLToPath(new URL('./worker-child.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-interface Child { proc: ChildProcess; counter: { inFlight: number; peak: number; completed: number }; stop(): Promise<void> }
-interface MemRun { idleMb: number; loadedMb: number; concurrent: number }
+interface Child {
+  proc: ChildProcess;
+  counter: { inFlight: number; peak: number; completed: number };
+  stop(): Promise<void>;
+}
+interface MemRun {
+  idleMb: number;
+  loadedMb: number;
+  concurrent: number;
+}
 
 export async function measureWorkerMemory(stack: BenchStack): Promise<BenchRow[]> {
-  if (process.platform !== 'linux') return [{ id: 'memory.rss', section: 'worker memory', figure: 'worker RSS', unit: 'MB', value: null, baseline: null, ratio: null, sense: 'info', skipped: 'needs /proc (Linux)' }];
+  if (process.platform !== 'linux')
+    return [
+      {
+        id: 'memory.rss',
+        section: 'worker memory',
+        figure: 'worker RSS',
+        unit: 'MB',
+        value: null,
+        baseline: null,
+        ratio: null,
+        sense: 'info',
+        skipped: 'needs /proc (Linux)',
+      },
+    ];
   const n = stack.quick ? 50 : 1_000;
   const holdMs = stack.quick ? 8_000 : 60_000;
   const repeats = stack.quick ? 1 : 2;
@@ -27,17 +48,36 @@ export async function measureWorkerMemory(stack: BenchStack): Promise<BenchRow[]
   for (let r = 0; r < repeats; r++) {
     product.push(await productRun(stack, n, holdMs));
     bare.push(await bareRun(stack, n, Math.round(holdMs / 2)));
-    stack.log(`  memory repeat ${r + 1}/${repeats}: product ${product.at(-1)!.loadedMb.toFixed(0)} MB at ${product.at(-1)!.concurrent} running (idle ${product.at(-1)!.idleMb.toFixed(0)}), bare ${bare.at(-1)!.loadedMb.toFixed(0)} MB at ${bare.at(-1)!.concurrent} (idle ${bare.at(-1)!.idleMb.toFixed(0)})`);
+    stack.log(
+      `  memory repeat ${r + 1}/${repeats}: product ${product.at(-1)!.loadedMb.toFixed(0)} MB at ${product.at(-1)!.concurrent} running (idle ${product.at(-1)!.idleMb.toFixed(0)}), bare ${bare.at(-1)!.loadedMb.toFixed(0)} MB at ${bare.at(-1)!.concurrent} (idle ${bare.at(-1)!.idleMb.toFixed(0)})`,
+    );
   }
   const perJob = (runs: MemRun[]) => spread(runs.map((x) => ((x.loadedMb - x.idleMb) * 1024) / Math.max(x.concurrent, 1)));
   const concurrency = { product: product.map((x) => x.concurrent), bare: bare.map((x) => x.concurrent) };
-  const note = [...concurrency.product, ...concurrency.bare].some((c) => c < n) ? `only ${Math.min(...concurrency.product, ...concurrency.bare)} of ${n} were in flight at once in some repeat (slow machine): see details` : `all ${n} in flight at once`;
+  const note = [...concurrency.product, ...concurrency.bare].some((c) => c < n)
+    ? `only ${Math.min(...concurrency.product, ...concurrency.bare)} of ${n} were in flight at once in some repeat (slow machine): see details`
+    : `all ${n} in flight at once`;
   return [
-    row({ id: 'memory.rss', section: 'worker memory', figure: `worker RSS with ${n} summarize jobs running at once`, unit: 'MB', value: spread(product.map((x) => x.loadedMb)),
-      baseline: { label: `bare worker with ${n} activities in flight`, unit: 'MB', value: spread(bare.map((x) => x.loadedMb)) }, sense: 'lower-better',
-      notes: note, details: { idleMb: { product: spread(product.map((x) => x.idleMb)), bare: spread(bare.map((x) => x.idleMb)) }, concurrency } }),
-    row({ id: 'memory.per-job', section: 'worker memory', figure: 'RSS per running job above the idle worker', unit: 'KB', value: perJob(product),
-      baseline: { label: 'bare: per activity in flight', unit: 'KB', value: perJob(bare) }, sense: 'lower-better' }),
+    row({
+      id: 'memory.rss',
+      section: 'worker memory',
+      figure: `worker RSS with ${n} summarize jobs running at once`,
+      unit: 'MB',
+      value: spread(product.map((x) => x.loadedMb)),
+      baseline: { label: `bare worker with ${n} activities in flight`, unit: 'MB', value: spread(bare.map((x) => x.loadedMb)) },
+      sense: 'lower-better',
+      notes: note,
+      details: { idleMb: { product: spread(product.map((x) => x.idleMb)), bare: spread(bare.map((x) => x.idleMb)) }, concurrency },
+    }),
+    row({
+      id: 'memory.per-job',
+      section: 'worker memory',
+      figure: 'RSS per running job above the idle worker',
+      unit: 'KB',
+      value: perJob(product),
+      baseline: { label: 'bare: per activity in flight', unit: 'KB', value: perJob(bare) },
+      sense: 'lower-better',
+    }),
   ];
 }
 
@@ -46,8 +86,15 @@ async function productRun(stack: BenchStack, n: number, holdMs: number): Promise
   const tenant = `bench-mem-${uid()}`;
   await upsertTenant(stack.pool, tenant, `key-${tenant}`);
   const child = await startChild(stack, {
-    kind: 'product', temporalAddress: stack.temporalAddress, namespace: stack.namespace, taskQueue: queue, bundlePath: await stack.bundleFile('product'),
-    activitySlots: n + 50, databaseUrl: stack.databaseUrl, providerUrl: stack.sim.url, limits: RAISED_LIMITS,
+    kind: 'product',
+    temporalAddress: stack.temporalAddress,
+    namespace: stack.namespace,
+    taskQueue: queue,
+    bundlePath: await stack.bundleFile('product'),
+    activitySlots: n + 50,
+    databaseUrl: stack.databaseUrl,
+    providerUrl: stack.sim.url,
+    limits: RAISED_LIMITS,
   });
   try {
     const idleMb = await idleRss(child);
@@ -55,7 +102,9 @@ async function productRun(stack: BenchStack, n: number, holdMs: number): Promise
     await stack.simFault({ path: '/v1/summaries', times: n, status: 200, delayMs: holdMs });
     const jobs = stack.jobsClient(queue);
     const sampler = rssSampler(child);
-    await pool(n, 16, (i) => jobs.submitJob({ tenantId: tenant, type: 'summarize', idempotencyKey: `bench-mem-${tenant}-${i}`, input: { text: `memory ${i}` } }));
+    await pool(n, 16, (i) =>
+      jobs.submitJob({ tenantId: tenant, type: 'summarize', idempotencyKey: `bench-mem-${tenant}-${i}`, input: { text: `memory ${i}` } }),
+    );
     // All n held upstream at once, or the first holds are about to end: measure either way.
     const deadline = Date.now() + holdMs * 0.8;
     let concurrent = 0;
@@ -68,13 +117,20 @@ async function productRun(stack: BenchStack, n: number, holdMs: number): Promise
     await sleep(2_000); // a few samples at the plateau
     const loadedMb = sampler.max();
     sampler.stop();
-    await waitUntil(`${n} held summarize jobs to succeed`, async () => {
-      const r = await stack.pool.query<{ ok: number; bad: number }>(
-        `SELECT count(*) FILTER (WHERE status = 'succeeded')::int AS ok, count(*) FILTER (WHERE status IN ('dead_lettered', 'cancelled'))::int AS bad
-           FROM job_intents WHERE tenant_id = $1`, [tenant]);
-      if (r.rows[0]!.bad > 0) throw new Error(`${r.rows[0]!.bad} held summarize jobs failed: the product is broken`);
-      return r.rows[0]!.ok >= n;
-    }, holdMs + 180_000 + n * 200, 500);
+    await waitUntil(
+      `${n} held summarize jobs to succeed`,
+      async () => {
+        const r = await stack.pool.query<{ ok: number; bad: number }>(
+          `SELECT count(*) FILTER (WHERE status = 'succeeded')::int AS ok, count(*) FILTER (WHERE status IN ('dead_lettered', 'cancelled'))::int AS bad
+           FROM job_intents WHERE tenant_id = $1`,
+          [tenant],
+        );
+        if (r.rows[0]!.bad > 0) throw new Error(`${r.rows[0]!.bad} held summarize jobs failed: the product is broken`);
+        return r.rows[0]!.ok >= n;
+      },
+      holdMs + 180_000 + n * 200,
+      500,
+    );
     return { idleMb, loadedMb, concurrent };
   } finally {
     await child.stop();
@@ -84,12 +140,19 @@ async function productRun(stack: BenchStack, n: number, holdMs: number): Promise
 async function bareRun(stack: BenchStack, n: number, holdMs: number): Promise<MemRun> {
   const queue = `bench-mem-bare-${uid()}`;
   const child = await startChild(stack, {
-    kind: 'bare', temporalAddress: stack.temporalAddress, namespace: stack.namespace, taskQueue: queue, bundlePath: await stack.bundleFile('bare'), activitySlots: n + 50,
+    kind: 'bare',
+    temporalAddress: stack.temporalAddress,
+    namespace: stack.namespace,
+    taskQueue: queue,
+    bundlePath: await stack.bundleFile('bare'),
+    activitySlots: n + 50,
   });
   try {
     const idleMb = await idleRss(child);
     const sampler = rssSampler(child);
-    await pool(n, 16, (i) => stack.temporal.workflow.start('bareWorkflow', { taskQueue: queue, workflowId: `${queue}-${i}`, args: [holdMs] }));
+    await pool(n, 16, (i) =>
+      stack.temporal.workflow.start('bareWorkflow', { taskQueue: queue, workflowId: `${queue}-${i}`, args: [holdMs] }),
+    );
     const deadline = Date.now() + holdMs * 0.8;
     while (Date.now() < deadline && child.counter.peak < n) await sleep(250);
     sampler.reset();
@@ -97,10 +160,15 @@ async function bareRun(stack: BenchStack, n: number, holdMs: number): Promise<Me
     const loadedMb = sampler.max();
     const concurrent = child.counter.peak;
     sampler.stop();
-    await waitUntil(`${n} bare workflows to complete`, async () => {
-      const { count } = await stack.temporal.workflow.count(`TaskQueue = '${queue}' AND ExecutionStatus = 'Completed'`);
-      return count >= n;
-    }, holdMs + 180_000, 500);
+    await waitUntil(
+      `${n} bare workflows to complete`,
+      async () => {
+        const { count } = await stack.temporal.workflow.count(`TaskQueue = '${queue}' AND ExecutionStatus = 'Completed'`);
+        return count >= n;
+      },
+      holdMs + 180_000,
+      500,
+    );
     return { idleMb, loadedMb, concurrent };
   } finally {
     await child.stop();
@@ -108,14 +176,20 @@ async function bareRun(stack: BenchStack, n: number, holdMs: number): Promise<Me
 }
 
 async function startChild(stack: BenchStack, settings: ChildSettings): Promise<Child> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify(settings)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify(settings)], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const counter = { inFlight: 0, peak: 0, completed: 0 };
   const errTail: string[] = [];
   let ready = false;
   let exited: string | null = null;
   const killOnExit = () => proc.kill('SIGKILL');
   process.once('exit', killOnExit);
-  proc.stderr!.on('data', (b: Buffer) => { errTail.push(b.toString()); if (errTail.length > 20) errTail.shift(); });
+  proc.stderr!.on('data', (b: Buffer) => {
+    errTail.push(b.toString());
+    if (errTail.length > 20) errTail.shift();
+  });
   let buf = '';
   proc.stdout!.on('data', (b: Buffer) => {
     buf += b.toString();
@@ -127,13 +201,27 @@ async function startChild(stack: BenchStack, settings: ChildSettings): Promise<C
       else if (line.startsWith('{')) Object.assign(counter, JSON.parse(line));
     }
   });
-  const gone = new Promise<void>((resolve) => proc.on('exit', (code, sig) => { exited = `exited (code ${code}, signal ${sig})`; resolve(); }));
-  await waitUntil(`the ${settings.kind} worker child to start`, async () => {
-    if (exited) throw new Error(`${settings.kind} worker child ${exited}: ${errTail.join('').slice(-1500)}`);
-    return ready;
-  }, 90_000, 100).catch((e: Error) => { proc.kill('SIGKILL'); throw e; });
+  const gone = new Promise<void>((resolve) =>
+    proc.on('exit', (code, sig) => {
+      exited = `exited (code ${code}, signal ${sig})`;
+      resolve();
+    }),
+  );
+  await waitUntil(
+    `the ${settings.kind} worker child to start`,
+    async () => {
+      if (exited) throw new Error(`${settings.kind} worker child ${exited}: ${errTail.join('').slice(-1500)}`);
+      return ready;
+    },
+    90_000,
+    100,
+  ).catch((e: Error) => {
+    proc.kill('SIGKILL');
+    throw e;
+  });
   return {
-    proc, counter,
+    proc,
+    counter,
     async stop() {
       process.off('exit', killOnExit);
       if (exited) return;
@@ -164,6 +252,19 @@ async function idleRss(child: Child): Promise<number> {
 
 function rssSampler(child: Child): { max(): number; reset(): void; stop(): void } {
   let peak = 0;
-  const t = setInterval(() => { rssMb(child.proc.pid!).then((mb) => { peak = Math.max(peak, mb); }, () => undefined); }, 200);
-  return { max: () => peak, reset: () => { peak = 0; }, stop: () => clearInterval(t) };
+  const t = setInterval(() => {
+    rssMb(child.proc.pid!).then(
+      (mb) => {
+        peak = Math.max(peak, mb);
+      },
+      () => undefined,
+    );
+  }, 200);
+  return {
+    max: () => peak,
+    reset: () => {
+      peak = 0;
+    },
+    stop: () => clearInterval(t),
+  };
 }

@@ -4,14 +4,22 @@ import { parse } from 'yaml';
 
 const RULES = fileURLToPath(new URL('../../ops/alerts.yml', import.meta.url));
 
-export interface AlertRule { alert: string; expr: string; for?: string }
+export interface AlertRule {
+  alert: string;
+  expr: string;
+  for?: string;
+}
 
 export async function loadAlertRules(): Promise<AlertRule[]> {
   const doc = parse(await readFile(RULES, 'utf8')) as { groups: Array<{ rules: AlertRule[] }> };
   return doc.groups.flatMap((g) => g.rules.filter((r) => r.alert));
 }
 
-interface Sample { name: string; labels: Record<string, string>; value: number }
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
 
 export function parseMetrics(text: string): Sample[] {
   const out: Sample[] = [];
@@ -35,7 +43,10 @@ export function evaluate(expr: string, samples: Sample[]): { value: number; firi
   if (!m) return undefined;
   const [, agg, by, metric, selector, op, threshold] = m;
   const want = [...(selector ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1]!, x[2]!] as const);
-  const byLabels = (by ?? '').split(',').map((l) => l.trim()).filter(Boolean);
+  const byLabels = (by ?? '')
+    .split(',')
+    .map((l) => l.trim())
+    .filter(Boolean);
   const groups = new Map<string, number[]>();
   for (const s of samples) {
     if (s.name !== metric || !want.every(([k, v]) => s.labels[k] === v)) continue;
@@ -48,6 +59,6 @@ export function evaluate(expr: string, samples: Sample[]): { value: number; firi
   // One result per group, as Prometheus computes it; the rule fires if any group passes.
   const results = [...groups.values()].map((vs) => (agg === 'max' ? Math.max(...vs) : Math.min(...vs)));
   const firing = results.filter(test);
-  const value = firing.length > 0 ? firing[0]! : (agg === 'max' ? Math.max(...results) : Math.min(...results));
+  const value = firing.length > 0 ? firing[0]! : agg === 'max' ? Math.max(...results) : Math.min(...results);
   return { value, firing: firing.length > 0 };
 }

@@ -74,10 +74,20 @@ export const competingWorkers: DrillItem = {
     await s.spawnWorker();
 
     // The killed attempt "comes back" late: its fenced write must be refused.
-    const acts = createActivities({ pool: s.pool, provider: createProvider(s.providerUrl), log: s.log, codeVersion: 'drill', jobs: defaultJobRegistry, limits: defaultJobRegistry.concurrencyLimits() });
+    const acts = createActivities({
+      pool: s.pool,
+      provider: createProvider(s.providerUrl),
+      log: s.log,
+      codeVersion: 'drill',
+      jobs: defaultJobRegistry,
+      limits: defaultJobRegistry.concurrencyLimits(),
+    });
     const before = (await s.pool.query('SELECT result, result_fence FROM job_intents WHERE job_id = $1', [victim.body.jobId])).rows[0];
     const staleArgs: StepArgs = { jobId: victim.body.jobId, tenantId: DRILL_TENANT.id, jobType: 'summarize', priority: 'normal' };
-    const stale: StepOutcome = await new MockActivityEnvironment({ attempt: 1, heartbeatTimeoutMs: 10_000 }).run(acts.summarizeText as SummarizeActivities['summarizeText'], staleArgs);
+    const stale: StepOutcome = await new MockActivityEnvironment({ attempt: 1, heartbeatTimeoutMs: 10_000 }).run(
+      acts.summarizeText as SummarizeActivities['summarizeText'],
+      staleArgs,
+    );
     const after = (await s.pool.query('SELECT result, result_fence FROM job_intents WHERE job_id = $1', [victim.body.jobId])).rows[0];
     check(!stale.resultStored && JSON.stringify(before) === JSON.stringify(after), 'the stale attempt overwrote the newer result');
     return {
@@ -103,7 +113,10 @@ export const crashAfterEffect: DrillItem = {
     await s.spawnWorker();
     const entry = (await simEffects(s)).byKey[key];
     const effect = (await s.pool.query('SELECT reconciliations, provider_id FROM effects WHERE effect_key = $1', [key])).rows[0];
-    check(entry.applied === 1 && effect.reconciliations === 1, `effect applied ${entry.applied} times, ${effect.reconciliations} reconciliations`);
+    check(
+      entry.applied === 1 && effect.reconciliations === 1,
+      `effect applied ${entry.applied} times, ${effect.reconciliations} reconciliations`,
+    );
     check(done.result.providerId === effect.provider_id, 'the result does not carry the provider ID found on recovery');
     return {
       done: 'SIGKILL of the worker after the upstream applied the effect, before the result was stored',
@@ -127,7 +140,9 @@ export const retries: DrillItem = {
     const transient = await submit(s, 'summarize', text('503'));
     await waitForStatus(s, transient.body.jobId, 'succeeded');
     const budget = defaultJobRegistry.require('summarize').budget;
-    const delays = (await attemptsForJob(s.pool, transient.body.jobId)).filter((a) => a.outcome === 'retryable').map((a) => ({ n: a.attempt, d: a.delayMs ?? -1 }));
+    const delays = (await attemptsForJob(s.pool, transient.body.jobId))
+      .filter((a) => a.outcome === 'retryable')
+      .map((a) => ({ n: a.attempt, d: a.delayMs ?? -1 }));
     const bounded = delays.every(({ n, d }) => d >= 250 && d <= Math.min(budget.backoffCapMs, budget.backoffBaseMs * 2 ** n));
     check(delays.length === 3 && bounded, `503 backoff delays ${JSON.stringify(delays)}`);
 
@@ -154,7 +169,10 @@ export const restarts: DrillItem = {
     await simReset(s);
     await simFault(s, { path: '/v1/summaries', times: 30, status: 200, delayMs: 500 });
     const load = await Promise.all(Array.from({ length: 30 }, (_, i) => submit(s, 'summarize', text(`restart-${i}`))));
-    check(load.every((r) => r.status === 202), 'not every job of the load was accepted');
+    check(
+      load.every((r) => r.status === 202),
+      'not every job of the load was accepted',
+    );
     await s.restartTemporal();
     await s.restartPostgres();
     // Intake keeps working after both restarts (the pool and the client reconnect).

@@ -2,8 +2,7 @@ import type { DrillStack } from './stack.js';
 import { evaluate, loadAlertRules, parseMetrics } from './alerts.js';
 import { check, http, simFault, simReset, submit, uid, waitForStatus, waitUntil, type DrillItem } from './support.js';
 
-const admin = (s: DrillStack, path: string, init: { method?: string; body?: unknown } = {}) =>
-  http(s, path, { ...init, admin: true });
+const admin = (s: DrillStack, path: string, init: { method?: string; body?: unknown } = {}) => http(s, path, { ...init, admin: true });
 
 async function alertStates(s: DrillStack, names: string[]): Promise<Record<string, { value: number; firing: boolean } | undefined>> {
   const rules = await loadAlertRules();
@@ -17,7 +16,10 @@ export const metrics: DrillItem = {
     await simReset(s);
     const before = await alertStates(s, ['DeadLetterGrowth', 'LeaseExpirationsSpike']);
     check(before.DeadLetterGrowth && before.LeaseExpirationsSpike, 'the alert expressions could not be evaluated against /metrics');
-    check(!before.DeadLetterGrowth.firing && !before.LeaseExpirationsSpike.firing, `alerts already firing before the spike: ${JSON.stringify(before)}`);
+    check(
+      !before.DeadLetterGrowth.firing && !before.LeaseExpirationsSpike.firing,
+      `alerts already firing before the spike: ${JSON.stringify(before)}`,
+    );
 
     // Spike 1: eleven permanent failures in a row.
     await simFault(s, { path: '/v1/summaries', times: 11, status: 400 });
@@ -27,7 +29,7 @@ export const metrics: DrillItem = {
     await simFault(s, { path: '/v1/summaries', times: 6, status: 200, delayMs: 120_000 });
     const held = await Promise.all(Array.from({ length: 6 }, (_, i) => submit(s, 'summarize', { text: `Held ${i}.` })));
     await waitUntil('six attempts in flight at the upstream', async () => {
-      const e = await (await fetch(`${s.providerUrl}/__sim/effects`)).json() as { inFlight: number };
+      const e = (await (await fetch(`${s.providerUrl}/__sim/effects`)).json()) as { inFlight: number };
       return e.inFlight >= 6;
     });
     for (const w of s.workers.filter((x) => x.alive())) await w.kill('SIGKILL');
@@ -37,8 +39,15 @@ export const metrics: DrillItem = {
     const health = (await admin(s, '/v1/admin/queue-health')).body;
     const after = await alertStates(s, ['DeadLetterGrowth', 'LeaseExpirationsSpike']);
     const text = await (await fetch(`${s.api}/metrics`)).text();
-    const needed = ['durable_jobs_backlog_oldest_waiting_age_seconds', 'durable_jobs_arrivals_per_minute', 'durable_jobs_completions_per_minute',
-      'durable_jobs_lease_expirations', 'durable_jobs_attempts', 'durable_jobs_reconciliations', 'durable_jobs_dead_letters_open'];
+    const needed = [
+      'durable_jobs_backlog_oldest_waiting_age_seconds',
+      'durable_jobs_arrivals_per_minute',
+      'durable_jobs_completions_per_minute',
+      'durable_jobs_lease_expirations',
+      'durable_jobs_attempts',
+      'durable_jobs_reconciliations',
+      'durable_jobs_dead_letters_open',
+    ];
     const missing = needed.filter((m) => !new RegExp(`^${m}[{ ]`, 'm').test(text));
     check(missing.length === 0, `metrics missing from /metrics: ${missing.join(', ')}`);
     check(after.DeadLetterGrowth?.firing && after.LeaseExpirationsSpike?.firing, `after the spike: ${JSON.stringify(after)}`);
@@ -54,7 +63,10 @@ export const degradation: DrillItem = {
   item: '9 degradation, recovery, replay controls',
   async run(s) {
     await simReset(s);
-    const paused = await admin(s, '/v1/admin/degradation', { method: 'PUT', body: { pausedPriorities: ['low'], recoveryRatePerMinute: 60, reason: 'drill: provider brown-out' } });
+    const paused = await admin(s, '/v1/admin/degradation', {
+      method: 'PUT',
+      body: { pausedPriorities: ['low'], recoveryRatePerMinute: 60, reason: 'drill: provider brown-out' },
+    });
     check(paused.status === 200, `pausing low priority answered ${paused.status}`);
     const low = await submit(s, 'summarize', { text: 'Low priority during the drill.' }, `drill-low-${uid()}`, { priority: 'low' });
     const normal = await submit(s, 'summarize', { text: 'Normal priority during the drill.' });

@@ -15,7 +15,11 @@ const WORKER_PROCESSES = 3;
 const SUBMIT_CONCURRENCY = 12;
 const TERMINAL = ['succeeded', 'dead_lettered', 'cancelled'];
 
-interface ApiProcess { url: string; stop(): Promise<void>; output(): string }
+interface ApiProcess {
+  url: string;
+  stop(): Promise<void>;
+  output(): string;
+}
 
 /** `npm run api` as production runs it: its own process, env only, waiting for /readyz. */
 async function spawnApi(s: DrillStack): Promise<ApiProcess> {
@@ -24,21 +28,36 @@ async function spawnApi(s: DrillStack): Promise<ApiProcess> {
     // The IPC channel makes the API exit if the drill dies (lib/shutdown.ts exitWithParent).
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     env: {
-      ...process.env, DATABASE_URL: s.databaseUrl, TEMPORAL_ADDRESS: s.temporalAddress, TEMPORAL_NAMESPACE: s.temporal.options.namespace,
-      TASK_QUEUE: s.taskQueue, HTTP_PORT: String(port), HTTP_HOST: '127.0.0.1', PROVIDER_URL: s.providerUrl, LOG_LEVEL: 'warn',
-      WEBHOOK_SECRETS: `sim=${DRILL_WEBHOOK_SECRET}`, ADMIN_API_KEYS: `drill=${DRILL_ADMIN_KEY}`, SEED_TENANTS: '',
+      ...process.env,
+      DATABASE_URL: s.databaseUrl,
+      TEMPORAL_ADDRESS: s.temporalAddress,
+      TEMPORAL_NAMESPACE: s.temporal.options.namespace,
+      TASK_QUEUE: s.taskQueue,
+      HTTP_PORT: String(port),
+      HTTP_HOST: '127.0.0.1',
+      PROVIDER_URL: s.providerUrl,
+      LOG_LEVEL: 'warn',
+      WEBHOOK_SECRETS: `sim=${DRILL_WEBHOOK_SECRET}`,
+      ADMIN_API_KEYS: `drill=${DRILL_ADMIN_KEY}`,
+      SEED_TENANTS: '',
     },
   });
   let out = '';
-  const keep = (d: Buffer) => { out = (out + d.toString()).slice(-50_000); };
+  const keep = (d: Buffer) => {
+    out = (out + d.toString()).slice(-50_000);
+  };
   child.stdout!.on('data', keep);
   child.stderr!.on('data', keep);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const url = `http://127.0.0.1:${port}`;
-  await waitUntil(`API process on ${url} to be ready`, async () => {
-    if (child.exitCode !== null) throw new Error(`API exited: ${out.slice(-1000)}`);
-    return (await fetch(`${url}/readyz`)).status === 200;
-  }, 90_000);
+  await waitUntil(
+    `API process on ${url} to be ready`,
+    async () => {
+      if (child.exitCode !== null) throw new Error(`API exited: ${out.slice(-1000)}`);
+      return (await fetch(`${url}/readyz`)).status === 200;
+    },
+    90_000,
+  );
   return {
     url,
     output: () => out,
@@ -53,10 +72,17 @@ async function spawnApi(s: DrillStack): Promise<ApiProcess> {
 
 function inputFor(i: number): { type: string; input: Record<string, unknown> } {
   switch (i % 4) {
-    case 0: return { type: 'summarize', input: { text: `Topology job ${i}. It must run once.` } };
-    case 1: return { type: 'summarize', input: { text: `Topology job ${i}, with a notification.`, notifyEmail: 'ops@example.com' } };
-    case 2: return { type: 'purchase', input: { amountCents: 100 + i, currency: 'EUR', customer: `cus_${i}`, receiptEmail: 'drill@example.com' } };
-    default: return { type: 'transcribe', input: { audioUrl: `https://audio.example.com/${i}.wav` } };
+    case 0:
+      return { type: 'summarize', input: { text: `Topology job ${i}. It must run once.` } };
+    case 1:
+      return { type: 'summarize', input: { text: `Topology job ${i}, with a notification.`, notifyEmail: 'ops@example.com' } };
+    case 2:
+      return {
+        type: 'purchase',
+        input: { amountCents: 100 + i, currency: 'EUR', customer: `cus_${i}`, receiptEmail: 'drill@example.com' },
+      };
+    default:
+      return { type: 'transcribe', input: { audioUrl: `https://audio.example.com/${i}.wav` } };
   }
 }
 
@@ -64,17 +90,22 @@ function inputFor(i: number): { type: string; input: Record<string, unknown> } {
  * One intent, submitted the way a careful client does: the same Idempotency-Key again after a
  * 503 or a refused connection, until it is acknowledged (202, or 200 replayed).
  */
-async function submitUntilAcknowledged(api: string, i: number, key: string): Promise<{ i: number; jobId: string; ms: number; tries: number }> {
+async function submitUntilAcknowledged(
+  api: string,
+  i: number,
+  key: string,
+): Promise<{ i: number; jobId: string; ms: number; tries: number }> {
   const { type, input } = inputFor(i);
   const deadline = Date.now() + 180_000;
   for (let tries = 1; ; tries++) {
     const t0 = performance.now();
     try {
       const r = await fetch(`${api}/v1/jobs`, {
-        method: 'POST', body: JSON.stringify({ type, input }),
+        method: 'POST',
+        body: JSON.stringify({ type, input }),
         headers: { authorization: `Bearer ${DRILL_TENANT.key}`, 'idempotency-key': key, 'content-type': 'application/json' },
       });
-      const body = await r.json().catch(() => ({})) as { jobId?: string };
+      const body = (await r.json().catch(() => ({}))) as { jobId?: string };
       if ((r.status === 202 || r.status === 200) && body.jobId) return { i, jobId: body.jobId, ms: performance.now() - t0, tries };
       if (r.status !== 503) throw new Error(`submit ${i} answered ${r.status}: ${JSON.stringify(body).slice(0, 200)}`);
     } catch (err) {
@@ -121,7 +152,10 @@ export const topology: DrillItem = {
         while (!intakeDone || workerKills < 4) {
           await new Promise((r) => setTimeout(r, 2_000));
           const live = s.workers.filter((w) => w.alive());
-          if (live.length === 0 || workerKills >= 8) { if (intakeDone) break; continue; }
+          if (live.length === 0 || workerKills >= 8) {
+            if (intakeDone) break;
+            continue;
+          }
           await live[Math.floor(Math.random() * live.length)]!.kill('SIGKILL');
           workerKills++;
           // A replacement started during the Temporal outage exits at once: try again shortly.
@@ -134,12 +168,17 @@ export const topology: DrillItem = {
       let peakTemporalConns = 0;
       let peakAllConns = 0;
       const sampler = setInterval(() => {
-        s.pool.query<{ t: number; a: number }>(
-          `SELECT count(*) FILTER (WHERE datname IN ('temporal', 'temporal_visibility'))::int AS t, count(*)::int AS a FROM pg_stat_activity WHERE backend_type = 'client backend'`,
-        ).then((r) => {
-          peakTemporalConns = Math.max(peakTemporalConns, r.rows[0]!.t);
-          peakAllConns = Math.max(peakAllConns, r.rows[0]!.a);
-        }, () => undefined);
+        s.pool
+          .query<{ t: number; a: number }>(
+            `SELECT count(*) FILTER (WHERE datname IN ('temporal', 'temporal_visibility'))::int AS t, count(*)::int AS a FROM pg_stat_activity WHERE backend_type = 'client backend'`,
+          )
+          .then(
+            (r) => {
+              peakTemporalConns = Math.max(peakTemporalConns, r.rows[0]!.t);
+              peakAllConns = Math.max(peakAllConns, r.rows[0]!.a);
+            },
+            () => undefined,
+          );
       }, 500);
       sampler.unref();
       const chaos = Promise.all([temporalCrash, workerChaos]);
@@ -157,34 +196,58 @@ export const topology: DrillItem = {
       const ids = acked.map((a) => a.jobId);
       check(new Set(ids).size === JOBS, `${new Set(ids).size} distinct job IDs for ${JOBS} intents`);
 
-      await waitUntil('every acknowledged job to reach a terminal state', async () => {
-        const r = await s.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM job_intents WHERE job_id = ANY($1) AND status = ANY($2)', [ids, TERMINAL]);
-        return r.rows[0]!.n === JOBS;
-      }, 600_000);
+      await waitUntil(
+        'every acknowledged job to reach a terminal state',
+        async () => {
+          const r = await s.pool.query<{ n: number }>(
+            'SELECT count(*)::int AS n FROM job_intents WHERE job_id = ANY($1) AND status = ANY($2)',
+            [ids, TERMINAL],
+          );
+          return r.rows[0]!.n === JOBS;
+        },
+        600_000,
+      );
       const drainedAt = Date.now();
       await chaos;
       clearInterval(sampler);
 
       // One terminal state each: one intent row, a terminal status, a closed workflow.
-      const rows = (await s.pool.query<{ job_id: string; status: string; n: number }>(
-        'SELECT job_id, status, count(*) OVER (PARTITION BY job_id)::int AS n FROM job_intents WHERE job_id = ANY($1)', [ids])).rows;
+      const rows = (
+        await s.pool.query<{ job_id: string; status: string; n: number }>(
+          'SELECT job_id, status, count(*) OVER (PARTITION BY job_id)::int AS n FROM job_intents WHERE job_id = ANY($1)',
+          [ids],
+        )
+      ).rows;
       const byStatus: Record<string, number> = {};
       for (const r of rows) byStatus[r.status] = (byStatus[r.status] ?? 0) + 1;
-      check(rows.length === JOBS && rows.every((r) => r.n === 1 && TERMINAL.includes(r.status)), `intent rows: ${rows.length}, statuses ${JSON.stringify(byStatus)}`);
+      check(
+        rows.length === JOBS && rows.every((r) => r.n === 1 && TERMINAL.includes(r.status)),
+        `intent rows: ${rows.length}, statuses ${JSON.stringify(byStatus)}`,
+      );
       const open: string[] = [];
       for (let i = 0; i < ids.length; i += 25) {
-        const batch = await Promise.all(ids.slice(i, i + 25).map(async (id) => ({ id, st: (await s.temporal.workflow.getHandle(id).describe()).status.name })));
+        const batch = await Promise.all(
+          ids.slice(i, i + 25).map(async (id) => ({ id, st: (await s.temporal.workflow.getHandle(id).describe()).status.name })),
+        );
         open.push(...batch.filter((b) => b.st !== 'COMPLETED').map((b) => `${b.id}=${b.st}`));
       }
       check(open.length === 0, `${open.length} workflows not completed: ${open.slice(0, 5).join(', ')}`);
 
       const effects = (await simEffects(s)).byKey as Record<string, { applied: number }>;
       const twice = Object.entries(effects).filter(([k, e]) => ids.some((id) => k.startsWith(`${id}:`)) && e.applied > 1);
-      check(twice.length === 0, `effect keys applied more than once: ${twice.slice(0, 5).map(([k, e]) => `${k}×${e.applied}`).join(', ')}`);
+      check(
+        twice.length === 0,
+        `effect keys applied more than once: ${twice
+          .slice(0, 5)
+          .map(([k, e]) => `${k}×${e.applied}`)
+          .join(', ')}`,
+      );
       const firstStep = (i: number) => (i % 4 === 2 ? 'charge' : i % 4 === 3 ? 'transcribe' : 'summarize');
       const statusOf = new Map(rows.map((r) => [r.job_id, r.status]));
       const intentIndex = new Map(acked.map((a) => [a.jobId, a.i]));
-      const missing = ids.filter((id) => statusOf.get(id) === 'succeeded' && effects[`${id}:${firstStep(intentIndex.get(id)!)}`]?.applied !== 1);
+      const missing = ids.filter(
+        (id) => statusOf.get(id) === 'succeeded' && effects[`${id}:${firstStep(intentIndex.get(id)!)}`]?.applied !== 1,
+      );
       check(missing.length === 0, `${missing.length} jobs without their first effect applied exactly once`);
       check(temporalCrashed, 'temporal-server was never crashed: the load finished before 40 %');
 
@@ -192,9 +255,13 @@ export const topology: DrillItem = {
       const retried = acked.filter((a) => a.tries > 1).length;
       const applied = Object.entries(effects).filter(([k]) => ids.some((id) => k.startsWith(`${id}:`))).length;
       return {
-        done: `${JOBS} mixed jobs (summarize, summarize+notify, purchase, transcribe) through ${API_PROCESSES} API processes to ${WORKER_PROCESSES} worker processes; ` +
+        done:
+          `${JOBS} mixed jobs (summarize, summarize+notify, purchase, transcribe) through ${API_PROCESSES} API processes to ${WORKER_PROCESSES} worker processes; ` +
           `${workerKills} worker SIGKILLs (each replaced); temporal-server SIGKILLed once at 40 % and restarted (down ${(temporalDownMs / 1000).toFixed(1)} s)`,
-        observed: `all ${JOBS} acknowledged jobs terminal (${Object.entries(byStatus).map(([k, v]) => `${v} ${k}`).join(', ')}), each one intent row and one completed workflow; ` +
+        observed:
+          `all ${JOBS} acknowledged jobs terminal (${Object.entries(byStatus)
+            .map(([k, v]) => `${v} ${k}`)
+            .join(', ')}), each one intent row and one completed workflow; ` +
           `${applied} effect keys, none applied twice; intake p50 ${pct(lat, 50).toFixed(0)} ms, p95 ${pct(lat, 95).toFixed(0)} ms, max ${lat[lat.length - 1]!.toFixed(0)} ms (${retried} intents re-sent after a 503 or refused connection); ` +
           `intake took ${((intakeEnd - started) / 1000).toFixed(1)} s, drained ${((drainedAt - intakeEnd) / 1000).toFixed(1)} s after the last acknowledgement (${((drainedAt - started) / 1000).toFixed(1)} s in all); ` +
           `peak Postgres connections: ${peakTemporalConns} of temporal-server, ${peakAllConns} in all`,

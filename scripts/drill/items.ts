@@ -5,4 +5,16 @@ import { topology } from './items-topology.js';
 import type { DrillItem } from './support.js';
 
 /** The checklist, in the guide's order. */
-export const coreItems: DrillItem[] = [intake, competingWorkers, crashAfterEffect, retries, deadLetters, schedules, webhooks, metrics, degradation, restarts, topology];
+export const coreItems: DrillItem[] = [
+  intake,
+  competingWorkers,
+  crashAfterEffect,
+  retries,
+  deadLetters,
+  schedules,
+  webhooks,
+  metrics,
+  degradation,
+  restarts,
+  topology,
+];

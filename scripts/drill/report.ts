@@ -1,7 +1,13 @@
 import { writeFile } from 'node:fs/promises';
 
 export type Verdict = 'PASS' | 'FAIL' | 'SKIP';
-export interface DrillRow { item: string; done: string; observed: string; verdict: Verdict; seconds: number }
+export interface DrillRow {
+  item: string;
+  done: string;
+  observed: string;
+  verdict: Verdict;
+  seconds: number;
+}
 
 /** Prints the rows as a table that fits a terminal: item, verdict, time, then what was done and seen. */
 export function printTable(rows: DrillRow[]): void {

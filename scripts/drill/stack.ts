@@ -26,7 +26,12 @@ export const DRILL_TENANT = { id: 'drill', key: 'drill-api-key' };
 export const DRILL_ADMIN_KEY = 'drill-operator-admin-key';
 export const DRILL_WEBHOOK_SECRET = `whsec_${Buffer.from('durable-jobs-drill-webhook-secret!').toString('base64')}`;
 
-export interface DrillWorker { pid: number; kill(signal?: NodeJS.Signals): Promise<void>; output(): string; alive(): boolean }
+export interface DrillWorker {
+  pid: number;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+  output(): string;
+  alive(): boolean;
+}
 
 /**
  * The stack a drill runs against: real Postgres, a persistent Temporal dev server (so it can
@@ -64,7 +69,11 @@ export async function startDrillStack(say: (m: string) => void): Promise<DrillSt
   const log = createLogger('drill', process.env.DRILL_LOG_LEVEL ?? 'silent');
   const dir = await mkdtemp(path.join(os.tmpdir(), 'durable-jobs-drill-'));
   await chmod(dir, 0o755);
-  const stops: Array<() => Promise<void>> = [async () => { await rm(dir, { recursive: true, force: true }); }];
+  const stops: Array<() => Promise<void>> = [
+    async () => {
+      await rm(dir, { recursive: true, force: true });
+    },
+  ];
 
   let pgServer: EmbeddedPg | null = null;
   let databaseUrl = config.databaseUrl;
@@ -77,16 +86,29 @@ export async function startDrillStack(say: (m: string) => void): Promise<DrillSt
   let temporalAddress = config.temporalAddress;
   const devOptions = async () => ({
     cliPath: await resolveTemporalCli({ cliPath: config.temporalCliPath, log: say }),
-    port: await freePort(), headless: true, dbFilename: path.join(dir, 'temporal.sqlite'), log: () => undefined,
+    port: await freePort(),
+    headless: true,
+    dbFilename: path.join(dir, 'temporal.sqlite'),
+    log: () => undefined,
   });
   // TEMPORAL_MODE=server: the production shape, temporal-server on the drill's Postgres.
   const temporalEnv = temporalServerEnv(process.env);
   let server: TemporalServer | null = null;
   if (!temporalAddress && temporalEnv.mode === 'server') {
-    const binaries = await resolveTemporalServerBinaries({ serverPath: temporalEnv.serverPath, sqlToolPath: temporalEnv.sqlToolPath, log: say });
+    const binaries = await resolveTemporalServerBinaries({
+      serverPath: temporalEnv.serverPath,
+      sqlToolPath: temporalEnv.sqlToolPath,
+      log: say,
+    });
     server = await startTemporalServer({
-      binaries, rootDir: path.join(dir, 'temporal-server'), databaseUrl, databases: temporalEnv.databases, ports: defaultPorts(0),
-      namespace: config.temporalNamespace, retentionHours: 24, log: () => undefined,
+      binaries,
+      rootDir: path.join(dir, 'temporal-server'),
+      databaseUrl,
+      databases: temporalEnv.databases,
+      ports: defaultPorts(0),
+      namespace: config.temporalNamespace,
+      retentionHours: 24,
+      log: () => undefined,
     });
     temporalAddress = server.address;
   }
@@ -95,15 +117,31 @@ export async function startDrillStack(say: (m: string) => void): Promise<DrillSt
     dev = await startDevServer(devOpts);
     temporalAddress = dev.address;
   }
-  stops.unshift(async () => { await dev?.stop(); await server?.stop(); });
+  stops.unshift(async () => {
+    await dev?.stop();
+    await server?.stop();
+  });
 
   const pool = createPool(databaseUrl, log);
   const connection = await Connection.connect({ address: temporalAddress! });
-  await prepareStack(pool, { tenants: [{ tenantId: DRILL_TENANT.id, apiKey: DRILL_TENANT.key }], temporal: { connection, namespace: config.temporalNamespace } });
+  await prepareStack(pool, {
+    tenants: [{ tenantId: DRILL_TENANT.id, apiKey: DRILL_TENANT.key }],
+    temporal: { connection, namespace: config.temporalNamespace },
+  });
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
   const taskQueue = `drill-${Date.now().toString(36)}`;
   const jobs = createJobsClient({ jobs: defaultJobRegistry, pool, temporal, taskQueue });
-  const app = buildApp({ jobTypes: defaultJobRegistry, pool, temporal, jobs, log, adminKeys: loadConfig({ ADMIN_API_KEYS: `drill=${DRILL_ADMIN_KEY}` }, { jobTypes: defaultJobRegistry.names, mode: 'production' }).adminKeys, webhookSecrets: { sim: [DRILL_WEBHOOK_SECRET] }, version: config.codeVersion });
+  const app = buildApp({
+    jobTypes: defaultJobRegistry,
+    pool,
+    temporal,
+    jobs,
+    log,
+    adminKeys: loadConfig({ ADMIN_API_KEYS: `drill=${DRILL_ADMIN_KEY}` }, { jobTypes: defaultJobRegistry.names, mode: 'production' })
+      .adminKeys,
+    webhookSecrets: { sim: [DRILL_WEBHOOK_SECRET] },
+    version: config.codeVersion,
+  });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const api = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
   let sim: Simulator | null = null;
@@ -115,13 +153,29 @@ export async function startDrillStack(say: (m: string) => void): Promise<DrillSt
 
   const workers: DrillWorker[] = [];
   const stack: DrillStack = {
-    pool, databaseUrl, temporal, temporalAddress: temporalAddress!, taskQueue, sim, providerUrl, api, jobs, log,
-    ownsTemporal: dev !== null || server !== null, temporalKind: server ? 'server' : dev ? 'dev' : 'external',
-    ownsPostgres: pgServer !== null, workers,
+    pool,
+    databaseUrl,
+    temporal,
+    temporalAddress: temporalAddress!,
+    taskQueue,
+    sim,
+    providerUrl,
+    api,
+    jobs,
+    log,
+    ownsTemporal: dev !== null || server !== null,
+    temporalKind: server ? 'server' : dev ? 'dev' : 'external',
+    ownsPostgres: pgServer !== null,
+    workers,
     async spawnWorker(env = {}) {
       const w = await spawnWorkerProcess({
-        DATABASE_URL: databaseUrl!, TEMPORAL_ADDRESS: temporalAddress!, TEMPORAL_NAMESPACE: config.temporalNamespace,
-        PROVIDER_URL: providerUrl!, TASK_QUEUE: taskQueue, LOG_LEVEL: 'info', ...env,
+        DATABASE_URL: databaseUrl!,
+        TEMPORAL_ADDRESS: temporalAddress!,
+        TEMPORAL_NAMESPACE: config.temporalNamespace,
+        PROVIDER_URL: providerUrl!,
+        TASK_QUEUE: taskQueue,
+        LOG_LEVEL: 'info',
+        ...env,
       });
       workers.push(w);
       return w;
@@ -161,15 +215,25 @@ export async function startDrillStack(say: (m: string) => void): Promise<DrillSt
 }
 
 async function spawnWorkerProcess(env: Record<string, string>): Promise<DrillWorker> {
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', WORKER_ENTRY], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', WORKER_ENTRY], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
-  child.stdout!.on('data', (d: Buffer) => { out = (out + d.toString()).slice(-200_000); });
-  child.stderr!.on('data', (d: Buffer) => { out = (out + d.toString()).slice(-200_000); });
+  child.stdout!.on('data', (d: Buffer) => {
+    out = (out + d.toString()).slice(-200_000);
+  });
+  child.stderr!.on('data', (d: Buffer) => {
+    out = (out + d.toString()).slice(-200_000);
+  });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const deadline = Date.now() + 90_000;
   while (!out.includes('worker polling')) {
     if (child.exitCode !== null) throw new Error(`worker exited early: ${out.slice(-1500)}`);
-    if (Date.now() > deadline) { child.kill('SIGKILL'); throw new Error('worker did not start within 90 s'); }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error('worker did not start within 90 s');
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
   return {

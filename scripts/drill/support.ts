@@ -21,9 +21,17 @@ export async function waitUntil<T>(what: string, fn: () => Promise<T | undefined
   }
 }
 
-export interface HttpResult { status: number; headers: Headers; body: any }
+export interface HttpResult {
+  status: number;
+  headers: Headers;
+  body: any;
+}
 
-export async function http(s: DrillStack, path: string, init: { method?: string; body?: unknown; headers?: Record<string, string>; admin?: boolean } = {}): Promise<HttpResult> {
+export async function http(
+  s: DrillStack,
+  path: string,
+  init: { method?: string; body?: unknown; headers?: Record<string, string>; admin?: boolean } = {},
+): Promise<HttpResult> {
   const headers: Record<string, string> = { authorization: `Bearer ${init.admin ? DRILL_ADMIN_KEY : DRILL_TENANT.key}`, ...init.headers };
   if (init.body !== undefined) headers['content-type'] ??= 'application/json';
   const res = await fetch(s.api + path, {
@@ -33,11 +41,21 @@ export async function http(s: DrillStack, path: string, init: { method?: string;
   });
   const text = await res.text();
   let body: unknown = text;
-  try { body = text ? JSON.parse(text) : undefined; } catch { /* not JSON */ }
+  try {
+    body = text ? JSON.parse(text) : undefined;
+  } catch {
+    /* not JSON */
+  }
   return { status: res.status, headers: res.headers, body };
 }
 
-export function submit(s: DrillStack, type: string, input: unknown, key = `drill-${uid()}`, extra: Record<string, unknown> = {}): Promise<HttpResult> {
+export function submit(
+  s: DrillStack,
+  type: string,
+  input: unknown,
+  key = `drill-${uid()}`,
+  extra: Record<string, unknown> = {},
+): Promise<HttpResult> {
   return http(s, '/v1/jobs', { body: { type, input, ...extra }, headers: { 'idempotency-key': key } });
 }
 
@@ -49,13 +67,19 @@ export async function waitForStatus(s: DrillStack, jobId: string, status: string
   const want = Array.isArray(status) ? status : [status];
   let last: any;
   try {
-    return await waitUntil(`job ${jobId} to be ${want.join(' or ')}`, async () => {
-      last = await jobStatus(s, jobId);
-      return want.includes(last?.status) ? last : undefined;
-    }, timeoutMs);
+    return await waitUntil(
+      `job ${jobId} to be ${want.join(' or ')}`,
+      async () => {
+        last = await jobStatus(s, jobId);
+        return want.includes(last?.status) ? last : undefined;
+      },
+      timeoutMs,
+    );
   } catch (err) {
     // Say where it stopped: the difference between "slow" and "stuck" is in these fields.
-    const seen = last ? ` (last seen: ${last.status}, attempts ${last.attempts}${last.statusReason ? `, ${last.statusReason}` : ''}${last.error ? `, ${last.error.errorClass}: ${String(last.error.message).slice(0, 120)}` : ''})` : '';
+    const seen = last
+      ? ` (last seen: ${last.status}, attempts ${last.attempts}${last.statusReason ? `, ${last.statusReason}` : ''}${last.error ? `, ${last.error.errorClass}: ${String(last.error.message).slice(0, 120)}` : ''})`
+      : '';
     throw new DrillCheckFailed(`${(err as Error).message}${seen}`);
   }
 }
@@ -65,7 +89,11 @@ export async function simEffects(s: DrillStack): Promise<any> {
 }
 
 export async function simFault(s: DrillStack, body: Record<string, unknown>): Promise<void> {
-  const r = await fetch(`${s.providerUrl}/__sim/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const r = await fetch(`${s.providerUrl}/__sim/faults`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   check(r.status < 300, `the simulator refused a fault: ${r.status}`);
 }
 
@@ -73,5 +101,12 @@ export async function simReset(s: DrillStack): Promise<void> {
   await fetch(`${s.providerUrl}/__sim/reset`, { method: 'POST' });
 }
 
-export interface ItemResult { done: string; observed: string }
-export interface DrillItem { item: string; needs?: 'simulator' | 'own-temporal-and-postgres' | 'own-temporal-server'; run(s: DrillStack): Promise<ItemResult> }
+export interface ItemResult {
+  done: string;
+  observed: string;
+}
+export interface DrillItem {
+  item: string;
+  needs?: 'simulator' | 'own-temporal-and-postgres' | 'own-temporal-server';
+  run(s: DrillStack): Promise<ItemResult>;
+}

@@ -159,7 +159,8 @@ async function startCli(
       tail.push(line);
       if (tail.length > 60) tail.shift();
       // Warnings are frequent and harmless (start-up, shutdown); surface errors only.
-      if (ready && !stopping && /\blevel=(ERROR|DPANIC|PANIC|FATAL)\b|"level":"(error|dpanic|panic|fatal)"/i.test(line)) opts.log(`[temporal] ${line}`);
+      if (ready && !stopping && /\blevel=(ERROR|DPANIC|PANIC|FATAL)\b|"level":"(error|dpanic|panic|fatal)"/i.test(line))
+        opts.log(`[temporal] ${line}`);
     }
   };
   child.stdout?.on('data', onData);
@@ -186,10 +187,18 @@ async function startCli(
   };
 
   try {
-    await waitReady(address, namespace, opts.readyTimeoutMs ?? 60_000, () => exitInfo, () => announced);
+    await waitReady(
+      address,
+      namespace,
+      opts.readyTimeoutMs ?? 60_000,
+      () => exitInfo,
+      () => announced,
+    );
   } catch (err) {
     await stop();
-    throw new Error(`Temporal dev server (${cliPath} ${args.slice(0, 2).join(' ')} on ${address}) failed to start: ${(err as Error).message}\n${tail.slice(-20).join('\n')}`);
+    throw new Error(
+      `Temporal dev server (${cliPath} ${args.slice(0, 2).join(' ')} on ${address}) failed to start: ${(err as Error).message}\n${tail.slice(-20).join('\n')}`,
+    );
   }
   try {
     await ensureSearchAttributes(address, namespace, opts.log);
@@ -215,8 +224,10 @@ async function startCli(
 
 // ---------------------------------------------------------------------------------------------
 
-async function startWithSdk(o: DevServerOptions & { ip: string; namespace: string; port: number; ui: number | null; dcArgs: string[]; uiUrl: string | null }): Promise<DevServer> {
-  o.log('no Temporal CLI binary: using the Temporal SDK\'s dev-server download (needs network access)…');
+async function startWithSdk(
+  o: DevServerOptions & { ip: string; namespace: string; port: number; ui: number | null; dcArgs: string[]; uiUrl: string | null },
+): Promise<DevServer> {
+  o.log("no Temporal CLI binary: using the Temporal SDK's dev-server download (needs network access)…");
   const started = Date.now();
   const { TestWorkflowEnvironment } = await import('@temporalio/testing');
   let env: Awaited<ReturnType<typeof TestWorkflowEnvironment.createLocal>>;
@@ -231,10 +242,7 @@ async function startWithSdk(o: DevServerOptions & { ip: string; namespace: strin
         namespace: o.namespace,
         ...(o.dbFilename ? { dbFilename: o.dbFilename } : {}),
         searchAttributes: Object.keys(SEARCH_ATTRIBUTES).map((k) => defineSearchAttributeKey(k, SearchAttributeType.KEYWORD)),
-        extraArgs: [
-          ...o.dcArgs,
-          ...(o.dbFilename ? (o.sqlitePragmas ?? TUNED_SQLITE_PRAGMAS).flatMap((p) => ['--sqlite-pragma', p]) : []),
-        ],
+        extraArgs: [...o.dcArgs, ...(o.dbFilename ? (o.sqlitePragmas ?? TUNED_SQLITE_PRAGMAS).flatMap((p) => ['--sqlite-pragma', p]) : [])],
       },
     });
   } catch (err) {
@@ -313,7 +321,6 @@ async function ensureSearchAttributes(address: string, namespace: string, log: (
     await conn.close();
   }
 }
-
 
 function hostForUrl(ip: string): string {
   return ip.includes(':') ? `[${ip}]` : ip;

@@ -137,11 +137,16 @@ export async function startEmbeddedPostgres(opts: EmbeddedPgOptions): Promise<Em
   const urlFor = (p: number): string => `postgres://${USER}:${PASSWORD}@127.0.0.1:${p}/postgres`;
   const argsFor = (p: number): string[] => {
     const a = [
-      '-D', dataDir,
-      '-p', String(p),
-      '-c', 'listen_addresses=127.0.0.1',
-      '-c', 'unix_socket_directories=',
-      '-c', 'max_connections=200',
+      '-D',
+      dataDir,
+      '-p',
+      String(p),
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'unix_socket_directories=',
+      '-c',
+      'max_connections=200',
     ];
     if (!persistent) {
       // Throwaway test clusters: durability against OS crashes is not needed. A process crash
@@ -214,7 +219,9 @@ export async function startEmbeddedPostgres(opts: EmbeddedPgOptions): Promise<Em
         await client.end().catch(() => undefined);
         if (Date.now() > deadline) {
           await stop();
-          throw new Error(`embedded Postgres (${dataDir}, port ${port}) not ready after ${READY_TIMEOUT_MS / 1000}s: ${String(err)}\n${tail.slice(-20).join('\n')}`);
+          throw new Error(
+            `embedded Postgres (${dataDir}, port ${port}) not ready after ${READY_TIMEOUT_MS / 1000}s: ${String(err)}\n${tail.slice(-20).join('\n')}`,
+          );
         }
         await sleep(200);
       }

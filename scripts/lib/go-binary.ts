@@ -75,7 +75,8 @@ export async function resolveGoBinary(spec: GoBinarySpec, opts: ResolveGoBinaryO
   const fromCache = await usableCached(spec, cached, log);
   if (fromCache) return fromCache;
 
-  const hint = `set ${spec.envVar}, put ${spec.name} on PATH, or install Go >= 1.25 so that it can be built ` +
+  const hint =
+    `set ${spec.envVar}, put ${spec.name} on PATH, or install Go >= 1.25 so that it can be built ` +
     `(go install ${spec.goPackage}@${spec.version})`;
   if (opts.allowGoInstall === false) throw new Error(`${spec.name} not found: ${hint}`);
   const go = await whichExecutable('go');
@@ -170,23 +171,34 @@ function runGoInstall(spec: GoBinarySpec, go: string, gobin: string, log: (msg: 
     child.stdout.on('data', onData);
     child.stderr.on('data', onData);
     const timer = setInterval(() => {
-      log(`still building ${spec.name}… ${Math.round((Date.now() - started) / 1000)}s (${downloaded} modules downloaded, ${compiled} packages compiled)`);
+      log(
+        `still building ${spec.name}… ${Math.round((Date.now() - started) / 1000)}s (${downloaded} modules downloaded, ${compiled} packages compiled)`,
+      );
     }, PROGRESS_EVERY_MS);
     timer.unref();
-    const killChild = (): void => { child.kill('SIGKILL'); };
+    const killChild = (): void => {
+      child.kill('SIGKILL');
+    };
     process.on('exit', killChild);
     const cleanup = (): void => {
       clearInterval(timer);
       process.off('exit', killChild);
     };
-    child.on('error', (err) => { cleanup(); reject(err); });
+    child.on('error', (err) => {
+      cleanup();
+      reject(err);
+    });
     child.on('close', (code, signal) => {
       cleanup();
       if (code === 0) {
         log(`go install ${spec.name} finished in ${Math.round((Date.now() - started) / 1000)}s (${compiled} packages compiled)`);
         resolve();
       } else {
-        reject(new Error(`go install ${spec.goPackage}@${spec.version} failed (code ${code ?? 'null'}, signal ${signal ?? 'null'}):\n${tail.join('\n')}`));
+        reject(
+          new Error(
+            `go install ${spec.goPackage}@${spec.version} failed (code ${code ?? 'null'}, signal ${signal ?? 'null'}):\n${tail.join('\n')}`,
+          ),
+        );
       }
     });
   });

@@ -1,6 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 
-export interface Supervised { name: string; stop(): Promise<void>; pid(): number | undefined }
+export interface Supervised {
+  name: string;
+  stop(): Promise<void>;
+  pid(): number | undefined;
+}
 
 /**
  * Runs a TypeScript entry as a child (through tsx) and restarts it with backoff if it dies:
@@ -19,19 +23,25 @@ export function superviseChild(o: { name: string; entry: string; env: NodeJS.Pro
       failures = Date.now() - startedAt > 30_000 ? 1 : failures + 1;
       const delay = Math.min(30_000, 500 * 2 ** failures);
       o.log(`${o.name} exited (${signal ?? `code ${code}`}); restarting in ${delay} ms`);
-      setTimeout(() => { if (!stopped) start(); }, delay).unref();
+      setTimeout(() => {
+        if (!stopped) start();
+      }, delay).unref();
     });
   };
   start();
   return {
     name: o.name,
     pid: () => child?.pid,
-    stop: () => new Promise<void>((resolve) => {
-      stopped = true;
-      if (!child || child.exitCode !== null || child.signalCode !== null) return resolve();
-      const kill = setTimeout(() => child?.kill('SIGKILL'), 15_000);
-      child.once('exit', () => { clearTimeout(kill); resolve(); });
-      child.kill('SIGTERM');
-    }),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        stopped = true;
+        if (!child || child.exitCode !== null || child.signalCode !== null) return resolve();
+        const kill = setTimeout(() => child?.kill('SIGKILL'), 15_000);
+        child.once('exit', () => {
+          clearTimeout(kill);
+          resolve();
+        });
+        child.kill('SIGTERM');
+      }),
   };
 }

@@ -189,7 +189,9 @@ function runGoInstall(go: string, gobin: string, log: (msg: string) => void): Pr
     child.stdout.on('data', onData);
     child.stderr.on('data', onData);
     const timer = setInterval(() => {
-      log(`still building… ${Math.round((Date.now() - started) / 1000)}s (${downloaded} modules downloaded, ${compiled} packages compiled)`);
+      log(
+        `still building… ${Math.round((Date.now() - started) / 1000)}s (${downloaded} modules downloaded, ${compiled} packages compiled)`,
+      );
     }, PROGRESS_EVERY_MS);
     timer.unref();
     const cleanup = (): void => {
@@ -210,7 +212,11 @@ function runGoInstall(go: string, gobin: string, log: (msg: string) => void): Pr
         log(`go install finished in ${Math.round((Date.now() - started) / 1000)}s (${compiled} packages compiled)`);
         resolve();
       } else {
-        reject(new Error(`go install ${GO_PACKAGE}@${TEMPORAL_CLI_VERSION} failed (code ${code ?? 'null'}, signal ${signal ?? 'null'}):\n${tail.join('\n')}`));
+        reject(
+          new Error(
+            `go install ${GO_PACKAGE}@${TEMPORAL_CLI_VERSION} failed (code ${code ?? 'null'}, signal ${signal ?? 'null'}):\n${tail.join('\n')}`,
+          ),
+        );
       }
     });
   });

@@ -21,16 +21,45 @@ export interface TemporalServerPorts {
   metrics?: number;
 }
 
-export const PORT_NAMES = ['frontend', 'frontend-http', 'frontend-membership', 'history', 'history-membership', 'matching', 'matching-membership', 'worker', 'worker-membership', 'metrics'] as const;
+export const PORT_NAMES = [
+  'frontend',
+  'frontend-http',
+  'frontend-membership',
+  'history',
+  'history-membership',
+  'matching',
+  'matching-membership',
+  'worker',
+  'worker-membership',
+  'metrics',
+] as const;
 const camel = (k: string) => k.replace(/-(\w)/g, (_, c: string) => c.toUpperCase()) as keyof TemporalServerPorts;
 
 /** The layout of the server's sample config, shifted with the frontend port (7233 → 7234, 7235, 7239, 6933...). */
 export function defaultPorts(frontend = 7233): TemporalServerPorts {
-  if (frontend === 0) return { frontend: 0, frontendHttp: 0, frontendMembership: 0, history: 0, historyMembership: 0, matching: 0, matchingMembership: 0, worker: 0, workerMembership: 0 };
+  if (frontend === 0)
+    return {
+      frontend: 0,
+      frontendHttp: 0,
+      frontendMembership: 0,
+      history: 0,
+      historyMembership: 0,
+      matching: 0,
+      matchingMembership: 0,
+      worker: 0,
+      workerMembership: 0,
+    };
   const d = frontend - 7233;
   return {
-    frontend, frontendHttp: 7243 + d, frontendMembership: 6933 + d, history: 7234 + d, historyMembership: 6934 + d,
-    matching: 7235 + d, matchingMembership: 6935 + d, worker: 7239 + d, workerMembership: 6939 + d,
+    frontend,
+    frontendHttp: 7243 + d,
+    frontendMembership: 6933 + d,
+    history: 7234 + d,
+    historyMembership: 6934 + d,
+    matching: 7235 + d,
+    matchingMembership: 6935 + d,
+    worker: 7239 + d,
+    workerMembership: 6939 + d,
   };
 }
 
@@ -41,7 +70,10 @@ export function defaultPorts(frontend = 7233): TemporalServerPorts {
 export function portsFromEnv(env: NodeJS.ProcessEnv): TemporalServerPorts {
   const frontend = env.TEMPORAL_SERVER_PORT ? parsePort('TEMPORAL_SERVER_PORT', env.TEMPORAL_SERVER_PORT) : 7233;
   const ports = defaultPorts(frontend);
-  for (const entry of (env.TEMPORAL_SERVER_PORTS ?? '').split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const entry of (env.TEMPORAL_SERVER_PORTS ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const [k, v, extra] = entry.split('=');
     if (!k || v === undefined || extra !== undefined || !(PORT_NAMES as readonly string[]).includes(k)) {
       throw new Error(`TEMPORAL_SERVER_PORTS: "${entry}" is not name=port with a name of ${PORT_NAMES.join(', ')}`);
@@ -91,7 +123,6 @@ export async function fillPorts(p: TemporalServerPorts, ip: string): Promise<Tem
   return out;
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // Config
 
@@ -101,7 +132,15 @@ export const PASSWORD_ENV = 'DURABLE_JOBS_TEMPORAL_SQL_PASSWORD';
  * The config is a template (`# enable-template`, rendered by the server with sprig): the
  * database password is read from the environment, so it is never written to disk.
  */
-export function renderServerConfig(o: { target: SqlTarget; databases: TemporalDatabases; ip: string; ports: TemporalServerPorts; historyShards: number; logLevel: string; dynamicConfigPath: string }): string {
+export function renderServerConfig(o: {
+  target: SqlTarget;
+  databases: TemporalDatabases;
+  ip: string;
+  ports: TemporalServerPorts;
+  historyShards: number;
+  logLevel: string;
+  dynamicConfigPath: string;
+}): string {
   const { target: t, ports: p, ip } = o;
   const store = (db: string, maxConns: number): string[] => [
     '      sql:',
@@ -143,7 +182,15 @@ export function renderServerConfig(o: { target: SqlTarget; databases: TemporalDa
     '  membership:',
     '    maxJoinDuration: 30s',
     `    broadcastAddress: ${JSON.stringify(ip)}`,
-    ...(p.metrics ? ['  metrics:', '    prometheus:', '      framework: "tally"', '      timerType: "histogram"', `      listenAddress: ${JSON.stringify(`${ip}:${p.metrics}`)}`] : []),
+    ...(p.metrics
+      ? [
+          '  metrics:',
+          '    prometheus:',
+          '      framework: "tally"',
+          '      timerType: "histogram"',
+          `      listenAddress: ${JSON.stringify(`${ip}:${p.metrics}`)}`,
+        ]
+      : []),
     'services:',
     ...service('frontend', p.frontend, p.frontendMembership, p.frontendHttp),
     ...service('history', p.history, p.historyMembership),
@@ -182,6 +229,7 @@ export function renderServerConfig(o: { target: SqlTarget; databases: TemporalDa
 
 /** The dev server's dynamic config (dev-server.ts), so both modes behave alike. */
 export function renderDynamicConfig(): string {
-  return Object.entries(DEV_SERVER_DYNAMIC_CONFIG).map(([k, v]) => `${k}:\n  - value: ${JSON.stringify(v)}\n`).join('');
+  return Object.entries(DEV_SERVER_DYNAMIC_CONFIG)
+    .map(([k, v]) => `${k}:\n  - value: ${JSON.stringify(v)}\n`)
+    .join('');
 }
-

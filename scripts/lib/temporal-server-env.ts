@@ -23,16 +23,19 @@ export interface TemporalServerEnv {
 export function temporalServerEnv(env: NodeJS.ProcessEnv): TemporalServerEnv {
   const val = (k: string) => (env[k] === '' ? undefined : env[k]);
   const mode = val('TEMPORAL_MODE') ?? 'dev';
-  if (mode !== 'dev' && mode !== 'server') throw new Error(`TEMPORAL_MODE must be "dev" (the CLI dev server) or "server" (temporal-server on Postgres), got "${mode}"`);
+  if (mode !== 'dev' && mode !== 'server')
+    throw new Error(`TEMPORAL_MODE must be "dev" (the CLI dev server) or "server" (temporal-server on Postgres), got "${mode}"`);
   const db = (k: string, fallback: string) => {
     const v = val(k) ?? fallback;
     if (!/^[a-z_][a-z0-9_]{0,50}$/.test(v)) throw new Error(`${k} must be lower-case letters, digits and _ (at most 51), got "${v}"`);
     return v;
   };
   const retention = Number(val('TEMPORAL_RETENTION_HOURS') ?? 72);
-  if (!Number.isInteger(retention) || retention < 1 || retention > 24 * 365) throw new Error('TEMPORAL_RETENTION_HOURS must be a whole number of hours, 1-8760');
+  if (!Number.isInteger(retention) || retention < 1 || retention > 24 * 365)
+    throw new Error('TEMPORAL_RETENTION_HOURS must be a whole number of hours, 1-8760');
   const databases = { temporal: db('TEMPORAL_DB', 'temporal'), visibility: db('TEMPORAL_VISIBILITY_DB', 'temporal_visibility') };
-  if (databases.temporal === databases.visibility) throw new Error('TEMPORAL_DB and TEMPORAL_VISIBILITY_DB must differ: the main store and visibility need their own databases');
+  if (databases.temporal === databases.visibility)
+    throw new Error('TEMPORAL_DB and TEMPORAL_VISIBILITY_DB must differ: the main store and visibility need their own databases');
   return {
     mode,
     serverPath: val('TEMPORAL_SERVER_PATH'),

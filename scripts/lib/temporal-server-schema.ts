@@ -19,10 +19,13 @@ export function sqlTargetFromUrl(databaseUrl: string): SqlTarget {
   const u = new URL(databaseUrl);
   const sslmode = u.searchParams.get('sslmode') ?? '';
   return {
-    host: u.hostname || '127.0.0.1', port: Number(u.port || 5432),
-    user: decodeURIComponent(u.username || 'postgres'), password: decodeURIComponent(u.password),
+    host: u.hostname || '127.0.0.1',
+    port: Number(u.port || 5432),
+    user: decodeURIComponent(u.username || 'postgres'),
+    password: decodeURIComponent(u.password),
     maintenanceDb: decodeURIComponent(u.pathname.replace(/^\//, '')) || 'postgres',
-    tls: ['require', 'verify-ca', 'verify-full'].includes(sslmode), verifyHost: sslmode === 'verify-full',
+    tls: ['require', 'verify-ca', 'verify-full'].includes(sslmode),
+    verifyHost: sslmode === 'verify-full',
   };
 }
 
@@ -32,7 +35,10 @@ const SCHEMAS = {
   visibility: { schemaName: 'postgresql/v12/visibility', version: '1.9' },
 } as const;
 
-export interface TemporalDatabases { temporal: string; visibility: string }
+export interface TemporalDatabases {
+  temporal: string;
+  visibility: string;
+}
 
 /**
  * Creates and migrates both databases, idempotently. A database that does not exist yet is
@@ -42,9 +48,21 @@ export interface TemporalDatabases { temporal: string; visibility: string }
  * forward (`update-schema` applies the versions it lacks). An advisory lock serialises two
  * setups against one Postgres.
  */
-export async function ensureTemporalSchemas(o: { sqlTool: string; target: SqlTarget; databases: TemporalDatabases; log: (m: string) => void }): Promise<void> {
+export async function ensureTemporalSchemas(o: {
+  sqlTool: string;
+  target: SqlTarget;
+  databases: TemporalDatabases;
+  log: (m: string) => void;
+}): Promise<void> {
   const { target, log } = o;
-  const admin = new pg.Client({ host: target.host, port: target.port, user: target.user, password: target.password, database: target.maintenanceDb, ssl: target.tls ? { rejectUnauthorized: target.verifyHost } : undefined });
+  const admin = new pg.Client({
+    host: target.host,
+    port: target.port,
+    user: target.user,
+    password: target.password,
+    database: target.maintenanceDb,
+    ssl: target.tls ? { rejectUnauthorized: target.verifyHost } : undefined,
+  });
   admin.on('error', () => undefined);
   await admin.connect();
   try {
@@ -56,7 +74,9 @@ export async function ensureTemporalSchemas(o: { sqlTool: string; target: SqlTar
       if (exists) {
         const have = await schemaVersion(target, db);
         if (have === null && (await tableCount(target, db)) > 0) {
-          throw new Error(`database ${db} has tables but no Temporal schema version: it is not a Temporal ${kind} store (or an interrupted in-place setup); drop it or choose another database name`);
+          throw new Error(
+            `database ${db} has tables but no Temporal schema version: it is not a Temporal ${kind} store (or an interrupted in-place setup); drop it or choose another database name`,
+          );
         }
         if (have === want.version) {
           log(`Temporal ${kind} schema: database ${db} is at version ${have}`);
@@ -78,7 +98,8 @@ export async function ensureTemporalSchemas(o: { sqlTool: string; target: SqlTar
         log(`Temporal ${kind} schema: created database ${db} at version ${want.version} (${((Date.now() - started) / 1000).toFixed(1)}s)`);
       }
       const now = await schemaVersion(target, db);
-      if (now !== want.version) throw new Error(`Temporal ${kind} schema in ${db} is at version ${now ?? 'none'} after the update, expected ${want.version}`);
+      if (now !== want.version)
+        throw new Error(`Temporal ${kind} schema in ${db} is at version ${now ?? 'none'} after the update, expected ${want.version}`);
     }
   } finally {
     await admin.end().catch(() => undefined);
@@ -86,11 +107,20 @@ export async function ensureTemporalSchemas(o: { sqlTool: string; target: SqlTar
 }
 
 async function schemaVersion(t: SqlTarget, db: string): Promise<string | null> {
-  const c = new pg.Client({ host: t.host, port: t.port, user: t.user, password: t.password, database: db, ssl: t.tls ? { rejectUnauthorized: t.verifyHost } : undefined });
+  const c = new pg.Client({
+    host: t.host,
+    port: t.port,
+    user: t.user,
+    password: t.password,
+    database: db,
+    ssl: t.tls ? { rejectUnauthorized: t.verifyHost } : undefined,
+  });
   c.on('error', () => undefined);
   await c.connect();
   try {
-    const r = await c.query<{ v: string }>(`SELECT curr_version AS v FROM schema_version WHERE version_partition = 0 AND db_name = $1`, [db]);
+    const r = await c.query<{ v: string }>(`SELECT curr_version AS v FROM schema_version WHERE version_partition = 0 AND db_name = $1`, [
+      db,
+    ]);
     return r.rows[0]?.v ?? null;
   } catch {
     return null; // no schema_version table: nothing set up yet
@@ -100,7 +130,14 @@ async function schemaVersion(t: SqlTarget, db: string): Promise<string | null> {
 }
 
 async function tableCount(t: SqlTarget, db: string): Promise<number> {
-  const c = new pg.Client({ host: t.host, port: t.port, user: t.user, password: t.password, database: db, ssl: t.tls ? { rejectUnauthorized: t.verifyHost } : undefined });
+  const c = new pg.Client({
+    host: t.host,
+    port: t.port,
+    user: t.user,
+    password: t.password,
+    database: db,
+    ssl: t.tls ? { rejectUnauthorized: t.verifyHost } : undefined,
+  });
   c.on('error', () => undefined);
   await c.connect();
   try {
@@ -111,7 +148,14 @@ async function tableCount(t: SqlTarget, db: string): Promise<number> {
 }
 
 async function renameSchemaRecord(t: SqlTarget, staging: string, db: string): Promise<void> {
-  const c = new pg.Client({ host: t.host, port: t.port, user: t.user, password: t.password, database: staging, ssl: t.tls ? { rejectUnauthorized: t.verifyHost } : undefined });
+  const c = new pg.Client({
+    host: t.host,
+    port: t.port,
+    user: t.user,
+    password: t.password,
+    database: staging,
+    ssl: t.tls ? { rejectUnauthorized: t.verifyHost } : undefined,
+  });
   c.on('error', () => undefined);
   await c.connect();
   try {
@@ -135,13 +179,18 @@ function runSqlTool(tool: string, t: SqlTarget, db: string, args: string[]): Pro
   const global = ['--plugin', 'postgres12', '--ep', t.host, '-p', String(t.port), '-u', t.user, '--db', db];
   if (t.tls) global.push('--tls', ...(t.verifyHost ? [] : ['--tls-disable-host-verification']));
   return new Promise((resolve, reject) => {
-    execFile(tool, [...global, ...args], { env: { ...process.env, SQL_PASSWORD: t.password }, timeout: 120_000, maxBuffer: 8 << 20 }, (err, stdout, stderr) => {
-      if (!err) return resolve();
-      const lines = redact(`${stdout}\n${stderr}`, t.password).trim().split('\n');
-      const errors = lines.filter((l) => /ERROR|FATAL|error:/.test(l));
-      const out = (errors.length > 0 ? errors : lines).slice(-8).join('\n');
-      reject(new Error(`temporal-sql-tool ${args[0]} on database ${db} failed: ${out}`));
-    });
+    execFile(
+      tool,
+      [...global, ...args],
+      { env: { ...process.env, SQL_PASSWORD: t.password }, timeout: 120_000, maxBuffer: 8 << 20 },
+      (err, stdout, stderr) => {
+        if (!err) return resolve();
+        const lines = redact(`${stdout}\n${stderr}`, t.password).trim().split('\n');
+        const errors = lines.filter((l) => /ERROR|FATAL|error:/.test(l));
+        const out = (errors.length > 0 ? errors : lines).slice(-8).join('\n');
+        reject(new Error(`temporal-sql-tool ${args[0]} on database ${db} failed: ${out}`));
+      },
+    );
   });
 }
 
@@ -152,4 +201,3 @@ function runSqlTool(tool: string, t: SqlTarget, db: string, args: string[]): Pro
 export function redact(text: string, secret: string): string {
   return secret && secret !== 'postgres' ? text.split(secret).join('***') : text;
 }
-

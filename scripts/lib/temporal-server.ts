@@ -20,7 +20,14 @@ import { msToTs } from '@temporalio/common/lib/time.js';
 import { JobStateKey, JobTypeKey, TenantIdKey, ensureSearchAttributes } from '../../lib/temporal.js';
 import { signalGroup, trackChild, untrackChild, withParentDeathSignal } from './child-cleanup.js';
 import { resolveGoBinary, type GoBinarySpec } from './go-binary.js';
-import { defaultPorts, fillPorts, PASSWORD_ENV, renderDynamicConfig, renderServerConfig, type TemporalServerPorts } from './temporal-server-config.js';
+import {
+  defaultPorts,
+  fillPorts,
+  PASSWORD_ENV,
+  renderDynamicConfig,
+  renderServerConfig,
+  type TemporalServerPorts,
+} from './temporal-server-config.js';
 import { ensureTemporalSchemas, redact, sqlTargetFromUrl, type TemporalDatabases } from './temporal-server-schema.js';
 
 export { defaultPorts, portsFromEnv, PORT_NAMES, type TemporalServerPorts } from './temporal-server-config.js';
@@ -29,18 +36,34 @@ export { ensureTemporalSchemas, sqlTargetFromUrl, type SqlTarget, type TemporalD
 export const TEMPORAL_SERVER_VERSION = 'v1.29.1';
 
 const SERVER_SPEC: GoBinarySpec = {
-  name: 'temporal-server', goPackage: 'go.temporal.io/server/cmd/server', version: TEMPORAL_SERVER_VERSION,
-  cacheDir: 'temporal-server', envVar: 'TEMPORAL_SERVER_PATH', buildHint: 'about 3-4 minutes on 2 cores the first time',
+  name: 'temporal-server',
+  goPackage: 'go.temporal.io/server/cmd/server',
+  version: TEMPORAL_SERVER_VERSION,
+  cacheDir: 'temporal-server',
+  envVar: 'TEMPORAL_SERVER_PATH',
+  buildHint: 'about 3-4 minutes on 2 cores the first time',
 };
 const SQL_TOOL_SPEC: GoBinarySpec = {
-  name: 'temporal-sql-tool', goPackage: 'go.temporal.io/server/cmd/tools/sql', version: TEMPORAL_SERVER_VERSION,
-  cacheDir: 'temporal-server', envVar: 'TEMPORAL_SQL_TOOL_PATH', buildHint: 'seconds once temporal-server is built',
+  name: 'temporal-sql-tool',
+  goPackage: 'go.temporal.io/server/cmd/tools/sql',
+  version: TEMPORAL_SERVER_VERSION,
+  cacheDir: 'temporal-server',
+  envVar: 'TEMPORAL_SQL_TOOL_PATH',
+  buildHint: 'seconds once temporal-server is built',
 };
 
-export interface TemporalServerBinaries { server: string; sqlTool: string }
+export interface TemporalServerBinaries {
+  server: string;
+  sqlTool: string;
+}
 
 /** `temporal-server` first (the long build), then `temporal-sql-tool` (shares its Go build cache). */
-export async function resolveTemporalServerBinaries(o: { serverPath?: string; sqlToolPath?: string; log: (m: string) => void; allowGoInstall?: boolean }): Promise<TemporalServerBinaries> {
+export async function resolveTemporalServerBinaries(o: {
+  serverPath?: string;
+  sqlToolPath?: string;
+  log: (m: string) => void;
+  allowGoInstall?: boolean;
+}): Promise<TemporalServerBinaries> {
   const server = await resolveGoBinary(SERVER_SPEC, { explicitPath: o.serverPath, log: o.log, allowGoInstall: o.allowGoInstall });
   const sqlTool = await resolveGoBinary(SQL_TOOL_SPEC, { explicitPath: o.sqlToolPath, log: o.log, allowGoInstall: o.allowGoInstall });
   return { server, sqlTool };
@@ -100,9 +123,19 @@ export async function startTemporalServer(o: TemporalServerOptions): Promise<Tem
   const envName = 'durable-jobs';
   const dynamicConfigPath = path.join(o.rootDir, 'config', 'dynamicconfig.yaml');
   const writeConfig = async (): Promise<void> => {
-    await fs.writeFile(path.join(o.rootDir, 'config', `${envName}.yaml`), renderServerConfig({
-      target, databases, ip, ports, historyShards: o.historyShards ?? 4, logLevel: o.logLevel ?? 'warn', dynamicConfigPath,
-    }), { mode: 0o600 });
+    await fs.writeFile(
+      path.join(o.rootDir, 'config', `${envName}.yaml`),
+      renderServerConfig({
+        target,
+        databases,
+        ip,
+        ports,
+        historyShards: o.historyShards ?? 4,
+        logLevel: o.logLevel ?? 'warn',
+        dynamicConfigPath,
+      }),
+      { mode: 0o600 },
+    );
     await fs.writeFile(dynamicConfigPath, renderDynamicConfig(), { mode: 0o600 });
   };
   const address = () => `${ip}:${ports.frontend}`;
@@ -120,7 +153,11 @@ export async function startTemporalServer(o: TemporalServerOptions): Promise<Tem
     const args = ['--root', o.rootDir, '--config', 'config', '--env', envName, '--allow-no-auth', 'start'];
     const [cmd, cmdArgs] = withParentDeathSignal(o.binaries.server, args, 'TERM');
     const out = createWriteStream(logFile, { flags: 'a', mode: 0o600 });
-    const c = spawn(cmd, cmdArgs, { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, [PASSWORD_ENV]: target.password } });
+    const c = spawn(cmd, cmdArgs, {
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, [PASSWORD_ENV]: target.password },
+    });
     child = c;
     trackChild(c, 'SIGTERM');
     stopping = false;
@@ -148,16 +185,22 @@ export async function startTemporalServer(o: TemporalServerOptions): Promise<Tem
         resolve();
       });
     });
-    c.on('error', (err) => { exitInfo = `could not be spawned: ${err.message}`; });
+    c.on('error', (err) => {
+      exitInfo = `could not be spawned: ${err.message}`;
+    });
     try {
       await waitServing(address(), o.readyTimeoutMs ?? 90_000, () => exitInfo);
     } catch (err) {
       await stopChild();
-      throw new Error(`temporal-server (${address()}) failed to start: ${(err as Error).message}\n${tail.slice(-20).join('\n')}\n(full log: ${logFile})`);
+      throw new Error(
+        `temporal-server (${address()}) failed to start: ${(err as Error).message}\n${tail.slice(-20).join('\n')}\n(full log: ${logFile})`,
+      );
     }
     await ensureNamespaceReady(address(), namespace, o.retentionHours ?? 72, log);
     ready = true;
-    log(`temporal-server ${TEMPORAL_SERVER_VERSION} ready on ${address()} (namespace ${namespace}, Postgres ${target.host}:${target.port} databases ${databases.temporal} + ${databases.visibility}; ${((Date.now() - started) / 1000).toFixed(1)}s; log ${logFile})`);
+    log(
+      `temporal-server ${TEMPORAL_SERVER_VERSION} ready on ${address()} (namespace ${namespace}, Postgres ${target.host}:${target.port} databases ${databases.temporal} + ${databases.visibility}; ${((Date.now() - started) / 1000).toFixed(1)}s; log ${logFile})`,
+    );
   };
 
   const stopChild = async (signal: NodeJS.Signals = 'SIGTERM'): Promise<void> => {
@@ -184,9 +227,13 @@ export async function startTemporalServer(o: TemporalServerOptions): Promise<Tem
   }
 
   return {
-    get address() { return address(); },
+    get address() {
+      return address();
+    },
     namespace,
-    get ports() { return ports; },
+    get ports() {
+      return ports;
+    },
     pid: () => child?.pid,
     stop: () => stopChild('SIGTERM'),
     kill: () => stopChild('SIGKILL'),
@@ -221,16 +268,28 @@ async function waitServing(address: string, timeoutMs: number, exitInfo: () => s
  * then waits until a workflow start that sets all of them succeeds: only then can intake
  * really accept a job. The probe run is on a task queue no worker polls and is terminated at once.
  */
-export async function ensureNamespaceReady(address: string, namespace: string, retentionHours: number, log: (m: string) => void, timeoutMs = 60_000): Promise<void> {
+export async function ensureNamespaceReady(
+  address: string,
+  namespace: string,
+  retentionHours: number,
+  log: (m: string) => void,
+  timeoutMs = 60_000,
+): Promise<void> {
   const connection = await Connection.connect({ address, connectTimeout: '5s' });
   try {
-    const exists = await connection.workflowService.describeNamespace({ namespace }).then(() => true, (err: { code?: number }) => {
-      if (err.code === 5) return false; // NOT_FOUND
-      throw err;
-    });
+    const exists = await connection.workflowService.describeNamespace({ namespace }).then(
+      () => true,
+      (err: { code?: number }) => {
+        if (err.code === 5) return false; // NOT_FOUND
+        throw err;
+      },
+    );
     if (!exists) {
       try {
-        await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs(retentionHours * 3_600_000) });
+        await connection.workflowService.registerNamespace({
+          namespace,
+          workflowExecutionRetentionPeriod: msToTs(retentionHours * 3_600_000),
+        });
         log(`created namespace ${namespace} (retention ${retentionHours} h)`);
       } catch (err) {
         if ((err as { code?: number }).code !== 6) throw err; // ALREADY_EXISTS: another process won the race
@@ -255,15 +314,24 @@ export async function ensureNamespaceReady(address: string, namespace: string, r
       const workflowId = `durable-jobs-readiness-probe-${randomUUID()}`;
       try {
         const h = await client.workflow.start('durableJobsReadinessProbe', {
-          taskQueue: 'durable-jobs-readiness-probe', workflowId, workflowRunTimeout: '1 minute',
-          typedSearchAttributes: [{ key: TenantIdKey, value: 'probe' }, { key: JobTypeKey, value: 'probe' }, { key: JobStateKey, value: 'probe' }],
+          taskQueue: 'durable-jobs-readiness-probe',
+          workflowId,
+          workflowRunTimeout: '1 minute',
+          typedSearchAttributes: [
+            { key: TenantIdKey, value: 'probe' },
+            { key: JobTypeKey, value: 'probe' },
+            { key: JobStateKey, value: 'probe' },
+          ],
         });
         await h.terminate('readiness probe').catch(() => undefined);
         if (Date.now() - started > 1_000) log(`search attributes usable after ${((Date.now() - started) / 1000).toFixed(1)}s`);
         return;
       } catch (err) {
         lastErr = err;
-        if (Date.now() > deadline) throw new Error(`a workflow start with the search attributes still fails after ${timeoutMs / 1000}s: ${(lastErr as Error).message}`);
+        if (Date.now() > deadline)
+          throw new Error(
+            `a workflow start with the search attributes still fails after ${timeoutMs / 1000}s: ${(lastErr as Error).message}`,
+          );
         await sleep(250);
       }
     }

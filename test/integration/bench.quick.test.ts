@@ -11,13 +11,33 @@ import { describe, expect, inject, it } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-interface Row { id: string; value: { median: number; samples: number[] } | null; baseline: { value: { median: number } | null } | null; ratio: number | null; skipped?: string }
+interface Row {
+  id: string;
+  value: { median: number; samples: number[] } | null;
+  baseline: { value: { median: number } | null } | null;
+  ratio: number | null;
+  skipped?: string;
+}
 
 /** Measurements that need something outside the product (a binary) may report "not available". */
 const MAY_SKIP = new Set(['machine.pgbench', 'machine.sqlite', 'replay.throughput']);
-const WITH_BASELINE = ['throughput.summarize', 'intake.http.p50', 'intake.http.p99', 'intake.submit.p50', 'intake.submit.p99',
-  'intake.http-duplicate.p50', 'intake.submit-duplicate.p50', 'effects.run-effect.p50', 'effects.run-effect-slot.p50',
-  'replay.throughput', 'growth.submit.1000', 'growth.claim.1000', 'memory.rss', 'memory.per-job', 'machine.sqlite-untuned'];
+const WITH_BASELINE = [
+  'throughput.summarize',
+  'intake.http.p50',
+  'intake.http.p99',
+  'intake.submit.p50',
+  'intake.submit.p99',
+  'intake.http-duplicate.p50',
+  'intake.submit-duplicate.p50',
+  'effects.run-effect.p50',
+  'effects.run-effect-slot.p50',
+  'replay.throughput',
+  'growth.submit.1000',
+  'growth.claim.1000',
+  'memory.rss',
+  'memory.per-job',
+  'machine.sqlite-untuned',
+];
 
 function runBench(out: string): Promise<{ code: number | null; output: string }> {
   const env: NodeJS.ProcessEnv = {
@@ -29,10 +49,18 @@ function runBench(out: string): Promise<{ code: number | null; output: string }>
   const cli = inject('temporalCliPath');
   if (cli) env.TEMPORAL_CLI_PATH = cli;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'scripts/bench.ts'), '--quick', '--out', out], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'scripts/bench.ts'), '--quick', '--out', out], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
-    child.stdout.on('data', (b: Buffer) => { output += b.toString(); });
-    child.stderr.on('data', (b: Buffer) => { output += b.toString(); });
+    child.stdout.on('data', (b: Buffer) => {
+      output += b.toString();
+    });
+    child.stderr.on('data', (b: Buffer) => {
+      output += b.toString();
+    });
     child.on('error', reject);
     child.on('exit', (code) => resolve({ code, output }));
   });
@@ -45,7 +73,11 @@ describe('npm run bench -- --quick', () => {
     try {
       const { code, output } = await runBench(out);
       expect(code, output.slice(-4000)).toBe(0);
-      const results = JSON.parse(await fs.readFile(out, 'utf8')) as { meta: { cores: number; mode: string }; rows: Row[]; errors: unknown[] };
+      const results = JSON.parse(await fs.readFile(out, 'utf8')) as {
+        meta: { cores: number; mode: string };
+        rows: Row[];
+        errors: unknown[];
+      };
       expect(results.errors).toEqual([]);
       expect(results.meta.mode).toBe('quick');
       expect(results.meta.cores).toBeGreaterThan(0);

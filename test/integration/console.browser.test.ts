@@ -8,11 +8,21 @@ import { operatorKey, startHarness, TENANTS, uid, waitFor, type Harness } from '
 // tool's own browser download cannot work here), against the real stack.
 const CHROMIUM = '/usr/bin/chromium';
 // page.evaluate callbacks run in the page: these globals exist there, not in Node.
-declare const document: { querySelector(s: string): { textContent: string | null; getAttribute(n: string): string | null } | null; documentElement: { outerHTML: string } };
+declare const document: {
+  querySelector(s: string): { textContent: string | null; getAttribute(n: string): string | null } | null;
+  documentElement: { outerHTML: string };
+};
 declare const location: { hash: string };
 declare const sessionStorage: { length: number };
 declare const window: { __pwned?: number };
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 const ARTIFACTS = fileURLToPath(new URL('../../test-artifacts/console/', import.meta.url));
 const WAIT = 90_000;
 const HOSTILE = '"><img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script> is hostile.';
@@ -27,7 +37,11 @@ let timelineRoute = true;
 const shot = (name: string) => page.screenshot({ path: `${ARTIFACTS}${name}.png`, fullPage: true });
 /** Waits until the element's text matches (the console refreshes itself; never a fixed sleep). */
 async function textMatches(selector: string, re: RegExp, timeout = WAIT): Promise<string> {
-  await page.waitForFunction(({ s, src, flags }) => new RegExp(src, flags).test(document.querySelector(s)?.textContent ?? ''), { s: selector, src: re.source, flags: re.flags }, { timeout, polling: 250 });
+  await page.waitForFunction(
+    ({ s, src, flags }) => new RegExp(src, flags).test(document.querySelector(s)?.textContent ?? ''),
+    { s: selector, src: re.source, flags: re.flags },
+    { timeout, polling: 250 },
+  );
   return (await page.textContent(selector)) ?? '';
 }
 async function signIn(key: string): Promise<void> {
@@ -36,7 +50,9 @@ async function signIn(key: string): Promise<void> {
   await page.click('#sign-in-form button[type=submit]');
 }
 async function openJob(jobId: string): Promise<void> {
-  await page.evaluate((id) => { location.hash = `#jobs/${encodeURIComponent(id)}`; }, jobId);
+  await page.evaluate((id) => {
+    location.hash = `#jobs/${encodeURIComponent(id)}`;
+  }, jobId);
   await textMatches('#job-detail-id', new RegExp(jobId));
 }
 
@@ -46,7 +62,9 @@ beforeAll(async () => {
   h = await startHarness('console');
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
   page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  page.on('console', (m) => { if (m.type() === 'error' && !/status of 40[14]/.test(m.text())) pageErrors.push(m.text()); });
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !/status of 40[14]/.test(m.text())) pageErrors.push(m.text());
+  });
   page.on('pageerror', (e) => pageErrors.push(e.message));
   const t = await h.api('/v1/admin/jobs/none/timeline', { tenant: null, headers: { authorization: `Bearer ${operatorKey('olive')}` } });
   timelineRoute = !(t.status === 404 && /^no route/.test(t.body?.detail ?? ''));
@@ -61,7 +79,15 @@ describe('the operator console', () => {
     const res = await fetch(`${h.baseUrl}/console`);
     expect(res.status).toBe(200);
     const csp = res.headers.get('content-security-policy') ?? '';
-    for (const d of ["default-src 'none'", "script-src 'self'", "style-src 'self'", "connect-src 'self'", "frame-ancestors 'none'", "base-uri 'none'"]) expect(csp).toContain(d);
+    for (const d of [
+      "default-src 'none'",
+      "script-src 'self'",
+      "style-src 'self'",
+      "connect-src 'self'",
+      "frame-ancestors 'none'",
+      "base-uri 'none'",
+    ])
+      expect(csp).toContain(d);
     expect(csp).not.toContain('unsafe-inline');
     expect(res.headers.get('x-content-type-options')).toBe('nosniff');
     expect(res.headers.get('set-cookie')).toBeNull();
@@ -72,12 +98,21 @@ describe('the operator console', () => {
   });
 
   it('GET /v1/admin/jobs filters precisely and answers bad filters with RFC 9457 problems', async () => {
-    const admin = (q: string) => h.api(`/v1/admin/jobs${q}`, { tenant: null, headers: { authorization: `Bearer ${operatorKey('olive')}` } });
-    for (const [q, path] of [['?state=nope', 'state'], ['?limit=0', 'limit'], ['?limit=201', 'limit'], ['?color=red', 'color']] as const) {
+    const admin = (q: string) =>
+      h.api(`/v1/admin/jobs${q}`, { tenant: null, headers: { authorization: `Bearer ${operatorKey('olive')}` } });
+    for (const [q, path] of [
+      ['?state=nope', 'state'],
+      ['?limit=0', 'limit'],
+      ['?limit=201', 'limit'],
+      ['?color=red', 'color'],
+    ] as const) {
       const r = await admin(q);
       expect(r.status, q).toBe(400);
       expect(r.headers.get('content-type')).toMatch(/application\/problem\+json/);
-      expect(r.body.errors.map((e: { path: string }) => e.path), q).toContain(path);
+      expect(
+        r.body.errors.map((e: { path: string }) => e.path),
+        q,
+      ).toContain(path);
     }
     const a = await h.submit('summarize', { text: 'Tenant a.' });
     const b = await h.submit('summarize', { text: 'Tenant b.' }, { tenant: 'b' });
@@ -88,7 +123,9 @@ describe('the operator console', () => {
     expect(byTenant[0]).not.toHaveProperty('input');
     expect((await admin(`?jobId=${a.body.jobId}&state=succeeded`)).body.jobs).toHaveLength(1);
     expect((await admin(`?jobId=${a.body.jobId}&state=running`)).body.jobs).toHaveLength(0);
-    expect((await h.api(`/v1/admin/jobs/nope`, { tenant: null, headers: { authorization: `Bearer ${operatorKey('olive')}` } })).status).toBe(404);
+    expect(
+      (await h.api(`/v1/admin/jobs/nope`, { tenant: null, headers: { authorization: `Bearer ${operatorKey('olive')}` } })).status,
+    ).toBe(404);
   });
 
   it('refuses a tenant key: the console does not open and no admin route answers it', async () => {
@@ -152,8 +189,13 @@ describe('the operator console', () => {
     await textMatches('#job-fields', /succeeded/);
     expect(await page.textContent('#job-fields')).toContain(jobId); // replay of
     // Audited under the key's operator.
-    const shown = await h.api(`/v1/dead-letters/${deadLetterId}`, { tenant: null, headers: { authorization: `Bearer ${operatorKey('olive')}` } });
-    expect(shown.body.actions.filter((a: { actor: string }) => a.actor !== 'system').map((a: { actor: string }) => a.actor)).toEqual(expect.arrayContaining(['olive']));
+    const shown = await h.api(`/v1/dead-letters/${deadLetterId}`, {
+      tenant: null,
+      headers: { authorization: `Bearer ${operatorKey('olive')}` },
+    });
+    expect(shown.body.actions.filter((a: { actor: string }) => a.actor !== 'system').map((a: { actor: string }) => a.actor)).toEqual(
+      expect.arrayContaining(['olive']),
+    );
     expect(shown.body.actions.every((a: { actor: string }) => ['system', 'olive'].includes(a.actor))).toBe(true);
   });
 
@@ -163,7 +205,9 @@ describe('the operator console', () => {
     await h.waitForStatus(r.body.jobId, 'succeeded');
     await openJob(r.body.jobId);
     await textMatches('#timeline-verdict', /\S/);
-    await page.waitForFunction(() => document.querySelector('#timeline-verdict')?.getAttribute('data-state') === 'done', undefined, { timeout: WAIT });
+    await page.waitForFunction(() => document.querySelector('#timeline-verdict')?.getAttribute('data-state') === 'done', undefined, {
+      timeout: WAIT,
+    });
     await waitFor('timeline events', async () => (await page.locator('#timeline-events tbody tr').count()) > 3);
     expect(await page.textContent('#timeline-events')).toMatch(/postgres/);
     expect(await page.textContent('#timeline-events')).toMatch(/temporal/);
@@ -171,7 +215,9 @@ describe('the operator console', () => {
   });
 
   it('pauses low priority; a low job shows as deferred, and the change is audited under the operator', async () => {
-    await page.evaluate(() => { location.hash = '#degradation'; });
+    await page.evaluate(() => {
+      location.hash = '#degradation';
+    });
     await textMatches('#deg-fields', /ramp rate/);
     await page.check('#deg-form input[name=paused][value=low]');
     await page.fill('#deg-form input[name=reason]', 'provider brown-out (browser test)');
@@ -188,7 +234,9 @@ describe('the operator console', () => {
     expect(await page.textContent('#job-fields')).toMatch(/deferred since/);
 
     // Resume, from the console; the job runs.
-    await page.evaluate(() => { location.hash = '#degradation'; });
+    await page.evaluate(() => {
+      location.hash = '#degradation';
+    });
     await textMatches('#deg-fields', /low since/);
     await page.uncheck('#deg-form input[name=paused][value=low]');
     await page.click('#deg-form button[type=submit]');
@@ -201,20 +249,27 @@ describe('the operator console', () => {
     await h.waitForStatus(r.body.jobId, 'succeeded');
     await openJob(r.body.jobId);
     await textMatches('#job-result', /hostile/);
-    expect(await page.textContent('#job-result')).toContain('"><img src=x onerror=\\"window.__pwned=1\\"><script>window.__pwned=2</script>');
+    expect(await page.textContent('#job-result')).toContain(
+      '"><img src=x onerror=\\"window.__pwned=1\\"><script>window.__pwned=2</script>',
+    );
     expect(await page.evaluate(() => window.__pwned)).toBeUndefined();
     expect(await page.locator('main img, main script').count()).toBe(0);
     await shot('07-hostile-input');
   });
 
   it('plots queue health over the last hour, refreshed live', async () => {
-    await page.evaluate(() => { location.hash = '#health'; });
+    await page.evaluate(() => {
+      location.hash = '#health';
+    });
     await textMatches('#health-figures', /backlog/);
     await waitFor('four uPlot charts', async () => (await page.locator('.plots .uplot canvas').count()) >= 4);
     const first = await textMatches('#health-at', /refreshed every 10 s/);
     await shot('08-queue-health');
     // Live: the next snapshot replaces this one without a reload.
-    await page.waitForFunction((was) => document.querySelector('#health-at')?.textContent !== was, first, { timeout: 30_000, polling: 500 });
+    await page.waitForFunction((was) => document.querySelector('#health-at')?.textContent !== was, first, {
+      timeout: 30_000,
+      polling: 500,
+    });
     expect(pageErrors).toEqual([]);
   });
 });

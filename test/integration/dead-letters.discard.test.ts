@@ -5,8 +5,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operatorKey, startHarness, uid, type Harness } from '../support/harness.js';
 
 let h: Harness;
-beforeAll(async () => { h = await startHarness('dl-discard'); });
-afterAll(async () => { await h?.close(); });
+beforeAll(async () => {
+  h = await startHarness('dl-discard');
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 const admin = (path: string, init: { method?: string; body?: unknown } = {}) =>
   h.api(path, { ...init, tenant: null, headers: { authorization: `Bearer ${operatorKey('carol')}` } });
@@ -22,7 +26,9 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 async function dlq(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const r = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'scripts/dlq.ts', ...args], {
-      cwd: ROOT, env: { ...process.env, DJ_API_URL: h.baseUrl, ADMIN_API_KEY: operatorKey('dana') }, timeout: 60_000,
+      cwd: ROOT,
+      env: { ...process.env, DJ_API_URL: h.baseUrl, ADMIN_API_KEY: operatorKey('dana') },
+      timeout: 60_000,
     });
     return { code: 0, stdout: r.stdout, stderr: r.stderr };
   } catch (err) {
@@ -43,17 +49,29 @@ describe('discard', () => {
     expect(d.status).toBe(200);
     expect(d.body).toMatchObject({ state: 'discarded', discardReason: 'customer withdrew the order' });
     // Discarding again is harmless: one action, the first reason kept.
-    expect((await admin(`/v1/dead-letters/${one.deadLetterId}/discard`, { body: { reason: 'again' } })).body.discardReason).toBe('customer withdrew the order');
+    expect((await admin(`/v1/dead-letters/${one.deadLetterId}/discard`, { body: { reason: 'again' } })).body.discardReason).toBe(
+      'customer withdrew the order',
+    );
     const shown = (await admin(`/v1/dead-letters/${one.deadLetterId}`)).body;
-    expect(shown.actions.filter((a: any) => a.action === 'discarded')).toEqual([expect.objectContaining({ actor: 'carol', details: { reason: 'customer withdrew the order' } })]);
+    expect(shown.actions.filter((a: any) => a.action === 'discarded')).toEqual([
+      expect.objectContaining({ actor: 'carol', details: { reason: 'customer withdrew the order' } }),
+    ]);
 
-    for (const body of [{ ids: [one.deadLetterId] }, { ids: [one.deadLetterId], dryRun: true }, { ids: [two.deadLetterId, one.deadLetterId] }]) {
+    for (const body of [
+      { ids: [one.deadLetterId] },
+      { ids: [one.deadLetterId], dryRun: true },
+      { ids: [two.deadLetterId, one.deadLetterId] },
+    ]) {
       const r = await admin('/v1/dead-letters/replay', { body });
       expect(r.status).toBe(409);
       expect(r.body).toMatchObject({ type: 'urn:durable-jobs:problem:dead-letter-discarded', ids: [one.deadLetterId] });
     }
     // Nothing was started for the open one in the refused request.
-    expect((await admin(`/v1/dead-letters/${two.deadLetterId}`)).body).toMatchObject({ state: 'open', replayCount: 0, actions: [expect.objectContaining({ action: 'recorded' })] });
+    expect((await admin(`/v1/dead-letters/${two.deadLetterId}`)).body).toMatchObject({
+      state: 'open',
+      replayCount: 0,
+      actions: [expect.objectContaining({ action: 'recorded' })],
+    });
     // A filter never selects discarded dead letters.
     const byFilter = await admin('/v1/dead-letters/replay', { body: { filter: { errorClass: 'invalid_request' }, dryRun: true } });
     expect(byFilter.body.deadLetters.map((p: any) => p.deadLetterId)).toEqual([two.deadLetterId]);

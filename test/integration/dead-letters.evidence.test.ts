@@ -3,8 +3,12 @@ import { getDeadLetter, insertDeadLetter, type DeadLetterRow } from '../../store
 import { ADMIN_KEY, startHarness, waitFor, type Harness } from '../support/harness.js';
 
 let h: Harness;
-beforeAll(async () => { h = await startHarness('dl-evidence'); });
-afterAll(async () => { await h?.close(); });
+beforeAll(async () => {
+  h = await startHarness('dl-evidence');
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 const admin = (path: string, init: { method?: string; body?: unknown } = {}) =>
   h.api(path, { ...init, tenant: null, headers: { authorization: `Bearer ${ADMIN_KEY}` } });
@@ -39,17 +43,27 @@ describe('terminal failure → dead letter', () => {
     const d = await admin(`/v1/dead-letters/${job.deadLetterId}`);
     expect(d.status).toBe(200);
     expectEvidence(d.body, r.body.jobId);
-    expect(d.body).toMatchObject({ jobType: 'purchase', errorClass: 'invalid_request', statusCode: 400, errorType: 'NonRetryableError', failedStep: 'sendReceipt' });
+    expect(d.body).toMatchObject({
+      jobType: 'purchase',
+      errorClass: 'invalid_request',
+      statusCode: 400,
+      errorType: 'NonRetryableError',
+      failedStep: 'sendReceipt',
+    });
     expect(d.body.attempts).toBe(2); // charge once, receipt once: a 400 is never retried
     // The charge's request ID (succeeded) and the refused receipt's (from the failure).
-    expect(d.body.providerRequestIds.map((p: any) => [p.step, p.outcome])).toEqual([['charge', 'succeeded'], ['receipt', 'failed']]);
+    expect(d.body.providerRequestIds.map((p: any) => [p.step, p.outcome])).toEqual([
+      ['charge', 'succeeded'],
+      ['receipt', 'failed'],
+    ]);
     expect(d.body.providerRequestIds.every((p: any) => /^req_/.test(p.requestId))).toBe(true);
     expect(d.body.actions).toEqual([expect.objectContaining({ action: 'recorded', actor: 'system' })]);
     expect(await deadLettersOf(r.body.jobId)).toBe(1);
 
     // JobState=dead_lettered is searchable (visibility is eventually consistent).
     await waitFor('JobState search attribute', async () => {
-      for await (const wf of h.temporal.workflow.list({ query: `WorkflowId='${r.body.jobId}' AND JobState='dead_lettered'` })) return wf.workflowId;
+      for await (const wf of h.temporal.workflow.list({ query: `WorkflowId='${r.body.jobId}' AND JobState='dead_lettered'` }))
+        return wf.workflowId;
       return undefined;
     });
     // Listed for operators; the tenant key is not an admin key.
@@ -65,7 +79,14 @@ describe('terminal failure → dead letter', () => {
     const job = await h.waitForStatus(r.body.jobId, 'dead_lettered', 'a', 120_000);
     const d = await admin(`/v1/dead-letters/${job.deadLetterId}`);
     expectEvidence(d.body, r.body.jobId);
-    expect(d.body).toMatchObject({ jobType: 'summarize', errorClass: 'upstream_unavailable', statusCode: 503, errorType: 'RetryBudgetExhausted', failedStep: 'summarizeText', attempts: 8 });
+    expect(d.body).toMatchObject({
+      jobType: 'summarize',
+      errorClass: 'upstream_unavailable',
+      statusCode: 503,
+      errorType: 'RetryBudgetExhausted',
+      failedStep: 'summarizeText',
+      attempts: 8,
+    });
     expect(d.body.message).toContain('attempt cap of 8');
     expect(Date.parse(d.body.lastFailureAt) - Date.parse(d.body.firstFailureAt)).toBeGreaterThanOrEqual(6_000);
     expect(d.body.providerRequestIds).toEqual([expect.objectContaining({ step: 'summarize', outcome: 'failed' })]);

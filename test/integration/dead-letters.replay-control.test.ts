@@ -2,8 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operatorKey, startHarness, uid, waitFor, type Harness, type TENANTS } from '../support/harness.js';
 
 let h: Harness;
-beforeAll(async () => { h = await startHarness('dl-control'); });
-afterAll(async () => { await h?.close(); });
+beforeAll(async () => {
+  h = await startHarness('dl-control');
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 const admin = (path: string, init: { method?: string; body?: unknown } = {}) =>
   h.api(path, { ...init, tenant: null, headers: { authorization: `Bearer ${operatorKey('bob')}` } });
@@ -12,23 +16,42 @@ async function deadLetteredPurchases(count: number, tenant: keyof typeof TENANTS
   await h.simFault({ path: '/v1/receipts', times: count, status: 400 });
   const ids: string[] = [];
   for (let i = 0; i < count; i++) {
-    ids.push((await h.submit('purchase', { amountCents: 700, currency: 'EUR', customer: `cus_${uid()}`, receiptEmail: 'x@example.com' }, { tenant })).body.jobId);
+    ids.push(
+      (
+        await h.submit(
+          'purchase',
+          { amountCents: 700, currency: 'EUR', customer: `cus_${uid()}`, receiptEmail: 'x@example.com' },
+          { tenant },
+        )
+      ).body.jobId,
+    );
   }
   const out = [];
-  for (const jobId of ids) out.push({ jobId, deadLetterId: (await h.waitForStatus(jobId, 'dead_lettered', tenant)).deadLetterId as string });
+  for (const jobId of ids)
+    out.push({ jobId, deadLetterId: (await h.waitForStatus(jobId, 'dead_lettered', tenant)).deadLetterId as string });
   return out;
 }
 
 const progress = async (replayId: string) => (await admin(`/v1/dead-letters/replays/${replayId}`)).body;
 const until = (replayId: string, what: string, ok: (p: any) => boolean, timeoutMs = 90_000) =>
-  waitFor(`replay ${replayId}: ${what}`, async () => { const p = await progress(replayId); return ok(p) ? p : undefined; }, timeoutMs, 250);
+  waitFor(
+    `replay ${replayId}: ${what}`,
+    async () => {
+      const p = await progress(replayId);
+      return ok(p) ? p : undefined;
+    },
+    timeoutMs,
+    250,
+  );
 
 describe('replay control', () => {
   it('pause, resume and stop work mid-replay; unreplayed dead letters stay open', async () => {
     const dls = await deadLetteredPurchases(10, 'b');
     // Each replayed receipt is held 1.5 s: the replay is slow enough to steer.
     await h.simFault({ path: '/v1/receipts', times: 10, status: 200, delayMs: 1_500 });
-    const r = await admin('/v1/dead-letters/replay', { body: { ids: dls.map((d) => d.deadLetterId), concurrency: 1, batchSize: 3, ratePerMinute: 600 } });
+    const r = await admin('/v1/dead-letters/replay', {
+      body: { ids: dls.map((d) => d.deadLetterId), concurrency: 1, batchSize: 3, ratePerMinute: 600 },
+    });
     expect(r.status).toBe(202);
     const { replayId } = r.body;
     await until(replayId, 'first success', (p) => p.counts.succeeded >= 1);
@@ -43,7 +66,9 @@ describe('replay control', () => {
 
     expect((await admin(`/v1/dead-letters/replays/${replayId}/resume`, { method: 'POST' })).status).toBe(202);
     await until(replayId, 'progress after resume', (p) => p.counts.succeeded > paused.counts.succeeded);
-    expect((await admin(`/v1/dead-letters/replays/${replayId}/stop`, { method: 'POST', body: { reason: 'enough for today' } })).status).toBe(202);
+    expect(
+      (await admin(`/v1/dead-letters/replays/${replayId}/stop`, { method: 'POST', body: { reason: 'enough for today' } })).status,
+    ).toBe(202);
     const stopped = await until(replayId, 'stopped', (p) => p.state === 'stopped');
     expect(stopped.stopReason).toBe('enough for today');
     expect(stopped.counts.pending).toBeGreaterThan(0);
@@ -63,7 +88,9 @@ describe('replay control', () => {
     await fetch(`${h.sim.url}/__sim/reset`, { method: 'POST' });
     const dls = await deadLetteredPurchases(6, 'a');
     await h.simFault({ path: '/v1/receipts', times: 6, status: 400 }); // the cause is not fixed
-    const r = await admin('/v1/dead-letters/replay', { body: { ids: dls.map((d) => d.deadLetterId), concurrency: 1, ratePerMinute: 600, maxFailures: 2 } });
+    const r = await admin('/v1/dead-letters/replay', {
+      body: { ids: dls.map((d) => d.deadLetterId), concurrency: 1, ratePerMinute: 600, maxFailures: 2 },
+    });
     const p = await until(r.body.replayId, 'halted', (x) => ['halted', 'completed', 'stopped'].includes(x.state));
     expect(p).toMatchObject({ state: 'halted', counts: { failed: 3, succeeded: 0, pending: 3, running: 0 } });
     expect(p.stopReason).toMatch(/stop condition: 3 replays failed again/);
@@ -74,7 +101,11 @@ describe('replay control', () => {
       const d = (await admin(`/v1/dead-letters/${item.deadLetterId}`)).body;
       // Back to open, with the new failure on record; the replay job points at the same evidence.
       expect(d).toMatchObject({ state: 'open', replayCount: 1 });
-      expect(d.actions.at(-1)).toMatchObject({ action: 'replay_failed', actor: 'bob', details: { replayJobId: item.replayJobId, errorClass: 'invalid_request', statusCode: 400 } });
+      expect(d.actions.at(-1)).toMatchObject({
+        action: 'replay_failed',
+        actor: 'bob',
+        details: { replayJobId: item.replayJobId, errorClass: 'invalid_request', statusCode: 400 },
+      });
       const job = (await h.api(`/v1/jobs/${item.replayJobId}`)).body;
       expect(job).toMatchObject({ status: 'dead_lettered', deadLetterId: d.id, replayOf: d.jobId });
     }

@@ -2,8 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operatorKey, startHarness, uid, waitFor, type Harness, type TENANTS } from '../support/harness.js';
 
 let h: Harness;
-beforeAll(async () => { h = await startHarness('dl-replay'); });
-afterAll(async () => { await h?.close(); });
+beforeAll(async () => {
+  h = await startHarness('dl-replay');
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 const admin = (path: string, init: { method?: string; body?: unknown } = {}) =>
   h.api(path, { ...init, tenant: null, headers: { authorization: `Bearer ${operatorKey('alice')}` } });
@@ -24,10 +28,15 @@ async function deadLetteredPurchases(count: number, tenant: keyof typeof TENANTS
 }
 
 async function replayFinished(replayId: string, timeoutMs = 120_000): Promise<any> {
-  return waitFor(`replay ${replayId} to finish`, async () => {
-    const p = await admin(`/v1/dead-letters/replays/${replayId}`);
-    return ['completed', 'stopped', 'halted'].includes(p.body?.state) ? p.body : undefined;
-  }, timeoutMs, 500);
+  return waitFor(
+    `replay ${replayId} to finish`,
+    async () => {
+      const p = await admin(`/v1/dead-letters/replays/${replayId}`);
+      return ['completed', 'stopped', 'halted'].includes(p.body?.state) ? p.body : undefined;
+    },
+    timeoutMs,
+    500,
+  );
 }
 
 describe('replay of dead letters', () => {
@@ -37,7 +46,9 @@ describe('replay of dead letters', () => {
     // Every receipt is held 400 ms, so replays running at once overlap at the provider.
     await h.simFault({ path: '/v1/receipts', times: 50, status: 200, delayMs: 400 });
     const ratePerMinute = 300; // one start per 200 ms
-    const r = await admin('/v1/dead-letters/replay', { body: { filter: { tenantId: 'tenant-b' }, concurrency: 3, batchSize: 10, ratePerMinute } });
+    const r = await admin('/v1/dead-letters/replay', {
+      body: { filter: { tenantId: 'tenant-b' }, concurrency: 3, batchSize: 10, ratePerMinute },
+    });
     expect(r.status).toBe(202);
     expect(r.body).toMatchObject({ count: 50, replayId: expect.stringMatching(/^replay-/) });
 
@@ -51,7 +62,8 @@ describe('replay of dead letters', () => {
     expect(p.options.burst).toBe(5);
     const starts = p.items.map((i: any) => Date.parse(i.startedAt)).sort((a: number, b: number) => a - b);
     for (let i = 0; i < starts.length; i++) {
-      for (let j = i; j < starts.length; j++) expect(j - i + 1).toBeLessThanOrEqual(p.options.burst + ((starts[j] - starts[i]) * ratePerMinute) / 60_000 + 1e-9);
+      for (let j = i; j < starts.length; j++)
+        expect(j - i + 1).toBeLessThanOrEqual(p.options.burst + ((starts[j] - starts[i]) * ratePerMinute) / 60_000 + 1e-9);
     }
     expect(starts.at(-1) - starts[0]).toBeGreaterThanOrEqual((50 - p.options.burst) * 200);
     // Only receipts reached the provider: every charge was reused from its stored effect.
@@ -76,13 +88,17 @@ describe('replay of dead letters', () => {
     const { jobId, deadLetterId } = (await deadLetteredPurchases(1, 'a'))[0]!;
     const dry = await admin('/v1/dead-letters/replay', { body: { ids: [deadLetterId], dryRun: true } });
     expect(dry.status).toBe(200);
-    expect(dry.body.deadLetters).toEqual([expect.objectContaining({
-      deadLetterId, replayJobId: `${jobId}-replay-1`, changed: { codeVersion: false, inputHash: false },
-      effects: [
-        expect.objectContaining({ step: 'charge', effectKey: `${jobId}:charge`, action: 'reuse', state: 'succeeded' }),
-        expect.objectContaining({ step: 'receipt', effectKey: `${jobId}:receipt`, action: 'execute', state: 'failed' }),
-      ],
-    })]);
+    expect(dry.body.deadLetters).toEqual([
+      expect.objectContaining({
+        deadLetterId,
+        replayJobId: `${jobId}-replay-1`,
+        changed: { codeVersion: false, inputHash: false },
+        effects: [
+          expect.objectContaining({ step: 'charge', effectKey: `${jobId}:charge`, action: 'reuse', state: 'succeeded' }),
+          expect.objectContaining({ step: 'receipt', effectKey: `${jobId}:receipt`, action: 'execute', state: 'failed' }),
+        ],
+      }),
+    ]);
     // A dry run changes nothing.
     expect((await admin(`/v1/dead-letters/${deadLetterId}`)).body).toMatchObject({ state: 'open', replayCount: 0 });
 

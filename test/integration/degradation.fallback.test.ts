@@ -18,9 +18,11 @@ afterAll(async () => {
 const put = (body: unknown, operator: OperatorName = 'alice') =>
   h.api('/v1/admin/degradation', { method: 'PUT', tenant: null, headers: { authorization: `Bearer ${operatorKey(operator)}` }, body });
 const admin = (path: string) => h.api(path, { tenant: null, headers: { authorization: `Bearer ${ADMIN_KEY}` } });
-const ledger = async (sim: Simulator, jobId: string) => ((await (await fetch(`${sim.url}/__sim/effects`)).json()) as any).byKey[`${jobId}:summarize`];
+const ledger = async (sim: Simulator, jobId: string) =>
+  ((await (await fetch(`${sim.url}/__sim/effects`)).json()) as any).byKey[`${jobId}:summarize`];
 const effectUpstream = async (jobId: string) =>
-  (await h.pool.query<{ upstream: string }>(`SELECT upstream FROM effects WHERE effect_key = $1`, [`${jobId}:summarize`])).rows[0]?.upstream;
+  (await h.pool.query<{ upstream: string }>(`SELECT upstream FROM effects WHERE effect_key = $1`, [`${jobId}:summarize`])).rows[0]
+    ?.upstream;
 const metrics = () => fetch(`${h.baseUrl}/metrics`).then((r) => r.text());
 
 describe('a fallback upstream is an explicit, recorded decision', () => {
@@ -35,7 +37,9 @@ describe('a fallback upstream is an explicit, recorded decision', () => {
       expect(r.status, JSON.stringify(body)).toBe(400);
       expect(r.body.errors.map((e: { path: string }) => e.path)).toContain(path);
     }
-    expect((await put({ pausedPriorities: [], fallbackJobTypes: ['purchase'] })).body.errors[0].message).toMatch(/declares a fallback upstream: summarize/);
+    expect((await put({ pausedPriorities: [], fallbackJobTypes: ['purchase'] })).body.errors[0].message).toMatch(
+      /declares a fallback upstream: summarize/,
+    );
     const g = await admin('/v1/admin/degradation');
     expect(g.body).toMatchObject({ fallbackJobTypes: [], fallbackSince: {}, audit: [] });
     expect(await metrics()).toContain('durable_jobs_fallback_enabled{job_type="summarize"} 0');
@@ -44,12 +48,19 @@ describe('a fallback upstream is an explicit, recorded decision', () => {
   it('not enabled: a primary outage never switches quietly; the job retries and dead-letters on the primary', async () => {
     const jobs = createJobsClient({
       jobs: defaultJobRegistry,
-      pool: h.pool, temporal: h.temporal, taskQueue: h.taskQueue,
+      pool: h.pool,
+      temporal: h.temporal,
+      taskQueue: h.taskQueue,
       budgets: { summarize: { scheduleToCloseTimeoutMs: 5_000, backoffBaseMs: 300, backoffCapMs: 2_000, maximumAttempts: 50 } },
     });
     await h.simFault({ path: '/v1/summaries', times: 1000, status: 503 });
     try {
-      const r = await jobs.submitJob({ tenantId: 'tenant-a', type: 'summarize', idempotencyKey: `outage-${uid()}`, input: { text: 'Primary down.' } });
+      const r = await jobs.submitJob({
+        tenantId: 'tenant-a',
+        type: 'summarize',
+        idempotencyKey: `outage-${uid()}`,
+        input: { text: 'Primary down.' },
+      });
       const done = await h.waitForStatus(r.jobId, 'dead_lettered');
       expect(done.attempts).toBeGreaterThan(1);
       expect(done.upstream).toBe('primary');
@@ -84,13 +95,18 @@ describe('a fallback upstream is an explicit, recorded decision', () => {
     const g = await admin('/v1/admin/degradation');
     const since = g.body.fallbackSince.summarize.at;
     expect(g.body.audit[0]).toMatchObject({
-      actor: 'alice', reason: 'primary brown-out', before: { fallbackJobTypes: [] }, after: { fallbackJobTypes: ['summarize'] },
+      actor: 'alice',
+      reason: 'primary brown-out',
+      before: { fallbackJobTypes: [] },
+      after: { fallbackJobTypes: ['summarize'] },
     });
 
     const r = await h.submit('summarize', { text: 'Goes to the fallback.' });
     const done = await h.waitForStatus(r.body.jobId, 'succeeded');
     expect(done.upstream).toBe('fallback');
-    expect(done.upstreamReason).toBe(`sent to the fallback upstream: the fallback upstream is enabled for summarize by alice since ${since}`);
+    expect(done.upstreamReason).toBe(
+      `sent to the fallback upstream: the fallback upstream is enabled for summarize by alice since ${since}`,
+    );
     expect(typeof done.result.summary).toBe('string');
     expect(await effectUpstream(r.body.jobId)).toBe('fallback');
     expect(await ledger(fallback, r.body.jobId)).toMatchObject({ applied: 1, requests: 1 });

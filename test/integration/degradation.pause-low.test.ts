@@ -4,14 +4,26 @@ import { ADMIN_KEY, OPERATORS, operatorKey, startHarness, type OperatorName, wai
 
 let h: Harness;
 let lowJobId: string;
-beforeAll(async () => { h = await startHarness('degradation-pause'); });
-afterAll(async () => { await h?.close(); });
+beforeAll(async () => {
+  h = await startHarness('degradation-pause');
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 const admin = (path: string, init: { method?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {}) =>
-  h.api(path, { ...init, tenant: null, headers: { authorization: `Bearer ${ADMIN_KEY}`, ...(init.rawBody ? { 'content-type': 'application/json' } : {}), ...init.headers } });
+  h.api(path, {
+    ...init,
+    tenant: null,
+    headers: { authorization: `Bearer ${ADMIN_KEY}`, ...(init.rawBody ? { 'content-type': 'application/json' } : {}), ...init.headers },
+  });
 /** As a named operator: the key names who acted (ADMIN_API_KEYS), never a header. */
 const put = (body: unknown, as?: OperatorName, headers: Record<string, string> = {}) =>
-  admin('/v1/admin/degradation', { method: 'PUT', body, headers: { ...(as ? { authorization: `Bearer ${operatorKey(as)}` } : {}), ...headers } });
+  admin('/v1/admin/degradation', {
+    method: 'PUT',
+    body,
+    headers: { ...(as ? { authorization: `Bearer ${operatorKey(as)}` } : {}), ...headers },
+  });
 const VALIDATION = 'urn:durable-jobs:problem:validation-error';
 
 describe('GET|PUT /v1/admin/degradation', () => {
@@ -33,7 +45,10 @@ describe('GET|PUT /v1/admin/degradation', () => {
       const r = await put(body);
       expect(r.status, JSON.stringify(body)).toBe(400);
       expect(r.body.type).toBe(VALIDATION);
-      expect(r.body.errors.map((e: { path: string }) => e.path), JSON.stringify(body)).toContain(path);
+      expect(
+        r.body.errors.map((e: { path: string }) => e.path),
+        JSON.stringify(body),
+      ).toContain(path);
     }
     expect((await put({ pausedPriorities: ['low', 'low'] })).body.errors[0].message).toBe('must not name a priority twice');
     expect((await admin('/v1/admin/degradation', { method: 'PUT', rawBody: '{"pausedPriorities": [' })).status).toBe(400);
@@ -44,7 +59,11 @@ describe('GET|PUT /v1/admin/degradation', () => {
       expect(r.body.errors[0].path).toBe('X-Operator');
     }
     // A tenant key never opens an admin route, not even with a name in X-Operator.
-    const tenant = await h.api('/v1/admin/degradation', { method: 'PUT', body: { pausedPriorities: ['low'] }, headers: { 'x-operator': 'alice' } });
+    const tenant = await h.api('/v1/admin/degradation', {
+      method: 'PUT',
+      body: { pausedPriorities: ['low'] },
+      headers: { 'x-operator': 'alice' },
+    });
     expect(tenant.status).toBe(401);
     expect(tenant.body.detail).toMatch(/not an admin key/);
     const g = await admin('/v1/admin/degradation');
@@ -63,7 +82,9 @@ describe('GET|PUT /v1/admin/degradation', () => {
     expect(low.status).toBe(202);
     lowJobId = low.body.jobId;
     const deferred = await h.waitForStatus(low.body.jobId, 'deferred');
-    expect(deferred.statusReason).toBe(`low-priority work is paused by alice since ${since}; it resumes at 600/min once the pause is lifted`);
+    expect(deferred.statusReason).toBe(
+      `low-priority work is paused by alice since ${since}; it resumes at 600/min once the pause is lifted`,
+    );
     expect(Date.parse(deferred.deferredSince)).toBeGreaterThanOrEqual(Date.parse(deferred.createdAt));
     expect(deferred.updatedAt).toMatch(/Z$/);
     expect(deferred.nextPollSeconds).toBeGreaterThan(0);
@@ -89,7 +110,12 @@ describe('GET|PUT /v1/admin/degradation', () => {
     const g = await admin('/v1/admin/degradation');
     expect(g.body.deferredJobs).toEqual({ low: 1 });
     expect(g.body.audit).toHaveLength(2);
-    expect(g.body.audit[1]).toMatchObject({ actor: 'alice', reason: 'provider brown-out', before: { pausedPriorities: [] }, after: { pausedPriorities: ['low'] } });
+    expect(g.body.audit[1]).toMatchObject({
+      actor: 'alice',
+      reason: 'provider brown-out',
+      before: { pausedPriorities: [] },
+      after: { pausedPriorities: ['low'] },
+    });
     expect(g.body.audit[1].keyId).toMatch(/^[0-9a-f]{12}$/);
     expect(g.body.audit[0]).toMatchObject({ actor: 'bob', reason: null });
 
@@ -114,7 +140,11 @@ describe('GET|PUT /v1/admin/degradation', () => {
     expect(deferredNow).toBe(1);
     const jobId = lowJobId;
     // Alice's second key (rotation) names her too.
-    const off = await admin('/v1/admin/degradation', { method: 'PUT', body: { pausedPriorities: [] }, headers: { authorization: `Bearer ${OPERATORS.alice[1]}` } });
+    const off = await admin('/v1/admin/degradation', {
+      method: 'PUT',
+      body: { pausedPriorities: [] },
+      headers: { authorization: `Bearer ${OPERATORS.alice[1]}` },
+    });
     expect(off.status).toBe(200);
     expect(off.body.updatedBy).toBe('alice');
     const done = await h.waitForStatus(jobId, 'succeeded');

@@ -2,15 +2,29 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY, startHarness, uid, type Harness } from '../support/harness.js';
 
 let h: Harness;
-beforeAll(async () => { h = await startHarness('stale-result'); });
+beforeAll(async () => {
+  h = await startHarness('stale-result');
+});
 afterAll(async () => {
   // Let the deferred jobs run to the end rather than leave them waiting on the shared server.
-  await h?.api('/v1/admin/degradation', { method: 'PUT', tenant: null, headers: { authorization: `Bearer ${ADMIN_KEY}` }, body: { pausedPriorities: [] } }).catch(() => undefined);
+  await h
+    ?.api('/v1/admin/degradation', {
+      method: 'PUT',
+      tenant: null,
+      headers: { authorization: `Bearer ${ADMIN_KEY}` },
+      body: { pausedPriorities: [] },
+    })
+    .catch(() => undefined);
   await h?.close();
 });
 
 const pause = (pausedPriorities: string[]) =>
-  h.api('/v1/admin/degradation', { method: 'PUT', tenant: null, headers: { authorization: `Bearer ${ADMIN_KEY}` }, body: { pausedPriorities, recoveryRatePerMinute: 600 } });
+  h.api('/v1/admin/degradation', {
+    method: 'PUT',
+    tenant: null,
+    headers: { authorization: `Bearer ${ADMIN_KEY}` },
+    body: { pausedPriorities, recoveryRatePerMinute: 600 },
+  });
 const status = (jobId: string, query = '', tenant: 'a' | 'b' = 'a') => h.api(`/v1/jobs/${jobId}${query}`, { tenant });
 
 describe('a stale result, only on request and always labelled', () => {

@@ -8,7 +8,7 @@ const LIMITS = JSON.stringify({ summarize: { perTenant: 2, global: 6 } });
 beforeAll(async () => {
   h = await startHarness('concurrency', { workers: 0 });
   // Two real worker processes: the caps must hold across processes, not just in one.
-  procs.push(...await Promise.all([spawnWorker(h, { CONCURRENCY_LIMITS: LIMITS }), spawnWorker(h, { CONCURRENCY_LIMITS: LIMITS })]));
+  procs.push(...(await Promise.all([spawnWorker(h, { CONCURRENCY_LIMITS: LIMITS }), spawnWorker(h, { CONCURRENCY_LIMITS: LIMITS })])));
 });
 afterAll(async () => {
   await Promise.all(procs.map((p) => p.kill('SIGTERM')));
@@ -20,20 +20,31 @@ describe('concurrency budgets beside the retry budget', () => {
     await fetch(`${h.sim.url}/__sim/reset`, { method: 'POST' });
     // Every call is held 300 ms by the upstream, so calls overlap unless the cap stops them.
     await h.simFault({ path: '/v1/summaries', times: 60, status: 200, delayMs: 300 });
-    const burst = await Promise.all(Array.from({ length: 50 }, (_, i) => h.submit('summarize', { text: `Burst job ${i}.` }, { key: `burst-${uid()}` })));
+    const burst = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => h.submit('summarize', { text: `Burst job ${i}.` }, { key: `burst-${uid()}` })),
+    );
     expect(burst.every((r) => r.status === 202)).toBe(true);
     const ids = burst.map((r) => r.body.jobId as string);
 
     // Some of the burst is visibly waiting for a slot: queued with the reason, not failing.
-    const waiting = await expect.poll(async () => {
-      const rows = await h.pool.query(`SELECT count(*)::int AS n FROM job_intents WHERE status = 'queued' AND status_reason LIKE 'waiting for an upstream slot%'`);
-      return rows.rows[0].n;
-    }, { timeout: 60_000, interval: 200 }).toBeGreaterThan(0);
+    const waiting = await expect
+      .poll(
+        async () => {
+          const rows = await h.pool.query(
+            `SELECT count(*)::int AS n FROM job_intents WHERE status = 'queued' AND status_reason LIKE 'waiting for an upstream slot%'`,
+          );
+          return rows.rows[0].n;
+        },
+        { timeout: 60_000, interval: 200 },
+      )
+      .toBeGreaterThan(0);
     void waiting;
 
     const other = await h.submit('summarize', { text: 'Tenant B is not starved.' }, { tenant: 'b' });
     await h.waitForStatus(other.body.jobId, 'succeeded', 'b', 60_000);
-    const unfinished = await h.pool.query(`SELECT count(*)::int AS n FROM job_intents WHERE tenant_id = 'tenant-a' AND status <> 'succeeded'`);
+    const unfinished = await h.pool.query(
+      `SELECT count(*)::int AS n FROM job_intents WHERE tenant_id = 'tenant-a' AND status <> 'succeeded'`,
+    );
     expect(unfinished.rows[0].n).toBeGreaterThan(0);
 
     for (const id of ids) await h.waitForStatus(id, 'succeeded', 'a', 180_000);

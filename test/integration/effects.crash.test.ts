@@ -11,7 +11,9 @@ import { spawnWorker, type WorkerProcess } from '../support/worker-process.js';
 
 let h: Harness;
 const procs: WorkerProcess[] = [];
-beforeAll(async () => { h = await startHarness('crash', { workers: 0 }); });
+beforeAll(async () => {
+  h = await startHarness('crash', { workers: 0 });
+});
 afterAll(async () => {
   await Promise.all(procs.map((p) => p.kill()));
   await h?.close();
@@ -39,7 +41,10 @@ describe('a worker dies after the upstream applied the effect, before the result
     expect(effect.rows[0]).toEqual({ state: 'succeeded', reconciliations: 1, attempts: 2 });
     // The killed attempt recorded nothing itself; the next one recorded it from its lease.
     const attempts = await attemptsForJob(h.pool, r.body.jobId);
-    expect(attempts.map((a) => [a.attempt, a.step, a.outcome, a.errorClass])).toEqual([[1, 'summarize', 'lease_expired', 'lease_lost'], [2, 'summarize', 'reconciled', null]]);
+    expect(attempts.map((a) => [a.attempt, a.step, a.outcome, a.errorClass])).toEqual([
+      [1, 'summarize', 'lease_expired', 'lease_lost'],
+      [2, 'summarize', 'reconciled', null],
+    ]);
     expect(attempts[0]!.startedAt.getTime()).toBeLessThanOrEqual(attempts[0]!.finishedAt.getTime());
   });
 });
@@ -58,7 +63,14 @@ describe('fencing', () => {
 
     // Now attempt 1 "wakes up" (a paused VM, a long GC) and runs to its end: the real
     // activity code against the real database, as attempt 1 of the same activity.
-    const acts = createActivities({ pool: h.pool, provider: createProvider(h.sim.url), log: h.log, codeVersion: 'test', jobs: defaultJobRegistry, limits: defaultJobRegistry.concurrencyLimits() });
+    const acts = createActivities({
+      pool: h.pool,
+      provider: createProvider(h.sim.url),
+      log: h.log,
+      codeVersion: 'test',
+      jobs: defaultJobRegistry,
+      limits: defaultJobRegistry.concurrencyLimits(),
+    });
     const env = new MockActivityEnvironment({ attempt: 1, heartbeatTimeoutMs: 10_000 });
     const staleArgs: StepArgs = { jobId: r.body.jobId, tenantId: 'tenant-a', jobType: 'summarize', priority: 'normal' };
     const stale: StepOutcome = await env.run(acts.summarizeText as SummarizeActivities['summarizeText'], staleArgs);

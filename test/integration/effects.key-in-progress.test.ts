@@ -5,7 +5,9 @@ import { spawnWorker, type WorkerProcess } from '../support/worker-process.js';
 
 let h: Harness;
 const procs: WorkerProcess[] = [];
-beforeAll(async () => { h = await startHarness('key-in-progress', { workers: 0 }); });
+beforeAll(async () => {
+  h = await startHarness('key-in-progress', { workers: 0 });
+});
 afterAll(async () => {
   await Promise.all(procs.map((p) => p.kill()));
   await h?.close();
@@ -26,10 +28,14 @@ describe('a takeover reaches an upstream that is still working on the first requ
 
     // The next attempt (after the lease runs out) meets the upstream still processing.
     await h.startWorker('key-in-progress-worker-2');
-    const seen = await waitFor('an attempt after the takeover to finish', async () => {
-      const rows = await attemptsForJob(h.pool, jobId);
-      return rows.find((a) => a.attempt >= 2);
-    }, 90_000);
+    const seen = await waitFor(
+      'an attempt after the takeover to finish',
+      async () => {
+        const rows = await attemptsForJob(h.pool, jobId);
+        return rows.find((a) => a.attempt >= 2);
+      },
+      90_000,
+    );
     expect(seen).toMatchObject({ outcome: 'retryable', errorClass: 'request_in_progress', statusCode: 409, delayMs: 1_000 });
     const during = await h.api(`/v1/jobs/${jobId}`);
     expect(during.body.status).not.toBe('dead_lettered');

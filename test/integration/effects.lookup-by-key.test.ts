@@ -6,7 +6,9 @@ import { spawnWorker, type WorkerProcess } from '../support/worker-process.js';
 
 let h: Harness;
 const procs: WorkerProcess[] = [];
-beforeAll(async () => { h = await startHarness('lookup-by-key', { workers: 0 }); });
+beforeAll(async () => {
+  h = await startHarness('lookup-by-key', { workers: 0 });
+});
 afterAll(async () => {
   await Promise.all(procs.map((p) => p.kill()));
   await h?.close();
@@ -19,7 +21,12 @@ describe('an in-doubt charge on an upstream that answers lookups by key', () => 
     procs.push(first);
     // The upstream applies the charge and holds its answer; the worker dies in that window.
     await h.simFault({ path: '/v1/charges', times: 1, status: 200, delayMs: 600_000 });
-    const r = await h.submit('purchase', { amountCents: 4200, currency: 'EUR', customer: `cus_${uid()}`, receiptEmail: 'buyer@example.com' });
+    const r = await h.submit('purchase', {
+      amountCents: 4200,
+      currency: 'EUR',
+      customer: `cus_${uid()}`,
+      receiptEmail: 'buyer@example.com',
+    });
     const jobId = r.body.jobId as string;
     const key = `${jobId}:charge`;
     await expect.poll(async () => (await h.simEffects()).byKey[key]?.applied, { timeout: 60_000, interval: 100 }).toBe(1);
@@ -33,6 +40,9 @@ describe('an in-doubt charge on an upstream that answers lookups by key', () => 
     const effect = (await h.pool.query('SELECT state, reconciliations, provider_id FROM effects WHERE effect_key = $1', [key])).rows[0];
     expect(effect).toEqual({ state: 'succeeded', reconciliations: 1, provider_id: done.result.chargeId });
     const charge = (await attemptsForJob(h.pool, jobId)).filter((a) => a.step === 'charge');
-    expect(charge.map((a) => [a.attempt, a.outcome])).toEqual([[1, 'lease_expired'], [2, 'reconciled']]);
+    expect(charge.map((a) => [a.attempt, a.outcome])).toEqual([
+      [1, 'lease_expired'],
+      [2, 'reconciled'],
+    ]);
   });
 });

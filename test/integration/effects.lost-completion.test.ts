@@ -39,7 +39,10 @@ describe('an attempt whose completion was lost runs again after the result was s
     await h.temporal.workflow.getHandle(jobId).result();
     const after = (await h.api(`/v1/jobs/${jobId}`)).body;
     const rows = await attemptsForJob(h.pool, jobId);
-    expect(rows.map((a) => [a.attempt, a.outcome])).toEqual([[1, 'succeeded'], [2, 'reused']]);
+    expect(rows.map((a) => [a.attempt, a.outcome])).toEqual([
+      [1, 'succeeded'],
+      [2, 'reused'],
+    ]);
     expect(after.attempts).toBe(new Set(rows.map((a) => a.attempt)).size);
     expect(after.finishedAt).toBe(stored.finishedAt);
     expect(after.executionMs).toBe(stored.executionMs);

@@ -5,8 +5,12 @@ import { startHarness, uid, type Harness } from '../support/harness.js';
 import { defaultJobRegistry } from '../../jobs/index.js';
 
 let h: Harness;
-beforeAll(async () => { h = await startHarness('retries'); });
-afterAll(async () => { await h?.close(); });
+beforeAll(async () => {
+  h = await startHarness('retries');
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 const effectKey = (jobId: string, step: string) => `${jobId}:${step}`;
 
@@ -42,13 +46,20 @@ describe('classified retries, owned by one layer', () => {
     // A short elapsed budget for this job type (what JOB_BUDGETS configures in production).
     const jobs = createJobsClient({
       jobs: defaultJobRegistry,
-      pool: h.pool, temporal: h.temporal, taskQueue: h.taskQueue,
+      pool: h.pool,
+      temporal: h.temporal,
+      taskQueue: h.taskQueue,
       budgets: { summarize: { scheduleToCloseTimeoutMs: 6_000, backoffBaseMs: 400, backoffCapMs: 4_000, maximumAttempts: 50 } },
     });
     await h.simFault({ path: '/v1/summaries', times: 1000, status: 503 });
     try {
       const started = Date.now();
-      const r = await jobs.submitJob({ tenantId: 'tenant-a', type: 'summarize', idempotencyKey: `storm-${uid()}`, input: { text: 'Storm.' } });
+      const r = await jobs.submitJob({
+        tenantId: 'tenant-a',
+        type: 'summarize',
+        idempotencyKey: `storm-${uid()}`,
+        input: { text: 'Storm.' },
+      });
       const done = await h.waitForStatus(r.jobId, 'dead_lettered');
       // It stopped by its own decision before the elapsed cap, not by a timeout after it.
       expect(Date.now() - started).toBeLessThan(30_000);
@@ -77,7 +88,9 @@ describe('two effects in sequence', () => {
     const effects = (await h.simEffects()).byKey;
     expect(effects[effectKey(r.body.jobId, 'charge')]).toMatchObject({ applied: 1, requests: 1 });
     expect(effects[effectKey(r.body.jobId, 'receipt')]).toMatchObject({ applied: 1, requests: 2 });
-    const rows = await h.pool.query('SELECT step, state, provider_id, provider_request_id FROM effects WHERE job_id = $1 ORDER BY step', [r.body.jobId]);
+    const rows = await h.pool.query('SELECT step, state, provider_id, provider_request_id FROM effects WHERE job_id = $1 ORDER BY step', [
+      r.body.jobId,
+    ]);
     expect(rows.rows).toEqual([
       { step: 'charge', state: 'succeeded', provider_id: done.result.chargeId, provider_request_id: expect.stringMatching(/^req_/) },
       { step: 'receipt', state: 'succeeded', provider_id: done.result.receiptId, provider_request_id: expect.stringMatching(/^req_/) },
@@ -92,11 +105,16 @@ describe('result and outbox', () => {
     const done = await h.waitForStatus(r.body.jobId, 'succeeded');
     expect(['pending', 'sent']).toContain(done.notification);
     // While the notification retries, and after, the job stays succeeded.
-    await expect.poll(async () => {
-      const s = (await h.api(`/v1/jobs/${r.body.jobId}`)).body;
-      expect(s.status).toBe('succeeded');
-      return s.notification;
-    }, { timeout: 60_000, interval: 200 }).toBe('sent');
+    await expect
+      .poll(
+        async () => {
+          const s = (await h.api(`/v1/jobs/${r.body.jobId}`)).body;
+          expect(s.status).toBe('succeeded');
+          return s.notification;
+        },
+        { timeout: 60_000, interval: 200 },
+      )
+      .toBe('sent');
     const outbox = await h.pool.query('SELECT state, attempts FROM outbox WHERE job_id = $1', [r.body.jobId]);
     expect(outbox.rows).toEqual([{ state: 'delivered', attempts: 1 }]);
     expect((await h.simEffects()).byKey[effectKey(r.body.jobId, 'notify-email')]).toMatchObject({ applied: 1, requests: 3 });

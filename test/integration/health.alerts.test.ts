@@ -5,10 +5,20 @@ import { parse } from 'yaml';
 import { startHarness, type Harness } from '../support/harness.js';
 
 let h: Harness;
-beforeAll(async () => { h = await startHarness('health-alerts', { workers: 0 }); });
-afterAll(async () => { await h?.close(); });
+beforeAll(async () => {
+  h = await startHarness('health-alerts', { workers: 0 });
+});
+afterAll(async () => {
+  await h?.close();
+});
 
-interface Rule { alert: string; expr: string; for?: string; labels?: Record<string, string>; annotations?: Record<string, string> }
+interface Rule {
+  alert: string;
+  expr: string;
+  for?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
 
 describe('ops/alerts.yml', () => {
   it('parses as Prometheus rule groups whose expressions name metrics that /metrics exports', async () => {
@@ -16,11 +26,20 @@ describe('ops/alerts.yml', () => {
     const doc = parse(text) as { groups: Array<{ name: string; rules: Rule[] }> };
     const rules = doc.groups.flatMap((g) => g.rules);
     // Every metric family is declared (# TYPE) even before it has samples.
-    const exported = new Set([...(await fetch(`${h.baseUrl}/metrics`).then((r) => r.text())).matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]!));
+    const exported = new Set(
+      [...(await fetch(`${h.baseUrl}/metrics`).then((r) => r.text())).matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]!),
+    );
 
     // The issue's list: backlog age, no completions while the backlog grows, lease expirations
     // spike, dead-letter growth, oldest dead letter age, outbox lag.
-    const required = ['JobBacklogAgeHigh', 'NoCompletionsWhileBacklogGrows', 'LeaseExpirationsSpike', 'DeadLetterGrowth', 'DeadLetterUnattended', 'OutboxLag'];
+    const required = [
+      'JobBacklogAgeHigh',
+      'NoCompletionsWhileBacklogGrows',
+      'LeaseExpirationsSpike',
+      'DeadLetterGrowth',
+      'DeadLetterUnattended',
+      'OutboxLag',
+    ];
     const names = rules.map((r) => r.alert);
     for (const want of required) expect(names).toContain(want);
     expect(new Set(names).size).toBe(names.length);

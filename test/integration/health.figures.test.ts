@@ -17,7 +17,9 @@ let worker: Worker | undefined;
 let run: Promise<void> | undefined;
 const ids: string[] = [];
 
-beforeAll(async () => { h = await startHarness('health-figures', { workers: 0 }); });
+beforeAll(async () => {
+  h = await startHarness('health-figures', { workers: 0 });
+});
 afterAll(async () => {
   worker?.shutdown();
   await run?.catch(() => undefined);
@@ -54,18 +56,35 @@ describe('queue health under a generated load', () => {
     expect(f.history.unfinished.at(-1)).toBe(JOBS);
 
     // Temporal's own statistics: the workflow tasks wait on the task queue, nobody polls it.
-    const tq = await waitFor('Temporal to report the backlog', async () => {
-      const t = (await health()).taskQueues[0];
-      return t.workflow?.backlogCount > 0 ? t : undefined;
-    }, 30_000, 1_000);
+    const tq = await waitFor(
+      'Temporal to report the backlog',
+      async () => {
+        const t = (await health()).taskQueues[0];
+        return t.workflow?.backlogCount > 0 ? t : undefined;
+      },
+      30_000,
+      1_000,
+    );
     expect(tq.name).toBe(h.taskQueue);
     expect(tq.workflow.pollers).toBe(0);
 
     // A second API process on the same database reports the same figures (nothing in memory).
     const pool2 = createPool(h.databaseUrl, h.log);
-    const app2 = buildApp({ jobTypes: defaultJobRegistry, pool: pool2, temporal: h.temporal, jobs: createJobsClient({ jobs: defaultJobRegistry, pool: pool2, temporal: h.temporal, taskQueue: h.taskQueue }), log: h.log, adminApiKey: ADMIN_KEY, version: 'test', webhookSecrets: {} });
+    const app2 = buildApp({
+      jobTypes: defaultJobRegistry,
+      pool: pool2,
+      temporal: h.temporal,
+      jobs: createJobsClient({ jobs: defaultJobRegistry, pool: pool2, temporal: h.temporal, taskQueue: h.taskQueue }),
+      log: h.log,
+      adminApiKey: ADMIN_KEY,
+      version: 'test',
+      webhookSecrets: {},
+    });
     try {
-      const [a, b] = await Promise.all([health(), app2.inject({ url: '/v1/admin/queue-health', headers: { authorization: `Bearer ${ADMIN_KEY}` } }).then((r) => r.json())]);
+      const [a, b] = await Promise.all([
+        health(),
+        app2.inject({ url: '/v1/admin/queue-health', headers: { authorization: `Bearer ${ADMIN_KEY}` } }).then((r) => r.json()),
+      ]);
       for (const k of ['backlog', 'rates', 'recovery', 'deadLetters', 'outbox', 'leaseExpirations'] as const) {
         const strip = (o: any) => JSON.parse(JSON.stringify(o, (key, v) => (/AgeSeconds$/.test(key) ? undefined : v)));
         expect(strip(b[k])).toEqual(strip(a[k]));
@@ -84,17 +103,30 @@ describe('queue health under a generated load', () => {
 
   it('the reverse: completions outpace arrivals and the ETA is right within a tolerance', async () => {
     // Wait until the submissions leave the one-minute window: from here on, only completions move.
-    const quiet = await waitFor('the arrivals to leave the 1-minute window', async () => {
-      const x = await health();
-      return x.rates.arrivalsPerMinute['1m'] === 0 ? x : undefined;
-    }, 120_000, 2_000);
+    const quiet = await waitFor(
+      'the arrivals to leave the 1-minute window',
+      async () => {
+        const x = await health();
+        return x.rates.arrivalsPerMinute['1m'] === 0 ? x : undefined;
+      },
+      120_000,
+      2_000,
+    );
     expect(quiet.rates.arrivalsPerMinute['5m']).toBeCloseTo(JOBS / 5, 5);
 
     await h.simFault({ path: '/v1/summaries', times: JOBS, status: 200, delayMs: 1_200 });
     conn = await NativeConnection.connect({ address: inject('temporalAddress') });
     worker = await createWorker({
-      connection: conn, namespace: inject('temporalNamespace'), taskQueue: h.taskQueue, pool: h.pool, providerUrl: h.sim.url,
-      log: h.log, codeVersion: 'test', workflowBundle: await workflowBundle(), maxConcurrentActivityTaskExecutions: 1, identity: 'health-drain-worker',
+      connection: conn,
+      namespace: inject('temporalNamespace'),
+      taskQueue: h.taskQueue,
+      pool: h.pool,
+      providerUrl: h.sim.url,
+      log: h.log,
+      codeVersion: 'test',
+      workflowBundle: await workflowBundle(),
+      maxConcurrentActivityTaskExecutions: 1,
+      identity: 'health-drain-worker',
     });
     run = worker.run();
     const drainStart = Date.now();

@@ -8,25 +8,53 @@ import { ADMIN_KEY, startHarness, TENANTS, uid, waitFor, type Harness } from '..
 import { defaultJobRegistry } from '../../jobs/index.js';
 
 let h: Harness;
-beforeAll(async () => { h = await startHarness('health-rejections', { workers: 0 }); });
-afterAll(async () => { await h?.close(); });
+beforeAll(async () => {
+  h = await startHarness('health-rejections', { workers: 0 });
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 /** A second API process whose Temporal or Postgres is a closed port: a real outage. */
 async function degradedApi(which: 'temporal' | 'postgres') {
   const deadPort = await freePort();
-  const pool = which === 'postgres' ? createPool(`postgres://postgres@127.0.0.1:${deadPort}/nothing`, h.log) : createPool(h.databaseUrl, h.log);
-  const connection = which === 'temporal' ? Connection.lazy({ address: `127.0.0.1:${deadPort}`, connectTimeout: 1_000 }) : h.temporal.connection as Connection;
+  const pool =
+    which === 'postgres' ? createPool(`postgres://postgres@127.0.0.1:${deadPort}/nothing`, h.log) : createPool(h.databaseUrl, h.log);
+  const connection =
+    which === 'temporal'
+      ? Connection.lazy({ address: `127.0.0.1:${deadPort}`, connectTimeout: 1_000 })
+      : (h.temporal.connection as Connection);
   const temporal = new Client({ connection, namespace: h.temporal.options.namespace });
   const jobs = createJobsClient({ jobs: defaultJobRegistry, pool, temporal, taskQueue: h.taskQueue, startTimeoutMs: 2_000 });
-  const app = buildApp({ jobTypes: defaultJobRegistry, pool, temporal, jobs, log: h.log, adminApiKey: ADMIN_KEY, webhookSecrets: {}, version: 'test' });
-  const submit = () => app.inject({
-    method: 'POST', url: '/v1/jobs', payload: { type: 'summarize', input: { text: 'rejected' } },
-    headers: { authorization: `Bearer ${TENANTS.a.key}`, 'idempotency-key': `rej-${uid()}`, 'content-type': 'application/json' },
+  const app = buildApp({
+    jobTypes: defaultJobRegistry,
+    pool,
+    temporal,
+    jobs,
+    log: h.log,
+    adminApiKey: ADMIN_KEY,
+    webhookSecrets: {},
+    version: 'test',
   });
-  return { app, submit, close: async () => { await app.close(); await pool.end(); } };
+  const submit = () =>
+    app.inject({
+      method: 'POST',
+      url: '/v1/jobs',
+      payload: { type: 'summarize', input: { text: 'rejected' } },
+      headers: { authorization: `Bearer ${TENANTS.a.key}`, 'idempotency-key': `rej-${uid()}`, 'content-type': 'application/json' },
+    });
+  return {
+    app,
+    submit,
+    close: async () => {
+      await app.close();
+      await pool.end();
+    },
+  };
 }
 
-const health = async () => (await h.api('/v1/admin/queue-health', { tenant: null, headers: { authorization: `Bearer ${ADMIN_KEY}` } })).body;
+const health = async () =>
+  (await h.api('/v1/admin/queue-health', { tenant: null, headers: { authorization: `Bearer ${ADMIN_KEY}` } })).body;
 
 describe('intake rejections (503) in the health report', () => {
   it('Temporal down: every 503 is counted durably, so the healthy API process reports it too', async () => {

@@ -2,8 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, uid, type Harness } from '../support/harness.js';
 
 let h: Harness;
-beforeAll(async () => { h = await startHarness('intake'); });
-afterAll(async () => { await h?.close(); });
+beforeAll(async () => {
+  h = await startHarness('intake');
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 const text = { text: 'Durable intake first. Then the job ID.' };
 
@@ -70,9 +74,16 @@ describe('POST /v1/jobs: the same intent again', () => {
     expect(changed.status).toBe(422);
     expect(changed.headers.get('content-type')).toContain('application/problem+json');
     expect(changed.body.type).toBe('urn:durable-jobs:problem:idempotency-key-reused');
-    const otherType = await h.submit('purchase', { amountCents: 100, currency: 'EUR', customer: 'c1', receiptEmail: 'r@example.com' }, { key });
+    const otherType = await h.submit(
+      'purchase',
+      { amountCents: 100, currency: 'EUR', customer: 'c1', receiptEmail: 'r@example.com' },
+      { key },
+    );
     expect(otherType.status).toBe(422);
-    const rows = await h.pool.query('SELECT job_id FROM job_intents WHERE tenant_id = $1 AND job_type = $2 AND input_hash IS NOT NULL', ['tenant-a', 'purchase']);
+    const rows = await h.pool.query('SELECT job_id FROM job_intents WHERE tenant_id = $1 AND job_type = $2 AND input_hash IS NOT NULL', [
+      'tenant-a',
+      'purchase',
+    ]);
     expect(rows.rows.map((r) => r.job_id)).not.toContain(otherType.body.jobId);
     await h.waitForStatus(first.body.jobId, 'succeeded');
   });
@@ -80,16 +91,24 @@ describe('POST /v1/jobs: the same intent again', () => {
 
 describe('tenants', () => {
   it('answers 401 without a key or with a wrong one', async () => {
-    const none = await h.api('/v1/jobs', { body: { type: 'summarize', input: text }, headers: { 'idempotency-key': `k-${uid()}` }, tenant: null });
+    const none = await h.api('/v1/jobs', {
+      body: { type: 'summarize', input: text },
+      headers: { 'idempotency-key': `k-${uid()}` },
+      tenant: null,
+    });
     expect(none.status).toBe(401);
     expect(none.body.type).toBe('urn:durable-jobs:problem:unauthorized');
-    const wrong = await h.api('/v1/jobs', { body: { type: 'summarize', input: text }, headers: { 'idempotency-key': `k-${uid()}`, authorization: 'Bearer nope-nope-nope' }, tenant: null });
+    const wrong = await h.api('/v1/jobs', {
+      body: { type: 'summarize', input: text },
+      headers: { 'idempotency-key': `k-${uid()}`, authorization: 'Bearer nope-nope-nope' },
+      tenant: null,
+    });
     expect(wrong.status).toBe(401);
     const get = await h.api('/v1/jobs/job-0000', { tenant: null });
     expect(get.status).toBe(401);
   });
 
-  it('never shows one tenant\'s job to another (404 as if absent), and the same key is independent per tenant', async () => {
+  it("never shows one tenant's job to another (404 as if absent), and the same key is independent per tenant", async () => {
     const key = `shared-${uid()}`;
     const a = await h.submit('summarize', text, { key, tenant: 'a' });
     const b = await h.submit('summarize', { text: 'tenant b text' }, { key, tenant: 'b' });
@@ -142,7 +161,9 @@ describe('bad input: a precise problem and nothing written', () => {
     expect(paths).toEqual(expect.arrayContaining(['input.text', 'input.notifyEmail']));
     const purchase = await h.submit('purchase', { amountCents: -5, currency: 'euro', customer: 'c', receiptEmail: 'x@y.zz' });
     expect(purchase.status).toBe(400);
-    expect(purchase.body.errors.map((e: { path: string }) => e.path)).toEqual(expect.arrayContaining(['input.amountCents', 'input.currency']));
+    expect(purchase.body.errors.map((e: { path: string }) => e.path)).toEqual(
+      expect.arrayContaining(['input.amountCents', 'input.currency']),
+    );
   });
 
   it('400 for a body of the wrong shape and for text over 100000 characters', async () => {
@@ -156,12 +177,21 @@ describe('bad input: a precise problem and nothing written', () => {
 
   it('400 for malformed JSON, 415 for another content type, 413 over 256 KiB', async () => {
     const before = await countIntents();
-    const bad = await h.api('/v1/jobs', { rawBody: '{"type": "summarize", ', headers: { 'idempotency-key': `k-${uid()}`, 'content-type': 'application/json' } });
+    const bad = await h.api('/v1/jobs', {
+      rawBody: '{"type": "summarize", ',
+      headers: { 'idempotency-key': `k-${uid()}`, 'content-type': 'application/json' },
+    });
     expect(bad.status).toBe(400);
     expect(bad.body.type).toBe('urn:durable-jobs:problem:malformed-json');
-    const form = await h.api('/v1/jobs', { rawBody: 'type=summarize', headers: { 'idempotency-key': `k-${uid()}`, 'content-type': 'application/x-www-form-urlencoded' } });
+    const form = await h.api('/v1/jobs', {
+      rawBody: 'type=summarize',
+      headers: { 'idempotency-key': `k-${uid()}`, 'content-type': 'application/x-www-form-urlencoded' },
+    });
     expect(form.status).toBe(415);
-    const big = await h.api('/v1/jobs', { rawBody: JSON.stringify({ type: 'summarize', input: { text: 'a'.repeat(300 * 1024) } }), headers: { 'idempotency-key': `k-${uid()}`, 'content-type': 'application/json' } });
+    const big = await h.api('/v1/jobs', {
+      rawBody: JSON.stringify({ type: 'summarize', input: { text: 'a'.repeat(300 * 1024) } }),
+      headers: { 'idempotency-key': `k-${uid()}`, 'content-type': 'application/json' },
+    });
     expect(big.status).toBe(413);
     expect(big.body.type).toBe('urn:durable-jobs:problem:payload-too-large');
     expect(await countIntents()).toBe(before);

@@ -9,27 +9,47 @@ import { freePort } from '../../scripts/lib/dev-server.js';
 import { defaultJobRegistry } from '../../jobs/index.js';
 
 let h: Harness;
-beforeAll(async () => { h = await startHarness('unavailable'); });
-afterAll(async () => { await h?.close(); });
+beforeAll(async () => {
+  h = await startHarness('unavailable');
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 /** An API whose Temporal or Postgres is a closed port: a real outage, not a mock. */
 async function degradedApi(which: 'temporal' | 'postgres') {
   const deadPort = await freePort();
   const pool = which === 'postgres' ? createPool(`postgres://postgres@127.0.0.1:${deadPort}/nothing`, h.log) : h.pool;
-  const connection = which === 'temporal' ? Connection.lazy({ address: `127.0.0.1:${deadPort}`, connectTimeout: 1_000 }) : h.temporal.connection as Connection;
+  const connection =
+    which === 'temporal'
+      ? Connection.lazy({ address: `127.0.0.1:${deadPort}`, connectTimeout: 1_000 })
+      : (h.temporal.connection as Connection);
   const temporal = new Client({ connection, namespace: h.temporal.options.namespace });
   const jobs = createJobsClient({ jobs: defaultJobRegistry, pool, temporal, taskQueue: h.taskQueue, startTimeoutMs: 2_000 });
-  const app = buildApp({ jobTypes: defaultJobRegistry, pool, temporal, jobs, log: h.log, adminApiKey: undefined, webhookSecrets: {}, version: 'test' });
+  const app = buildApp({
+    jobTypes: defaultJobRegistry,
+    pool,
+    temporal,
+    jobs,
+    log: h.log,
+    adminApiKey: undefined,
+    webhookSecrets: {},
+    version: 'test',
+  });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const port = (app.server.address() as { port: number }).port;
   return {
-    submit: (key: string) => fetch(`http://127.0.0.1:${port}/v1/jobs`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${TENANTS.a.key}`, 'idempotency-key': key, 'content-type': 'application/json' },
-      body: JSON.stringify({ type: 'summarize', input: { text: 'Outage test. Nothing half accepted.' } }),
-    }),
+    submit: (key: string) =>
+      fetch(`http://127.0.0.1:${port}/v1/jobs`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TENANTS.a.key}`, 'idempotency-key': key, 'content-type': 'application/json' },
+        body: JSON.stringify({ type: 'summarize', input: { text: 'Outage test. Nothing half accepted.' } }),
+      }),
     ready: () => fetch(`http://127.0.0.1:${port}/readyz`),
-    close: async () => { await app.close(); if (which === 'postgres') await pool.end(); },
+    close: async () => {
+      await app.close();
+      if (which === 'postgres') await pool.end();
+    },
   };
 }
 
@@ -41,7 +61,7 @@ describe('intake when a dependency is down', () => {
       const r = await api.submit(key);
       expect(r.status).toBe(503);
       expect(Number(r.headers.get('retry-after'))).toBeGreaterThan(0);
-      const body = await r.json() as { type: string };
+      const body = (await r.json()) as { type: string };
       expect(body.type).toBe('urn:durable-jobs:problem:unavailable');
       expect((await api.ready()).status).toBe(503);
     } finally {

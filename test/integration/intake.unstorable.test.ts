@@ -3,8 +3,12 @@ import { Webhook } from 'standardwebhooks';
 import { startHarness, uid, WEBHOOK_SECRET, type Harness } from '../support/harness.js';
 
 let h: Harness;
-beforeAll(async () => { h = await startHarness('unstorable', { workers: 0 }); });
-afterAll(async () => { await h?.close(); });
+beforeAll(async () => {
+  h = await startHarness('unstorable', { workers: 0 });
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 const count = async () => (await h.pool.query('SELECT count(*)::int AS n FROM job_intents')).rows[0].n as number;
 
@@ -34,7 +38,9 @@ describe('text Postgres cannot store', () => {
     const r = await fetch(`${h.baseUrl}/v1/webhooks/sim`, {
       method: 'POST',
       headers: {
-        'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': String(Math.floor(ts.getTime() / 1000)),
+        'content-type': 'application/json',
+        'webhook-id': id,
+        'webhook-timestamp': String(Math.floor(ts.getTime() / 1000)),
         'webhook-signature': new Webhook(WEBHOOK_SECRET).sign(id, ts, body),
       },
       body,

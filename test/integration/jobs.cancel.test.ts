@@ -2,9 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, waitFor, type Harness } from '../support/harness.js';
 
 let h: Harness;
-beforeAll(async () => { h = await startHarness('cancel'); });
-afterAll(async () => { await h?.close(); });
-
+beforeAll(async () => {
+  h = await startHarness('cancel');
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 describe('POST /v1/jobs/{id}/cancel', () => {
   it('cancels a retrying job: 202, status cancelled, and it is never claimed again', async () => {

@@ -9,8 +9,12 @@ import { operatorKey, startHarness, waitFor, type Harness } from '../support/har
 const registry = createJobRegistry([...builtInJobTypes, reserveAndConfirmJobType]);
 
 let h: Harness;
-beforeAll(async () => { h = await startHarness('custom-type', { jobTypes: registry }); });
-afterAll(async () => { await h?.close(); });
+beforeAll(async () => {
+  h = await startHarness('custom-type', { jobTypes: registry });
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 const admin = (path: string, init: { method?: string; body?: unknown } = {}) =>
   h.api(path, { ...init, tenant: null, headers: { authorization: `Bearer ${operatorKey('dana')}` } });
@@ -63,10 +67,15 @@ describe('a job type defined outside the product, registered in one line', () =>
 
     const replay = await admin('/v1/dead-letters/replay', { body: { ids: [failed.deadLetterId] } });
     expect(replay.status).toBe(202);
-    const progress = await waitFor('the replay to finish', async () => {
-      const p = await admin(`/v1/dead-letters/replays/${replay.body.replayId}`);
-      return ['completed', 'stopped', 'halted'].includes(p.body?.state) ? p.body : undefined;
-    }, 120_000, 500);
+    const progress = await waitFor(
+      'the replay to finish',
+      async () => {
+        const p = await admin(`/v1/dead-letters/replays/${replay.body.replayId}`);
+        return ['completed', 'stopped', 'halted'].includes(p.body?.state) ? p.body : undefined;
+      },
+      120_000,
+      500,
+    );
     expect(progress.counts.succeeded).toBe(1);
     const replayJob = (await h.api(`/v1/jobs/${jobId}-replay-1`)).body;
     expect(replayJob).toMatchObject({ status: 'succeeded', type: 'reserve-and-confirm', replayOf: jobId });

@@ -16,8 +16,12 @@ interface Recorded {
 const recorded: Recorded = JSON.parse(await readFile(new URL('../fixtures/pre-move/recorded-3b5adf8.json', import.meta.url), 'utf8'));
 
 let h: Harness;
-beforeAll(async () => { h = await startHarness('pre-move'); });
-afterAll(async () => { await h?.close(); });
+beforeAll(async () => {
+  h = await startHarness('pre-move');
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 describe('jobs recorded before the job-type move', () => {
   it('replay their Temporal histories on the new bundle without a determinism error', async () => {
@@ -34,9 +38,13 @@ describe('jobs recorded before the job-type move', () => {
     for (const table of ['job_intents', 'effects', 'dead_letters', 'dead_letter_actions'] as const) {
       for (const row of recorded.evidence[table]) {
         // The intent points to its dead letter, which points back: link it once both exist.
-        const cols = Object.keys(row).filter((c) => !(table === 'dead_letter_actions' && c === 'id') && !(table === 'job_intents' && c === 'dead_letter_id'));
+        const cols = Object.keys(row).filter(
+          (c) => !(table === 'dead_letter_actions' && c === 'id') && !(table === 'job_intents' && c === 'dead_letter_id'),
+        );
         const list = cols.map((c) => `"${c}"`).join(', ');
-        await h.pool.query(`INSERT INTO ${table} (${list}) SELECT ${list} FROM jsonb_populate_record(NULL::${table}, $1::jsonb)`, [JSON.stringify(row)]);
+        await h.pool.query(`INSERT INTO ${table} (${list}) SELECT ${list} FROM jsonb_populate_record(NULL::${table}, $1::jsonb)`, [
+          JSON.stringify(row),
+        ]);
       }
     }
     const jobId = recorded.ids.purchase;
@@ -51,13 +59,22 @@ describe('jobs recorded before the job-type move', () => {
     ]);
     const replay = await admin('/v1/dead-letters/replay', { ids: [dl.id] });
     expect(replay.status).toBe(202);
-    const done = await waitFor('the replay to finish', async () => {
-      const p = await admin(`/v1/dead-letters/replays/${replay.body.replayId}`);
-      return ['completed', 'stopped', 'halted'].includes(p.body?.state) ? p.body : undefined;
-    }, 120_000, 500);
+    const done = await waitFor(
+      'the replay to finish',
+      async () => {
+        const p = await admin(`/v1/dead-letters/replays/${replay.body.replayId}`);
+        return ['completed', 'stopped', 'halted'].includes(p.body?.state) ? p.body : undefined;
+      },
+      120_000,
+      500,
+    );
     expect(done.counts.succeeded).toBe(1);
     const job = (await h.api(`/v1/jobs/${jobId}-replay-1`)).body;
-    expect(job).toMatchObject({ status: 'succeeded', replayOf: jobId, result: { chargeId: recorded.evidence.effects.find((e) => e.step === 'charge')!.provider_id } });
+    expect(job).toMatchObject({
+      status: 'succeeded',
+      replayOf: jobId,
+      result: { chargeId: recorded.evidence.effects.find((e) => e.step === 'charge')!.provider_id },
+    });
     const ledger = (await h.simEffects()).byKey;
     expect(ledger[`${jobId}:charge`]).toBeUndefined(); // reused from Postgres: never sent again
     expect(ledger[`${jobId}:receipt`]).toMatchObject({ applied: 1 });

@@ -5,8 +5,12 @@ import { JOB_STATES } from '../../contract/job-types.js';
 import { startHarness, waitFor, type Harness } from '../support/harness.js';
 
 let h: Harness;
-beforeAll(async () => { h = await startHarness('search-state', { workers: 0 }); });
-afterAll(async () => { await h?.close(); });
+beforeAll(async () => {
+  h = await startHarness('search-state', { workers: 0 });
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 const jobState = async (jobId: string) => (await h.temporal.workflow.getHandle(jobId).describe()).typedSearchAttributes.get(JobStateKey);
 const apiStatus = async (jobId: string) => (await h.api(`/v1/jobs/${jobId}`)).body;
@@ -31,7 +35,11 @@ describe('the JobState search attribute next to the API status', () => {
     // Result stored, notification still held: both say succeeded (the attribute follows within a task).
     const done = await h.waitForStatus(jobId, 'succeeded');
     expect(done.notification).toBe('pending');
-    await waitFor('JobState to say succeeded while the notification is pending', async () => (await jobState(jobId)) === 'succeeded', 30_000);
+    await waitFor(
+      'JobState to say succeeded while the notification is pending',
+      async () => (await jobState(jobId)) === 'succeeded',
+      30_000,
+    );
     expect((await apiStatus(jobId)).notification).toBe('pending');
 
     await fetch(`${h.sim.url}/__sim/holds/release`, { method: 'POST' });

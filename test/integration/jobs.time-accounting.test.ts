@@ -26,7 +26,9 @@ describe('time accounting', () => {
     const a = (await h.submit('summarize', { text: 'Holds the slot.' })).body.jobId as string;
     await expect.poll(async () => (await h.simEffects()).byKey[`${a}:summarize`]?.applied, { timeout: 60_000, interval: 100 }).toBe(1);
     const b = (await h.submit('summarize', { text: 'Waits for the slot.' })).body.jobId as string;
-    await waitFor('B to wait for a slot', async () => String((await h.api(`/v1/jobs/${b}`)).body.statusReason ?? '').includes('waiting for an upstream slot'));
+    await waitFor('B to wait for a slot', async () =>
+      String((await h.api(`/v1/jobs/${b}`)).body.statusReason ?? '').includes('waiting for an upstream slot'),
+    );
     const [bAttempt] = (await h.pool.query('SELECT started_at FROM activity_leases WHERE job_id = $1', [b])).rows;
     const releasedAt = Date.now();
     await fetch(`${h.sim.url}/__sim/holds/release`, { method: 'POST' });
@@ -55,7 +57,8 @@ describe('time accounting', () => {
 
     // The health figures' execution percentiles come from the same spans.
     const summarize = (await completionsByType(h.pool)).find((r) => r.job_type === 'summarize')!;
-    const spans = (await h.pool.query(`SELECT max(execution_ms)::int AS max FROM job_intents WHERE job_type = 'summarize'`)).rows[0].max as number;
+    const spans = (await h.pool.query(`SELECT max(execution_ms)::int AS max FROM job_intents WHERE job_type = 'summarize'`)).rows[0]
+      .max as number;
     expect(Number(summarize.exec_p95_s) * 1000).toBeLessThanOrEqual(spans + 1);
   });
 });

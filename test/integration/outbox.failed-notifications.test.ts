@@ -3,8 +3,12 @@ import { outboxFigures } from '../../store/health.js';
 import { operatorKey, startHarness, waitFor, type Harness } from '../support/harness.js';
 
 let h: Harness;
-beforeAll(async () => { h = await startHarness('outbox-failed', { workers: 1 }); });
-afterAll(async () => { await h?.close(); });
+beforeAll(async () => {
+  h = await startHarness('outbox-failed', { workers: 1 });
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 const admin = (path: string, init: { method?: string; body?: unknown } = {}) =>
   h.api(path, { ...init, tenant: null, headers: { authorization: `Bearer ${operatorKey('dana')}` } });
@@ -29,7 +33,16 @@ describe('a notification that fails permanently', () => {
     const list = await admin('/v1/admin/outbox?state=failed');
     expect(list.status).toBe(200);
     const item = list.body.items.find((i: { jobId: string }) => i.jobId === jobId);
-    expect(item).toMatchObject({ id: row.id, kind: 'email', state: 'failed', errorClass: 'invalid_request', statusCode: 400, attempts: 1, tenantId: 'tenant-a', replays: 0 });
+    expect(item).toMatchObject({
+      id: row.id,
+      kind: 'email',
+      state: 'failed',
+      errorClass: 'invalid_request',
+      statusCode: 400,
+      attempts: 1,
+      tenantId: 'tenant-a',
+      replays: 0,
+    });
     expect(item.failedAt).toMatch(/Z$/);
     expect(JSON.stringify(list.body)).not.toContain('bounce@example.com');
 

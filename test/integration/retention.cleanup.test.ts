@@ -6,21 +6,35 @@ import type { RetentionInput, RetentionReport } from '../../contract/retention.j
 import { startHarness, uid, type Harness } from '../support/harness.js';
 
 let h: Harness;
-beforeAll(async () => { h = await startHarness('retention'); });
-afterAll(async () => { await h?.close(); });
+beforeAll(async () => {
+  h = await startHarness('retention');
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 /** The per-job tables the cleanup prunes, and the column each row's age is read from. */
 const PER_JOB: Array<[string, string[]]> = [
-  ['job_attempts', ['started_at', 'finished_at']], ['effects', ['first_attempt_at', 'last_attempt_at', 'updated_at']],
-  ['outbox', ['created_at', 'deliver_by']], ['activity_leases', ['started_at', 'deadline_at']], ['intent_duplicates', ['received_at']],
+  ['job_attempts', ['started_at', 'finished_at']],
+  ['effects', ['first_attempt_at', 'last_attempt_at', 'updated_at']],
+  ['outbox', ['created_at', 'deliver_by']],
+  ['activity_leases', ['started_at', 'deadline_at']],
+  ['intent_duplicates', ['received_at']],
 ];
 
 /** Moves a job and every row it left `days` into the past (its intent's finish included). */
 async function backdate(jobId: string, days: number): Promise<void> {
   const ago = `now() - ${days} * interval '1 day'`;
-  await h.pool.query(`UPDATE job_intents SET created_at = ${ago}, updated_at = ${ago}, finished_at = CASE WHEN finished_at IS NULL THEN NULL ELSE ${ago} END WHERE job_id = $1`, [jobId]);
-  for (const [table, cols] of PER_JOB) await h.pool.query(`UPDATE ${table} SET ${cols.map((c) => `${c} = ${ago}`).join(', ')} WHERE job_id = $1`, [jobId]);
-  await h.pool.query(`UPDATE dead_letters SET created_at = ${ago}, updated_at = ${ago}, first_failure_at = ${ago}, last_failure_at = ${ago} WHERE job_id = $1`, [jobId]);
+  await h.pool.query(
+    `UPDATE job_intents SET created_at = ${ago}, updated_at = ${ago}, finished_at = CASE WHEN finished_at IS NULL THEN NULL ELSE ${ago} END WHERE job_id = $1`,
+    [jobId],
+  );
+  for (const [table, cols] of PER_JOB)
+    await h.pool.query(`UPDATE ${table} SET ${cols.map((c) => `${c} = ${ago}`).join(', ')} WHERE job_id = $1`, [jobId]);
+  await h.pool.query(
+    `UPDATE dead_letters SET created_at = ${ago}, updated_at = ${ago}, first_failure_at = ${ago}, last_failure_at = ${ago} WHERE job_id = $1`,
+    [jobId],
+  );
 }
 
 async function rowsOf(jobId: string): Promise<Record<string, number>> {
@@ -43,16 +57,26 @@ async function finishedJob(opts: { refuseNotification?: boolean } = {}): Promise
   return { jobId: r.body.jobId, key, input };
 }
 
-const run = (input: RetentionInput) => h.temporal.workflow.execute('retentionCleanup', {
-  taskQueue: h.taskQueue, workflowId: `retention-${uid()}`, args: [input],
-}) as Promise<RetentionReport>;
+const run = (input: RetentionInput) =>
+  h.temporal.workflow.execute('retentionCleanup', {
+    taskQueue: h.taskQueue,
+    workflowId: `retention-${uid()}`,
+    args: [input],
+  }) as Promise<RetentionReport>;
 
 describe('retention cleanup', () => {
   it('deletes old rows in small batches and keeps what live jobs, open dead letters and the idempotency window need', async () => {
     // The configuration as a deployment would set it: 30 days everywhere, intents of finished
     // jobs exactly the 7-day idempotency window; batches of 2 rows.
-    const config = loadConfig({ RETENTION_DAYS_BY_TABLE: '{"job_intents": 7}', RETENTION_BATCH_SIZE: '2' }, { jobTypes: defaultJobRegistry.names, mode: 'dev' }).retention;
-    expect(config).toMatchObject({ idempotencyWindowDays: 7, batchSize: 2, days: { job_intents: 7, effects: 30, job_attempts: 30, health_samples: 1, degradation_audit: 365 } });
+    const config = loadConfig(
+      { RETENTION_DAYS_BY_TABLE: '{"job_intents": 7}', RETENTION_BATCH_SIZE: '2' },
+      { jobTypes: defaultJobRegistry.names, mode: 'dev' },
+    ).retention;
+    expect(config).toMatchObject({
+      idempotencyWindowDays: 7,
+      batchSize: 2,
+      days: { job_intents: 7, effects: 30, job_attempts: 30, health_samples: 1, degradation_audit: 365 },
+    });
     const input: RetentionInput = { days: config.days, batchSize: config.batchSize };
 
     // Old finished jobs (40 days) and one just past the window (10 days): they go, whole.
@@ -78,8 +102,15 @@ describe('retention cleanup', () => {
     await backdate(unfinished.jobId, 40);
     await backdate(dl.body.jobId, 40);
 
-    const before: Record<string, Record<string, number>> = Object.fromEntries(await Promise.all([...old, pastWindow, recent, failedNotification, unfinished].map(async (j) => [j.jobId, await rowsOf(j.jobId)])));
-    for (const j of old) expect(Object.values(before[j.jobId]!).slice(0, 6).every((n) => n > 0)).toBe(true);
+    const before: Record<string, Record<string, number>> = Object.fromEntries(
+      await Promise.all([...old, pastWindow, recent, failedNotification, unfinished].map(async (j) => [j.jobId, await rowsOf(j.jobId)])),
+    );
+    for (const j of old)
+      expect(
+        Object.values(before[j.jobId]!)
+          .slice(0, 6)
+          .every((n) => n > 0),
+      ).toBe(true);
     const dlBefore = await rowsOf(dl.body.jobId);
     expect(dlBefore).toMatchObject({ job_intents: 1, dead_letters: 1 });
     expect(dlBefore.effects).toBeGreaterThan(0);
@@ -90,9 +121,14 @@ describe('retention cleanup', () => {
       ('old-${uid()}', 'w', now(), now() - interval '40 days', now() - interval '40 days'), ('new-${uid()}', 'w', now(), now(), now())`);
     await h.pool.query(`INSERT INTO degradation_audit (actor, key_id, before, after, at) VALUES
       ('a', 'k', '{}', '{}', now() - interval '400 days'), ('a', 'k', '{}', '{}', now() - interval '40 days')`);
-    await h.pool.query(`INSERT INTO health_samples (minute, figures) VALUES (date_trunc('minute', now()) - interval '2 days', '{}'), (date_trunc('minute', now()) - interval '1 hour', '{}')`);
-    await h.pool.query(`INSERT INTO intake_rejections (minute, cause, count) VALUES (date_trunc('minute', now()) - interval '40 days', 'x', 1), (date_trunc('minute', now()), 'x', 1)`);
-    await h.pool.query(`INSERT INTO webhook_deliveries (source, webhook_id, event_type, payload, outcome, first_seen_at, last_received_at) VALUES
+    await h.pool.query(
+      `INSERT INTO health_samples (minute, figures) VALUES (date_trunc('minute', now()) - interval '2 days', '{}'), (date_trunc('minute', now()) - interval '1 hour', '{}')`,
+    );
+    await h.pool.query(
+      `INSERT INTO intake_rejections (minute, cause, count) VALUES (date_trunc('minute', now()) - interval '40 days', 'x', 1), (date_trunc('minute', now()), 'x', 1)`,
+    );
+    await h.pool
+      .query(`INSERT INTO webhook_deliveries (source, webhook_id, event_type, payload, outcome, first_seen_at, last_received_at) VALUES
       ('sim', 'old-signalled-${uid()}', 'e', '{}', 'signalled', now() - interval '40 days', now() - interval '40 days'),
       ('sim', 'old-pending-${uid()}', 'e', '{}', 'pending_signal', now() - interval '40 days', now() - interval '40 days'),
       ('sim', 'new-${uid()}', 'e', '{}', 'signalled', now(), now())`);
@@ -103,7 +139,9 @@ describe('retention cleanup', () => {
       samples: await count('SELECT count(*)::int AS n FROM health_samples'),
       rejections: await count('SELECT count(*)::int AS n FROM intake_rejections'),
       webhooks: await count(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE source = 'sim' AND event_type = 'e'`),
-      pendingWebhooks: await count(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE outcome = 'pending_signal' AND event_type = 'e'`),
+      pendingWebhooks: await count(
+        `SELECT count(*)::int AS n FROM webhook_deliveries WHERE outcome = 'pending_signal' AND event_type = 'e'`,
+      ),
     });
     const othersBefore = await others();
 
@@ -123,7 +161,16 @@ describe('retention cleanup', () => {
 
     // Old rows went, all of them, though each statement deleted at most 2.
     const gone = [...old, pastWindow];
-    for (const j of gone) expect(await rowsOf(j.jobId)).toEqual({ job_intents: 0, job_attempts: 0, effects: 0, outbox: 0, activity_leases: 0, intent_duplicates: 0, dead_letters: 0 });
+    for (const j of gone)
+      expect(await rowsOf(j.jobId)).toEqual({
+        job_intents: 0,
+        job_attempts: 0,
+        effects: 0,
+        outbox: 0,
+        activity_leases: 0,
+        intent_duplicates: 0,
+        dead_letters: 0,
+      });
     // Per table: every row of the jobs that went, and the 40-day-old rows of the job kept for
     // its failed notification (that job is finished: only its intent and outbox row must stay).
     const sum = (t: string) => [...gone, failedNotification].reduce((a, j) => a + before[j.jobId]![t]!, 0);
@@ -134,7 +181,14 @@ describe('retention cleanup', () => {
     expect(first.activity_leases).toBe(sum('activity_leases'));
     expect(first.outbox).toBe(sum('outbox') - 1);
     expect(first.intent_duplicates).toBe(sum('intent_duplicates'));
-    expect(await others()).toEqual({ ...othersBefore, scanRuns: othersBefore.scanRuns - 1, audit: othersBefore.audit - 1, samples: othersBefore.samples - 1, rejections: othersBefore.rejections - 1, webhooks: othersBefore.webhooks - 1 });
+    expect(await others()).toEqual({
+      ...othersBefore,
+      scanRuns: othersBefore.scanRuns - 1,
+      audit: othersBefore.audit - 1,
+      samples: othersBefore.samples - 1,
+      rejections: othersBefore.rejections - 1,
+      webhooks: othersBefore.webhooks - 1,
+    });
     expect((await others()).pendingWebhooks).toBe(othersBefore.pendingWebhooks);
 
     // Idempotent: a second run finds nothing left to delete.
@@ -152,7 +206,11 @@ describe('retention cleanup', () => {
       expect(d.action.workflowType).toBe('retentionCleanup');
       expect(d.action.args?.[0]).toEqual({ days: retention.days, batchSize: 500 });
     } finally {
-      for (const d of decls) await h.temporal.schedule.getHandle(scheduleIdFor(prefix, d.name)).delete().catch(() => undefined);
+      for (const d of decls)
+        await h.temporal.schedule
+          .getHandle(scheduleIdFor(prefix, d.name))
+          .delete()
+          .catch(() => undefined);
     }
   });
 });

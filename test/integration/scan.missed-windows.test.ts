@@ -12,20 +12,34 @@ let decls: ScheduleDeclaration[];
 beforeAll(async () => {
   h = await startHarness('scan-windows');
   // An hourly digest, declared paused: every window it should have fired is "missed".
-  decls = [{
-    kind: 'job', name: 'digest', jobType: 'digest', description: 'test hourly digest',
-    timing: { every: HOUR }, overlap: 'BUFFER_ALL', catchupWindowMs: MINUTE, paused: true,
-  }];
+  decls = [
+    {
+      kind: 'job',
+      name: 'digest',
+      jobType: 'digest',
+      description: 'test hourly digest',
+      timing: { every: HOUR },
+      overlap: 'BUFFER_ALL',
+      catchupWindowMs: MINUTE,
+      paused: true,
+    },
+  ];
   await ensureSchedules(h.temporal, h.taskQueue, decls);
 });
 afterAll(async () => {
-  await h?.temporal.schedule.getHandle(scheduleIdFor(h.taskQueue, 'digest')).delete().catch(() => undefined);
+  await h?.temporal.schedule
+    .getHandle(scheduleIdFor(h.taskQueue, 'digest'))
+    .delete()
+    .catch(() => undefined);
   await h?.close();
 });
 
-const runScan = (input: ScanInput) => h.temporal.workflow.execute('compensationScan', {
-  taskQueue: h.taskQueue, workflowId: `scan-${uid()}`, args: [input],
-}) as Promise<ScanReport>;
+const runScan = (input: ScanInput) =>
+  h.temporal.workflow.execute('compensationScan', {
+    taskQueue: h.taskQueue,
+    workflowId: `scan-${uid()}`,
+    args: [input],
+  }) as Promise<ScanReport>;
 
 describe('compensation scan: missed schedule windows', () => {
   it('fills each window a paused schedule missed exactly once, however often it runs', async () => {
@@ -54,10 +68,14 @@ describe('compensation scan: missed schedule windows', () => {
     expect(jobs.rowCount).toBe(expected.length * 2);
 
     // Every filled window's jobs ran and sent their digest once.
-    await waitFor('every digest to succeed', async () => {
-      const r = await h.pool.query(`SELECT 1 FROM job_intents WHERE job_type = 'digest' AND status <> 'succeeded'`);
-      return r.rowCount === 0;
-    }, 90_000);
+    await waitFor(
+      'every digest to succeed',
+      async () => {
+        const r = await h.pool.query(`SELECT 1 FROM job_intents WHERE job_type = 'digest' AND status <> 'succeeded'`);
+        return r.rowCount === 0;
+      },
+      90_000,
+    );
     const effects = await h.simEffects();
     for (const { job_id } of jobs.rows) expect(effects.byKey[`${job_id}:digest`]).toMatchObject({ applied: 1 });
 

@@ -11,13 +11,20 @@ import { startHarness, TENANTS, uid, type Harness } from '../support/harness.js'
 const HOUR = 3_600_000;
 
 let h: Harness;
-beforeAll(async () => { h = await startHarness('scan-repairs'); });
-afterAll(async () => { await h?.close(); });
+beforeAll(async () => {
+  h = await startHarness('scan-repairs');
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 /** The scan with an explicit "now"; no schedules, so only the other repairs run. */
-const runScan = (input: Partial<ScanInput> = {}) => h.temporal.workflow.execute('compensationScan', {
-  taskQueue: h.taskQueue, workflowId: `scan-${uid()}`, args: [{ schedules: [], ...input }],
-}) as Promise<ScanReport>;
+const runScan = (input: Partial<ScanInput> = {}) =>
+  h.temporal.workflow.execute('compensationScan', {
+    taskQueue: h.taskQueue,
+    workflowId: `scan-${uid()}`,
+    args: [{ schedules: [], ...input }],
+  }) as Promise<ScanReport>;
 const inAnHour = () => new Date(Date.now() + HOUR).toISOString();
 
 describe('compensation scan: repairs', () => {
@@ -27,7 +34,15 @@ describe('compensation scan: repairs', () => {
     const key = `lost-start-${uid()}`;
     const jobId = jobIdFor(tenantId, 'summarize', key);
     const input = { text: 'A start that was lost. Then found.' };
-    await insertIntent(h.pool, { jobId, tenantId, jobType: 'summarize', keyHash: keyHash(tenantId, key), inputHash: inputHash('summarize', input), input, priority: 'normal' });
+    await insertIntent(h.pool, {
+      jobId,
+      tenantId,
+      jobType: 'summarize',
+      keyHash: keyHash(tenantId, key),
+      inputHash: inputHash('summarize', input),
+      input,
+      priority: 'normal',
+    });
 
     // Within the grace period it is left alone (the starter may still be on its way).
     expect((await runScan({ now: new Date().toISOString() })).intentsStarted).toBe(0);
@@ -45,7 +60,13 @@ describe('compensation scan: repairs', () => {
     await h.waitForStatus(jobId, 'succeeded');
     // The worker died between committing the result (with its outbox row) and delivering it.
     const effectKey = effectKeyFor(jobId, 'notify-email');
-    await insertOutbox(h.pool, { jobId, kind: 'email', effectKey, payload: { to: 'ops@example.com', subject: 'done', body: `Job ${jobId} succeeded.` }, deliverWithinMs: 1 });
+    await insertOutbox(h.pool, {
+      jobId,
+      kind: 'email',
+      effectKey,
+      payload: { to: 'ops@example.com', subject: 'done', body: `Job ${jobId} succeeded.` },
+      deliverWithinMs: 1,
+    });
 
     const first = await runScan({ now: inAnHour() });
     expect(first).toMatchObject({ outboxRedelivered: 1, errors: 0 });
@@ -64,17 +85,21 @@ describe('compensation scan: repairs', () => {
     }
     // The first one reached the upstream, but its answer was lost (the row stays pending, in doubt).
     const res = await fetch(`${h.sim.url}/v1/summaries`, {
-      method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': applied, 'x-tenant-id': tenantId },
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': applied, 'x-tenant-id': tenantId },
       body: JSON.stringify({ text: 'Applied upstream. Answer lost.' }),
     });
-    const upstream = await res.json() as { id: string };
+    const upstream = (await res.json()) as { id: string };
 
     const first = await runScan({ now: inAnHour() });
     expect(first).toMatchObject({ effectsReconciled: 1, effectsNotApplied: 1, errors: 0 });
     const again = await runScan({ now: inAnHour() });
     expect(again).toMatchObject({ effectsReconciled: 0, effectsNotApplied: 0 });
 
-    const rows = await h.pool.query(`SELECT effect_key, state, in_doubt, provider_id, reconciliations FROM effects WHERE effect_key = ANY($1)`, [[applied, neverSent]]);
+    const rows = await h.pool.query(
+      `SELECT effect_key, state, in_doubt, provider_id, reconciliations FROM effects WHERE effect_key = ANY($1)`,
+      [[applied, neverSent]],
+    );
     const byKey = Object.fromEntries(rows.rows.map((x) => [x.effect_key, x]));
     expect(byKey[applied]).toMatchObject({ state: 'succeeded', in_doubt: false, provider_id: upstream.id, reconciliations: 1 });
     expect(byKey[neverSent]).toMatchObject({ state: 'pending', in_doubt: false, reconciliations: 1 });
@@ -84,11 +109,17 @@ describe('compensation scan: repairs', () => {
   });
 
   it('records every run with its counts, also as metrics', async () => {
-    const runs = await h.pool.query<{ intents_started: number; outbox_redelivered: number; effects_reconciled: number; effects_not_applied: number }>(
-      'SELECT intents_started, outbox_redelivered, effects_reconciled, effects_not_applied FROM scan_runs');
+    const runs = await h.pool.query<{
+      intents_started: number;
+      outbox_redelivered: number;
+      effects_reconciled: number;
+      effects_not_applied: number;
+    }>('SELECT intents_started, outbox_redelivered, effects_reconciled, effects_not_applied FROM scan_runs');
     expect(runs.rowCount).toBe(7);
     const sum = (k: keyof (typeof runs.rows)[number]) => runs.rows.reduce((n, r) => n + r[k], 0);
-    expect([sum('intents_started'), sum('outbox_redelivered'), sum('effects_reconciled'), sum('effects_not_applied')]).toEqual([1, 1, 1, 1]);
+    expect([sum('intents_started'), sum('outbox_redelivered'), sum('effects_reconciled'), sum('effects_not_applied')]).toEqual([
+      1, 1, 1, 1,
+    ]);
     const registry = new Registry();
     registerScanMetrics(registry, h.pool);
     const text = await registry.metrics();

@@ -9,34 +9,53 @@ import { operatorKey, startHarness, uid, waitFor, type Harness } from '../suppor
 const HOUR = 3_600_000;
 
 let h: Harness;
-beforeAll(async () => { h = await startHarness('scan-replays-webhooks'); });
-afterAll(async () => { await h?.close(); });
+beforeAll(async () => {
+  h = await startHarness('scan-replays-webhooks');
+});
+afterAll(async () => {
+  await h?.close();
+});
 
-const runScan = (input: Partial<ScanInput> = {}) => h.temporal.workflow.execute('compensationScan', {
-  taskQueue: h.taskQueue, workflowId: `scan-${uid()}`, args: [{ schedules: [], ...input }],
-}) as Promise<ScanReport>;
+const runScan = (input: Partial<ScanInput> = {}) =>
+  h.temporal.workflow.execute('compensationScan', {
+    taskQueue: h.taskQueue,
+    workflowId: `scan-${uid()}`,
+    args: [{ schedules: [], ...input }],
+  }) as Promise<ScanReport>;
 const inAnHour = () => new Date(Date.now() + HOUR).toISOString();
 const admin = (path: string, init: { method?: string; body?: unknown } = {}) =>
   h.api(path, { ...init, tenant: null, headers: { authorization: `Bearer ${operatorKey('alice')}` } });
-const dlState = async (id: string) => (await h.pool.query<{ state: string }>('SELECT state FROM dead_letters WHERE id = $1', [id])).rows[0]?.state;
+const dlState = async (id: string) =>
+  (await h.pool.query<{ state: string }>('SELECT state FROM dead_letters WHERE id = $1', [id])).rows[0]?.state;
 
 /** A purchase whose receipt is refused once (400): one open dead letter. */
 async function deadLetteredPurchase(): Promise<{ jobId: string; deadLetterId: string }> {
   await h.simFault({ path: '/v1/receipts', times: 1, status: 400 });
-  const jobId = (await h.submit('purchase', { amountCents: 900, currency: 'EUR', customer: `cus_${uid()}`, receiptEmail: 'buyer@example.com' })).body.jobId as string;
+  const jobId = (
+    await h.submit('purchase', { amountCents: 900, currency: 'EUR', customer: `cus_${uid()}`, receiptEmail: 'buyer@example.com' })
+  ).body.jobId as string;
   const job = await h.waitForStatus(jobId, 'dead_lettered');
   return { jobId, deadLetterId: job.deadLetterId as string };
 }
 
 describe('compensation scan: replays left open by their replay request', () => {
-  it('ends a replay whose request was terminated while its job ran, from the job\'s own outcome', async () => {
+  it("ends a replay whose request was terminated while its job ran, from the job's own outcome", async () => {
     const { jobId, deadLetterId } = await deadLetteredPurchase();
     await h.simFault({ path: '/v1/receipts', times: 1, status: 200, delayMs: 4_000 }); // the replay job is still running...
     const r = await admin('/v1/dead-letters/replay', { body: { ids: [deadLetterId] } });
     expect(r.status).toBe(202);
     const replayJobId = `${jobId}-replay-1`;
-    await waitFor('the replay job to run', async () =>
-      (await dlState(deadLetterId)) === 'replaying' && (await h.temporal.workflow.getHandle(replayJobId).describe().catch(() => undefined))?.status.name === 'RUNNING');
+    await waitFor(
+      'the replay job to run',
+      async () =>
+        (await dlState(deadLetterId)) === 'replaying' &&
+        (
+          await h.temporal.workflow
+            .getHandle(replayJobId)
+            .describe()
+            .catch(() => undefined)
+        )?.status.name === 'RUNNING',
+    );
     await h.temporal.workflow.getHandle(r.body.replayId).terminate('operator terminated the replay request'); // ...when its request dies
 
     await h.waitForStatus(replayJobId, 'succeeded');
@@ -77,19 +96,33 @@ describe('compensation scan: replays left open by their replay request', () => {
 });
 
 describe('compensation scan: webhooks stuck pending_signal', () => {
-  it('signals the job again, once; a closed job\'s delivery becomes job_closed', async () => {
+  it("signals the job again, once; a closed job's delivery becomes job_closed", async () => {
     await h.simFault({ path: '/v1/transcriptions', dropWebhooks: 1 }); // the job waits for a webhook that never comes by itself
     const jobId = (await h.submit('transcribe', { audioUrl: `https://example.com/audio-${uid()}.wav` })).body.jobId as string;
-    const transcriptionId = await waitFor('the transcription ID', async () =>
-      (await h.pool.query<{ provider_id: string | null }>('SELECT provider_id FROM effects WHERE effect_key = $1', [effectKeyFor(jobId, 'transcribe')])).rows[0]?.provider_id ?? undefined);
+    const transcriptionId = await waitFor(
+      'the transcription ID',
+      async () =>
+        (
+          await h.pool.query<{ provider_id: string | null }>('SELECT provider_id FROM effects WHERE effect_key = $1', [
+            effectKeyFor(jobId, 'transcribe'),
+          ])
+        ).rows[0]?.provider_id ?? undefined,
+    );
     // A webhook recorded and routed, whose signal failed (Temporal was down) and was never redelivered.
     const webhookId = `msg_${uid()}`;
-    const stuck = (id: string, job: string) => recordDelivery(h.pool, {
-      source: 'sim', webhookId: id, eventType: 'transcription.completed', subject: transcriptionId,
-      payload: { id: transcriptionId, status: 'completed', text: 'from the stuck webhook' }, jobId: job, outcome: 'pending_signal',
-    });
+    const stuck = (id: string, job: string) =>
+      recordDelivery(h.pool, {
+        source: 'sim',
+        webhookId: id,
+        eventType: 'transcription.completed',
+        subject: transcriptionId,
+        payload: { id: transcriptionId, status: 'completed', text: 'from the stuck webhook' },
+        jobId: job,
+        outcome: 'pending_signal',
+      });
     await stuck(webhookId, jobId);
-    const outcome = async (id: string) => (await h.pool.query('SELECT outcome FROM webhook_deliveries WHERE webhook_id = $1', [id])).rows[0]?.outcome;
+    const outcome = async (id: string) =>
+      (await h.pool.query('SELECT outcome FROM webhook_deliveries WHERE webhook_id = $1', [id])).rows[0]?.outcome;
 
     expect((await runScan({ now: new Date().toISOString() })).webhooksResignalled).toBe(0); // within the grace period
     expect(await runScan({ now: inAnHour() })).toMatchObject({ webhooksResignalled: 1, errors: 0 });

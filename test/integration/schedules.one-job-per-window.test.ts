@@ -16,14 +16,22 @@ beforeAll(async () => {
   // A daily digest whose windows start 12 hours from now: the schedule never fires on its
   // own during the test, and every trigger below falls into the window that contains now.
   decl = {
-    kind: 'job', name: 'digest', jobType: 'digest', description: 'test digest',
+    kind: 'job',
+    name: 'digest',
+    jobType: 'digest',
+    description: 'test digest',
     timing: { every: DAY, offset: Math.floor(((Date.now() + 12 * HOUR) % DAY) / 1_000) * 1_000 },
-    overlap: 'BUFFER_ALL', catchupWindowMs: 60_000, paused: false,
+    overlap: 'BUFFER_ALL',
+    catchupWindowMs: 60_000,
+    paused: false,
   };
   scheduleId = scheduleIdFor(h.taskQueue, decl.name);
 });
 afterAll(async () => {
-  await h?.temporal.schedule.getHandle(scheduleId).delete().catch(() => undefined);
+  await h?.temporal.schedule
+    .getHandle(scheduleId)
+    .delete()
+    .catch(() => undefined);
   await h?.close();
 });
 
@@ -32,7 +40,10 @@ async function digestJobIds(): Promise<string[]> {
   return r.rows.map((x) => x.job_id);
 }
 
-const expectedJobIds = (w: ScheduleWindow) => Object.values(TENANTS).map((t) => jobIdFor(t.id, 'digest', windowKey('digest', w))).sort();
+const expectedJobIds = (w: ScheduleWindow) =>
+  Object.values(TENANTS)
+    .map((t) => jobIdFor(t.id, 'digest', windowKey('digest', w)))
+    .sort();
 
 describe('Schedules: one job per (job type, window)', () => {
   it('creates the Schedule once and updates it only when its declaration changes, also when two processes start at once', async () => {
@@ -55,8 +66,16 @@ describe('Schedules: one job per (job type, window)', () => {
     // Two triggers in the same second get the same trigger ID from the scheduler (it appends
     // the nominal time in whole seconds) and the second is dropped there: let a second pass.
     await handle.trigger('ALLOW_ALL');
-    await waitFor('the first trigger to fill the window', async () => (await getWindow(h.pool, 'digest', window.start))?.filled_at ?? undefined);
-    await waitFor('a new second', async () => Date.now() % 1_000 < 500 && Date.now() - Date.parse((await getWindow(h.pool, 'digest', window.start))!.first_seen_at.toISOString()) > 1_000);
+    await waitFor(
+      'the first trigger to fill the window',
+      async () => (await getWindow(h.pool, 'digest', window.start))?.filled_at ?? undefined,
+    );
+    await waitFor(
+      'a new second',
+      async () =>
+        Date.now() % 1_000 < 500 &&
+        Date.now() - Date.parse((await getWindow(h.pool, 'digest', window.start))!.first_seen_at.toISOString()) > 1_000,
+    );
     await handle.trigger('ALLOW_ALL');
     const seen = await waitFor('the second trigger', async () => {
       const w = await getWindow(h.pool, 'digest', window.start);
@@ -68,8 +87,18 @@ describe('Schedules: one job per (job type, window)', () => {
 
     // A manual start of the trigger (an operator, a script) for an instant in the same window.
     const manual = await h.temporal.workflow.execute('scheduleTrigger', {
-      taskQueue: h.taskQueue, workflowId: `manual-trigger-${uid()}`,
-      args: [{ schedule: 'digest', scheduleId, jobType: 'digest', windowMs: DAY, windowOffsetMs: (decl.timing as { offset: number }).offset, windowStart: new Date().toISOString() }],
+      taskQueue: h.taskQueue,
+      workflowId: `manual-trigger-${uid()}`,
+      args: [
+        {
+          schedule: 'digest',
+          scheduleId,
+          jobType: 'digest',
+          windowMs: DAY,
+          windowOffsetMs: (decl.timing as { offset: number }).offset,
+          windowStart: new Date().toISOString(),
+        },
+      ],
     });
     expect(manual).toMatchObject({ window, source: 'manual', firstTrigger: false });
     expect([...(manual as { jobIds: string[] }).jobIds].sort()).toEqual(expectedJobIds(window));
@@ -85,13 +114,17 @@ describe('Schedules: one job per (job type, window)', () => {
     }
   });
 
-  it('a backfill of an earlier window creates that window\'s jobs, once however often it runs', async () => {
+  it("a backfill of an earlier window creates that window's jobs, once however often it runs", async () => {
     const offset = (decl.timing as { offset: number }).offset;
     const current = windowContaining(Date.now(), { windowMs: DAY, windowOffsetMs: offset });
     const previous = windowContaining(Date.parse(current.start) - 1, { windowMs: DAY, windowOffsetMs: offset });
     const handle = h.temporal.schedule.getHandle(scheduleId);
     // The range holds exactly one nominal time: the previous window's start.
-    const range = { start: new Date(Date.parse(previous.start) - 60_000), end: new Date(Date.parse(previous.start) + 60_000), overlap: 'ALLOW_ALL' as const };
+    const range = {
+      start: new Date(Date.parse(previous.start) - 60_000),
+      end: new Date(Date.parse(previous.start) + 60_000),
+      overlap: 'ALLOW_ALL' as const,
+    };
     await handle.backfill([range]);
     await waitFor('the backfilled window', async () => (await getWindow(h.pool, 'digest', previous.start))?.filled_at ?? undefined);
     // The scheduler gives the repeat the same trigger ID (same nominal time) and drops it
@@ -99,7 +132,10 @@ describe('Schedules: one job per (job type, window)', () => {
     // that run itself: `runningActions` stays empty for ALLOW_ALL actions on server 1.29, so it
     // proves nothing (the race seen on temporal-server).
     const triggerRunId = `${scheduleId}.run-${new Date(previous.start).toISOString().replace(/\.\d{3}Z$/, 'Z')}`;
-    await waitFor('the first backfill\'s trigger run to close', async () => (await h.temporal.workflow.getHandle(triggerRunId).describe()).status.name !== 'RUNNING');
+    await waitFor(
+      "the first backfill's trigger run to close",
+      async () => (await h.temporal.workflow.getHandle(triggerRunId).describe()).status.name !== 'RUNNING',
+    );
     await handle.backfill([range]);
     await waitFor('the second backfill to be seen', async () => ((await getWindow(h.pool, 'digest', previous.start))?.triggers ?? 0) >= 2);
     expect(await digestJobIds()).toEqual([...expectedJobIds(current), ...expectedJobIds(previous)].sort());
@@ -110,10 +146,16 @@ describe('Schedules: one job per (job type, window)', () => {
   });
 
   it('a manual trigger without windowStart fails instead of guessing from the wall clock', async () => {
-    const err = await h.temporal.workflow.execute('scheduleTrigger', {
-      taskQueue: h.taskQueue, workflowId: `manual-trigger-${uid()}`,
-      args: [{ schedule: 'digest', scheduleId, jobType: 'digest', windowMs: DAY, windowOffsetMs: 0 }],
-    }).then(() => undefined, (e: unknown) => e as { cause?: { message?: string } });
+    const err = await h.temporal.workflow
+      .execute('scheduleTrigger', {
+        taskQueue: h.taskQueue,
+        workflowId: `manual-trigger-${uid()}`,
+        args: [{ schedule: 'digest', scheduleId, jobType: 'digest', windowMs: DAY, windowOffsetMs: 0 }],
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => e as { cause?: { message?: string } },
+      );
     expect(err?.cause?.message).toContain('windowStart');
   });
 
@@ -129,9 +171,16 @@ describe('Schedules: one job per (job type, window)', () => {
       const scan = await h.temporal.schedule.getHandle(scheduleIdFor(prefix, 'compensation-scan')).describe();
       expect(scan.action.workflowType).toBe('compensationScan');
       expect(scan.action.args?.[0]).toMatchObject({ schedules: [{ scheduleId: scheduleIdFor(prefix, 'digest'), jobType: 'digest' }] });
-      expect((await ensureSchedules(h.temporal, h.taskQueue, SCHEDULE_DECLARATIONS, prefix)).map((x) => x.outcome)).toEqual(['unchanged', 'unchanged']);
+      expect((await ensureSchedules(h.temporal, h.taskQueue, SCHEDULE_DECLARATIONS, prefix)).map((x) => x.outcome)).toEqual([
+        'unchanged',
+        'unchanged',
+      ]);
     } finally {
-      for (const d of SCHEDULE_DECLARATIONS) await h.temporal.schedule.getHandle(scheduleIdFor(prefix, d.name)).delete().catch(() => undefined);
+      for (const d of SCHEDULE_DECLARATIONS)
+        await h.temporal.schedule
+          .getHandle(scheduleIdFor(prefix, d.name))
+          .delete()
+          .catch(() => undefined);
     }
   });
 

@@ -157,7 +157,9 @@ describe('provider simulator: idempotency', () => {
 
   it('answers a charge and a receipt with their own ids and exposes the key for reconciliation', async () => {
     const k = key();
-    const charge = (await (await post('/v1/charges', { amountCents: 1200, currency: 'usd', customer: 'cus_1' }, { 'Idempotency-Key': k })).json()) as Record<string, unknown>;
+    const charge = (await (
+      await post('/v1/charges', { amountCents: 1200, currency: 'usd', customer: 'cus_1' }, { 'Idempotency-Key': k })
+    ).json()) as Record<string, unknown>;
     expect(charge).toMatchObject({ id: expect.stringMatching(/^ch_/), status: 'succeeded', amountCents: 1200, currency: 'usd' });
     const receipt = await post('/v1/receipts', { chargeId: charge.id, email: 'a@example.com' }, { 'Idempotency-Key': key() });
     expect(await receipt.json()).toMatchObject({ id: expect.stringMatching(/^rcpt_/) });

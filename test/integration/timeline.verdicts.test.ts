@@ -5,8 +5,12 @@ import { operatorKey, startHarness, uid, waitFor, type Harness } from '../suppor
 
 let h: Harness;
 // No worker at first: the "no worker" test needs a task queue nobody polls; it starts one.
-beforeAll(async () => { h = await startHarness('timeline', { workers: 0 }); });
-afterAll(async () => { await h?.close(); });
+beforeAll(async () => {
+  h = await startHarness('timeline', { workers: 0 });
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 const admin = (path: string, init: { method?: string; body?: unknown } = {}) =>
   h.api(path, { ...init, tenant: null, headers: { authorization: `Bearer ${operatorKey('alice')}` } });
@@ -17,10 +21,14 @@ const timeline = async (jobId: string) => {
 };
 /** Waits until the timeline's verdict matches (the job moves through stages on its own). */
 const verdictMatching = (jobId: string, re: RegExp, timeoutMs?: number) =>
-  waitFor(`timeline verdict of ${jobId} to match ${re}`, async () => {
-    const t = await timeline(jobId);
-    return re.test(t.verdict.words) ? t : undefined;
-  }, timeoutMs);
+  waitFor(
+    `timeline verdict of ${jobId} to match ${re}`,
+    async () => {
+      const t = await timeline(jobId);
+      return re.test(t.verdict.words) ? t : undefined;
+    },
+    timeoutMs,
+  );
 /** Waits until the timeline shows these events (Postgres records an outcome a moment before Temporal closes the workflow). */
 const withEvents = (jobId: string, events: string[]) =>
   waitFor(`timeline of ${jobId} to show ${events.join(', ')}`, async () => {
@@ -42,11 +50,18 @@ describe('GET /v1/admin/jobs/{jobId}/timeline', () => {
     const t = await verdictMatching(jobId, /^stuck at claim: no worker has polled task queue /);
     expect(t.verdict).toMatchObject({ stage: 'claim', condition: 'stuck' });
     expect(t.stage).toBe(t.verdict.words);
-    expect(t.events[0]).toMatchObject({ at: expect.stringMatching(/Z$/), source: 'postgres', kind: 'job_intents', event: 'intent accepted' });
+    expect(t.events[0]).toMatchObject({
+      at: expect.stringMatching(/Z$/),
+      source: 'postgres',
+      kind: 'job_intents',
+      event: 'intent accepted',
+    });
     expect(t.verdict.words).toContain(h.taskQueue);
     expect(t.duplicates.count).toBe(1);
     expect(Date.parse(t.duplicates.at[0])).toBeGreaterThanOrEqual(Date.parse(t.events[0].at));
-    expect(t.events.map((e: any) => e.event)).toEqual(expect.arrayContaining(['intent accepted', 'duplicate submission #1', 'workflow started']));
+    expect(t.events.map((e: any) => e.event)).toEqual(
+      expect.arrayContaining(['intent accepted', 'duplicate submission #1', 'workflow started']),
+    );
     expect(fromEvents(t, 'temporal').map((e: any) => e.event)).toContain('workflow task scheduled');
     // The tenant's reduced form: the stage and the next step, no task-queue names.
     const s = (await h.api(`/v1/jobs/${jobId}`)).body;
@@ -83,13 +98,21 @@ describe('GET /v1/admin/jobs/{jobId}/timeline', () => {
     const jobId = (await h.submit('purchase', purchase())).body.jobId;
     const job = await h.waitForStatus(jobId, 'dead_lettered');
     const t = await withEvents(jobId, ['workflow failed']);
-    expect(t.verdict.words).toBe(`failed at side effects: sendReceipt refused with HTTP 400 (invalid_request), not retried; dead letter ${job.deadLetterId} open`);
+    expect(t.verdict.words).toBe(
+      `failed at side effects: sendReceipt refused with HTTP 400 (invalid_request), not retried; dead letter ${job.deadLetterId} open`,
+    );
     expect(t.verdict.nextStep).toMatch(/replays the dead letter/);
     const events = t.events.map((e: any) => e.event);
-    expect(events).toEqual(expect.arrayContaining([
-      `effect ${jobId}:charge executed`, `effect ${jobId}:receipt refused`, 'attempt 1 of receipt: non-retryable',
-      `dead letter ${job.deadLetterId} recorded`, 'activity failed: sendReceipt', 'workflow failed',
-    ]));
+    expect(events).toEqual(
+      expect.arrayContaining([
+        `effect ${jobId}:charge executed`,
+        `effect ${jobId}:receipt refused`,
+        'attempt 1 of receipt: non-retryable',
+        `dead letter ${job.deadLetterId} recorded`,
+        'activity failed: sendReceipt',
+        'workflow failed',
+      ]),
+    );
     const charge = t.events.find((e: any) => e.event === `effect ${jobId}:charge executed`);
     expect(charge.detail).toMatch(/provider ID ch_/);
     expect(job.stage).toBe(t.verdict.words);
@@ -105,7 +128,11 @@ describe('GET /v1/admin/jobs/{jobId}/timeline', () => {
     expect(t.verdict.words).toMatch(/^completed \S+; notification failed 3 times \(outbox\)$/);
     expect(t.verdict.stage).toBe('completion');
     const notify = t.events.filter((e: any) => e.kind === 'job_attempts' && / of notify: /.test(e.event));
-    expect(notify.map((e: any) => e.event)).toEqual(['attempt 1 of notify: retryable', 'attempt 2 of notify: retryable', 'attempt 3 of notify: non-retryable']);
+    expect(notify.map((e: any) => e.event)).toEqual([
+      'attempt 1 of notify: retryable',
+      'attempt 2 of notify: retryable',
+      'attempt 3 of notify: non-retryable',
+    ]);
     expect(notify[0].detail).toMatch(/HTTP 503.*retry in 1 s \(the upstream's Retry-After\)/);
     expect(notify[1].detail).toMatch(/HTTP 503.*\(full jitter\)/);
     expect(t.events.map((e: any) => e.event)).toContain('outbox row email written');
@@ -114,7 +141,9 @@ describe('GET /v1/admin/jobs/{jobId}/timeline', () => {
   });
 
   it('deferral: deferred at claim with the reason; resumed, the pause and resume show with the operator', async () => {
-    expect((await admin('/v1/admin/degradation', { method: 'PUT', body: { pausedPriorities: ['low'], reason: 'timeline test' } })).status).toBe(200);
+    expect(
+      (await admin('/v1/admin/degradation', { method: 'PUT', body: { pausedPriorities: ['low'], reason: 'timeline test' } })).status,
+    ).toBe(200);
     try {
       const jobId = (await h.submit('summarize', { text: 'low and deferred' }, { priority: 'low' })).body.jobId;
       await h.waitForStatus(jobId, 'deferred');
@@ -127,7 +156,9 @@ describe('GET /v1/admin/jobs/{jobId}/timeline', () => {
       expect((await admin('/v1/admin/degradation', { method: 'PUT', body: { pausedPriorities: [] } })).status).toBe(200);
       await h.waitForStatus(jobId, 'succeeded');
       const done = await verdictMatching(jobId, /^completed /);
-      expect(done.events.map((e: any) => e.event)).toEqual(expect.arrayContaining(['low priority resumed by alice', 'admitted after deferral']));
+      expect(done.events.map((e: any) => e.event)).toEqual(
+        expect.arrayContaining(['low priority resumed by alice', 'admitted after deferral']),
+      );
       expect(done.timings.claim.deferredMs).toBeGreaterThan(0);
     } finally {
       await admin('/v1/admin/degradation', { method: 'PUT', body: { pausedPriorities: [] } });
@@ -143,15 +174,21 @@ describe('GET /v1/admin/jobs/{jobId}/timeline', () => {
     const replayJobId = `${jobId}-replay-1`;
     await h.waitForStatus(replayJobId, 'succeeded');
     const t = await verdictMatching(jobId, /; replayed as /);
-    expect(t.verdict.words).toBe(`failed at side effects: sendReceipt refused with HTTP 400 (invalid_request), not retried; replayed as ${replayJobId} (succeeded)`);
+    expect(t.verdict.words).toBe(
+      `failed at side effects: sendReceipt refused with HTTP 400 (invalid_request), not retried; replayed as ${replayJobId} (succeeded)`,
+    );
     expect(t.lineage.replays).toEqual([expect.objectContaining({ jobId: replayJobId, status: 'succeeded' })]);
-    expect(t.events.map((e: any) => e.event)).toEqual(expect.arrayContaining(['replay requested by alice', 'replay started by alice', `replay job ${replayJobId} accepted`]));
+    expect(t.events.map((e: any) => e.event)).toEqual(
+      expect.arrayContaining(['replay requested by alice', 'replay started by alice', `replay job ${replayJobId} accepted`]),
+    );
     expect((await h.api(`/v1/jobs/${jobId}`)).body).toMatchObject({ status: 'dead_lettered', replayJobId });
     const back = await timeline(replayJobId);
     expect(back.lineage.replayOf).toBe(jobId);
     expect(back.verdict.stage).toBe('completion');
     // The replay reused the charge (an effect of the original's scope) and executed the receipt.
-    expect(back.events.map((e: any) => e.event)).toEqual(expect.arrayContaining(['attempt 1 of charge: reused', `effect ${jobId}:receipt executed`]));
+    expect(back.events.map((e: any) => e.event)).toEqual(
+      expect.arrayContaining(['attempt 1 of charge: reused', `effect ${jobId}:receipt executed`]),
+    );
   });
 
   it('answers 401 without the admin key, 404 for an unknown job, 400 for a bad query', async () => {

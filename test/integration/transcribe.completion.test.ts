@@ -3,18 +3,26 @@ import { DEFAULT_WEBHOOK_WAIT_MS } from '../../jobs/transcribe/workflow.js';
 import { ADMIN_KEY, startHarness, uid, type Harness } from '../support/harness.js';
 
 let h: Harness;
-beforeAll(async () => { h = await startHarness('transcribe'); });
-afterAll(async () => { await h?.close(); });
+beforeAll(async () => {
+  h = await startHarness('transcribe');
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 const audio = () => `https://example.com/audio-${uid()}.wav`;
 const deliveriesFor = async (transcriptionId: string) =>
-  (await h.pool.query<{ webhook_id: string; outcome: string; job_id: string | null }>(
-    'SELECT webhook_id, outcome, job_id FROM webhook_deliveries WHERE subject = $1', [transcriptionId])).rows;
+  (
+    await h.pool.query<{ webhook_id: string; outcome: string; job_id: string | null }>(
+      'SELECT webhook_id, outcome, job_id FROM webhook_deliveries WHERE subject = $1',
+      [transcriptionId],
+    )
+  ).rows;
 const admin = (source: string, id: string) =>
   h.api(`/v1/admin/webhook-deliveries/${source}/${id}`, { tenant: null, headers: { authorization: `Bearer ${ADMIN_KEY}` } });
 
 describe('transcribe job', () => {
-  it('completes on the simulator\'s signed webhook, with one transcription at the provider', async () => {
+  it("completes on the simulator's signed webhook, with one transcription at the provider", async () => {
     const audioUrl = audio();
     const r = await h.submit('transcribe', { audioUrl });
     expect(r.status).toBe(202);
@@ -22,7 +30,11 @@ describe('transcribe job', () => {
     expect(done.result).toMatchObject({ text: `transcript of ${audioUrl}`, completedVia: 'webhook' });
     const rows = await deliveriesFor(done.result.transcriptionId);
     expect(rows).toEqual([{ webhook_id: done.result.webhookId, outcome: 'signalled', job_id: r.body.jobId }]);
-    expect((await admin('sim', done.result.webhookId)).body).toMatchObject({ eventType: 'transcription.completed', jobId: r.body.jobId, timesReceived: 1 });
+    expect((await admin('sim', done.result.webhookId)).body).toMatchObject({
+      eventType: 'transcription.completed',
+      jobId: r.body.jobId,
+      timesReceived: 1,
+    });
     expect((await h.simEffects()).byKey[`${r.body.jobId}:transcribe`]).toMatchObject({ applied: 1 });
   });
 
@@ -46,7 +58,9 @@ describe('transcribe job', () => {
     const r = await h.submit('transcribe', { audioUrl });
     const done = await h.waitForStatus(r.body.jobId, 'succeeded');
     expect(done.result).toMatchObject({ text: `transcript of ${audioUrl}`, completedVia: 'webhook' });
-    expect(await deliveriesFor(done.result.transcriptionId)).toEqual([{ webhook_id: done.result.webhookId, outcome: 'claimed', job_id: r.body.jobId }]);
+    expect(await deliveriesFor(done.result.transcriptionId)).toEqual([
+      { webhook_id: done.result.webhookId, outcome: 'claimed', job_id: r.body.jobId },
+    ]);
   });
 
   it('refuses an input without an http(s) audioUrl', async () => {

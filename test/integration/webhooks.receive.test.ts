@@ -11,7 +11,9 @@ import { defaultJobRegistry } from '../../jobs/index.js';
 let h: Harness;
 const extraApps: FastifyInstance[] = [];
 const cleanups: Array<() => Promise<void>> = [];
-beforeAll(async () => { h = await startHarness('webhooks'); });
+beforeAll(async () => {
+  h = await startHarness('webhooks');
+});
 afterAll(async () => {
   for (const app of extraApps) await app.close();
   for (const cleanup of cleanups) await cleanup();
@@ -20,7 +22,16 @@ afterAll(async () => {
 
 const secret = (label: string) => `whsec_${Buffer.from(`integration-${label}-webhook-secret-0123`).toString('base64')}`;
 
-interface Post { secret?: string; id?: string; at?: Date; body?: string; signedBody?: string; headers?: Record<string, string>; omit?: string[]; signature?: string }
+interface Post {
+  secret?: string;
+  id?: string;
+  at?: Date;
+  body?: string;
+  signedBody?: string;
+  headers?: Record<string, string>;
+  omit?: string[];
+  signature?: string;
+}
 
 /** Posts a Standard Webhooks request the way a provider does; every field can be broken on purpose. */
 async function postWebhook(baseUrl: string, o: Post = {}, source = 'sim') {
@@ -41,17 +52,29 @@ async function postWebhook(baseUrl: string, o: Post = {}, source = 'sim') {
 }
 
 const delivery = (id: string, source = 'sim') =>
-  h.api(`/v1/admin/webhook-deliveries/${source}/${encodeURIComponent(id)}`, { tenant: null, headers: { authorization: `Bearer ${ADMIN_KEY}` } });
-const rowsFor = async (id: string) => Number((await h.pool.query('SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = $1', [id])).rows[0].n);
+  h.api(`/v1/admin/webhook-deliveries/${source}/${encodeURIComponent(id)}`, {
+    tenant: null,
+    headers: { authorization: `Bearer ${ADMIN_KEY}` },
+  });
+const rowsFor = async (id: string) =>
+  Number((await h.pool.query('SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = $1', [id])).rows[0].n);
 
 /** A transcribe job whose simulator webhook is dropped: the test delivers the completion itself. */
 async function transcribeWaitingForWebhook() {
   await h.simFault({ path: '/v1/transcriptions', dropWebhooks: 1 });
   const r = await h.submit('transcribe', { audioUrl: `https://example.com/audio-${uid()}.wav` });
   expect(r.status).toBe(202);
-  const transcriptionId = await waitFor('the provider ID to be stored', async () =>
-    (await h.pool.query<{ provider_id: string | null }>(`SELECT provider_id FROM effects WHERE job_id = $1 AND step = 'transcribe'`, [r.body.jobId])).rows[0]?.provider_id ?? undefined);
-  const completion = (text: string) => JSON.stringify({ type: 'transcription.completed', data: { id: transcriptionId, status: 'completed', text } });
+  const transcriptionId = await waitFor(
+    'the provider ID to be stored',
+    async () =>
+      (
+        await h.pool.query<{ provider_id: string | null }>(`SELECT provider_id FROM effects WHERE job_id = $1 AND step = 'transcribe'`, [
+          r.body.jobId,
+        ])
+      ).rows[0]?.provider_id ?? undefined,
+  );
+  const completion = (text: string) =>
+    JSON.stringify({ type: 'transcription.completed', data: { id: transcriptionId, status: 'completed', text } });
   return { jobId: r.body.jobId as string, transcriptionId, completion };
 }
 
@@ -62,7 +85,16 @@ async function signalsReceived(jobId: string): Promise<number> {
 
 /** A second API on the same database (and by default the same Temporal), with its own secrets and logger. */
 async function extraApp(webhookSecrets: Record<string, string[]>, log = h.log, temporal = h.temporal) {
-  const app = buildApp({ jobTypes: defaultJobRegistry, pool: h.pool, temporal, jobs: h.jobs, log, adminApiKey: ADMIN_KEY, version: 'test', webhookSecrets });
+  const app = buildApp({
+    jobTypes: defaultJobRegistry,
+    pool: h.pool,
+    temporal,
+    jobs: h.jobs,
+    log,
+    adminApiKey: ADMIN_KEY,
+    version: 'test',
+    webhookSecrets,
+  });
   extraApps.push(app);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const addr = app.server.address();
@@ -94,7 +126,12 @@ describe('POST /v1/webhooks/{source}', () => {
     for (const a of answers) expect([200, 202]).toContain(a.status);
     expect(answers.filter((a) => a.status === 202)).toHaveLength(1);
     const done = await h.waitForStatus(job.jobId, 'succeeded');
-    expect(done.result).toMatchObject({ transcriptionId: job.transcriptionId, text: 'text from the concurrent webhook', completedVia: 'webhook', webhookId: id });
+    expect(done.result).toMatchObject({
+      transcriptionId: job.transcriptionId,
+      text: 'text from the concurrent webhook',
+      completedVia: 'webhook',
+      webhookId: id,
+    });
     expect(await rowsFor(id)).toBe(1);
     expect((await delivery(id)).body).toMatchObject({ jobId: job.jobId, outcome: 'signalled', timesReceived: 5 });
     expect(await signalsReceived(job.jobId)).toBe(1);
@@ -120,7 +157,12 @@ describe('POST /v1/webhooks/{source}', () => {
     expect((await delivery(id)).body).toMatchObject({ jobId: job.jobId, outcome: 'pending_signal', timesReceived: 1 });
     // The provider redelivers (same webhook-id) to a healthy API; once the signalling lease
     // of the failed attempt has passed, the redelivery signals the job.
-    await waitFor('a redelivery to signal the job', async () => (await postWebhook(h.baseUrl, { id, body })).body?.outcome === 'signalled', 30_000, 1_000);
+    await waitFor(
+      'a redelivery to signal the job',
+      async () => (await postWebhook(h.baseUrl, { id, body })).body?.outcome === 'signalled',
+      30_000,
+      1_000,
+    );
     const done = await h.waitForStatus(job.jobId, 'succeeded');
     expect(done.result).toMatchObject({ completedVia: 'webhook', webhookId: id, text: 'text delivered after an outage' });
     expect(await signalsReceived(job.jobId)).toBe(1);
@@ -130,7 +172,10 @@ describe('POST /v1/webhooks/{source}', () => {
     const cases: Array<[string, Post]> = [
       ['bad signature', { signature: 'v1,bm90IGEgcmVhbCBzaWduYXR1cmUgYXQgYWxs' }],
       ['wrong secret', { secret: secret('attacker') }],
-      ['tampered body', { body: JSON.stringify({ type: 'test.ping', data: { n: 2 } }), signedBody: JSON.stringify({ type: 'test.ping', data: { n: 1 } }) }],
+      [
+        'tampered body',
+        { body: JSON.stringify({ type: 'test.ping', data: { n: 2 } }), signedBody: JSON.stringify({ type: 'test.ping', data: { n: 1 } }) },
+      ],
       ['stale timestamp', { at: new Date(Date.now() - 6 * 60_000) }],
       ['future timestamp', { at: new Date(Date.now() + 6 * 60_000) }],
       ['missing webhook-signature', { omit: ['webhook-signature'] }],
@@ -153,7 +198,7 @@ describe('POST /v1/webhooks/{source}', () => {
     expect(r.body.type).toBe('urn:durable-jobs:problem:malformed-webhook');
     const noId = await postWebhook(h.baseUrl, { body: JSON.stringify({ type: 'transcription.completed', data: {} }) });
     expect(noId.status).toBe(400);
-    expect(await rowsFor(r.id) + await rowsFor(noId.id)).toBe(0);
+    expect((await rowsFor(r.id)) + (await rowsFor(noId.id))).toBe(0);
   });
 
   it('answers 404 for a source without secrets', async () => {
@@ -182,7 +227,12 @@ describe('POST /v1/webhooks/{source}', () => {
 describe('webhook logs', () => {
   it('keep delivery ID, event type, job and outcome, never the signature, secrets, Authorization or cookies', async () => {
     const lines: string[] = [];
-    const sink = new Writable({ write(chunk, _enc, done) { lines.push(String(chunk)); done(); } });
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
     // No redaction configured here on purpose: this proves the code never logs these values.
     const url = await extraApp({ sim: [WEBHOOK_SECRET] }, pino({ level: 'debug' }, sink));
     const job = await transcribeWaitingForWebhook();
@@ -200,14 +250,26 @@ describe('webhook logs', () => {
 
     const entries = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(entries.find((e) => e.webhookId === id && e.duplicate === false)).toMatchObject({
-      webhookId: id, eventType: 'transcription.completed', jobId: job.jobId, outcome: 'signalled', source: 'sim',
+      webhookId: id,
+      eventType: 'transcription.completed',
+      jobId: job.jobId,
+      outcome: 'signalled',
+      source: 'sim',
     });
     expect(entries.find((e) => e.webhookId === id && e.duplicate === true)).toMatchObject({ outcome: 'signalled', timesReceived: 2 });
     expect(entries.find((e) => e.webhookId === forged.id)).toMatchObject({ outcome: 'unauthorized' });
     const all = lines.join('\n');
     const secretBytes = WEBHOOK_SECRET.slice('whsec_'.length);
-    for (const needle of [signature, signature.slice(3), 'Zm9yZ2VkLXNpZ25hdHVyZS12YWx1ZQ==', WEBHOOK_SECRET, secretBytes,
-      'tenant-token-must-not-be-logged', 'cookie-must-not-be-logged', 'text for the logs test']) {
+    for (const needle of [
+      signature,
+      signature.slice(3),
+      'Zm9yZ2VkLXNpZ25hdHVyZS12YWx1ZQ==',
+      WEBHOOK_SECRET,
+      secretBytes,
+      'tenant-token-must-not-be-logged',
+      'cookie-must-not-be-logged',
+      'text for the logs test',
+    ]) {
       expect(all.includes(needle), `logs contain ${needle}`).toBe(false);
     }
   });

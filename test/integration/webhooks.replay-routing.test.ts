@@ -2,8 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operatorKey, startHarness, uid, waitFor, type Harness } from '../support/harness.js';
 
 let h: Harness;
-beforeAll(async () => { h = await startHarness('webhooks-replay-routing'); });
-afterAll(async () => { await h?.close(); });
+beforeAll(async () => {
+  h = await startHarness('webhooks-replay-routing');
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 const admin = (path: string, init: { method?: string; body?: unknown } = {}) =>
   h.api(path, { ...init, tenant: null, headers: { authorization: `Bearer ${operatorKey('alice')}` } });
@@ -21,9 +25,16 @@ describe('webhooks for a replayed job', () => {
     const replayJobId = `${jobId}-replay-1`;
     const done = await h.waitForStatus(replayJobId, 'succeeded', 'a', 120_000);
     expect(done.result).toMatchObject({ completedVia: 'webhook' });
-    const rows = (await h.pool.query('SELECT webhook_id, outcome, job_id FROM webhook_deliveries WHERE subject = $1', [done.result.transcriptionId])).rows;
-    expect(rows).toEqual([{ webhook_id: done.result.webhookId, outcome: expect.stringMatching(/^(signalled|claimed)$/), job_id: replayJobId }]);
+    const rows = (
+      await h.pool.query('SELECT webhook_id, outcome, job_id FROM webhook_deliveries WHERE subject = $1', [done.result.transcriptionId])
+    ).rows;
+    expect(rows).toEqual([
+      { webhook_id: done.result.webhookId, outcome: expect.stringMatching(/^(signalled|claimed)$/), job_id: replayJobId },
+    ]);
     // The replay request records the outcome right after the job's own row says succeeded.
-    await waitFor('the dead letter to be replayed', async () => (await admin(`/v1/dead-letters/${deadLetterId}`)).body.state === 'replayed');
+    await waitFor(
+      'the dead letter to be replayed',
+      async () => (await admin(`/v1/dead-letters/${deadLetterId}`)).body.state === 'replayed',
+    );
   });
 });

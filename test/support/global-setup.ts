@@ -9,7 +9,12 @@ import { startDevServer, type DevServer } from '../../scripts/lib/dev-server.ts'
 import { startEmbeddedPostgres, type EmbeddedPg } from '../../scripts/lib/embedded-pg.ts';
 import { resolveTemporalCli } from '../../scripts/lib/temporal-cli.ts';
 import { isAlive } from '../../scripts/lib/child-cleanup.ts';
-import { defaultPorts, resolveTemporalServerBinaries, startTemporalServer, type TemporalServer } from '../../scripts/lib/temporal-server.ts';
+import {
+  defaultPorts,
+  resolveTemporalServerBinaries,
+  startTemporalServer,
+  type TemporalServer,
+} from '../../scripts/lib/temporal-server.ts';
 import { temporalServerEnv } from '../../scripts/lib/temporal-server-env.ts';
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
@@ -75,11 +80,22 @@ export default async function setup(project: TestProject): Promise<() => Promise
     if (temporalEnv.mode === 'server' && !externalTemporal) {
       // The production shape: temporal-server keeps its two databases on the suite's Postgres,
       // so it starts once Postgres is up.
-      const binaries = await resolveTemporalServerBinaries({ serverPath: temporalEnv.serverPath, sqlToolPath: temporalEnv.sqlToolPath, log: live });
+      const binaries = await resolveTemporalServerBinaries({
+        serverPath: temporalEnv.serverPath,
+        sqlToolPath: temporalEnv.sqlToolPath,
+        log: live,
+      });
       databaseUrl = await startPg();
       serverDir = await fs.mkdtemp(path.join(os.tmpdir(), 'durable-jobs-test-temporal-'));
       server = await startTemporalServer({
-        binaries, rootDir: serverDir, databaseUrl, databases: temporalEnv.databases, ports: defaultPorts(0), namespace, retentionHours: 24, log: quiet,
+        binaries,
+        rootDir: serverDir,
+        databaseUrl,
+        databases: temporalEnv.databases,
+        ports: defaultPorts(0),
+        namespace,
+        retentionHours: 24,
+        log: quiet,
       });
       temporalAddress = server.address;
     } else {
@@ -99,8 +115,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
     const pgDesc = pg ? `embedded Postgres on 127.0.0.1:${pg.port}` : `Postgres from DATABASE_URL (${redact(databaseUrl)})`;
     const tDesc = temporal
       ? `Temporal dev server on ${temporal.address} (namespace ${namespace}, ${cliPath ? cliPath : 'SDK download'})`
-      : server ? `temporal-server on ${server.address} (namespace ${namespace}, Postgres databases ${temporalEnv.databases.temporal} + ${temporalEnv.databases.visibility})`
-      : `Temporal from TEMPORAL_ADDRESS (${temporalAddress}, namespace ${namespace})`;
+      : server
+        ? `temporal-server on ${server.address} (namespace ${namespace}, Postgres databases ${temporalEnv.databases.temporal} + ${temporalEnv.databases.visibility})`
+        : `Temporal from TEMPORAL_ADDRESS (${temporalAddress}, namespace ${namespace})`;
     console.log(`[global-setup] ${pgDesc}; ${tDesc}; ready in ${secs}s`);
     ready = true;
     return teardown;
@@ -128,7 +145,10 @@ async function sweepStaleDataDirs(log: (msg: string) => void): Promise<void> {
     try {
       const touched = await Promise.all(
         [dir, path.join(dir, 'data'), path.join(dir, 'data', 'global'), path.join(dir, 'data', 'postmaster.pid')].map((p) =>
-          fs.stat(p).then((st) => st.mtimeMs, () => 0),
+          fs.stat(p).then(
+            (st) => st.mtimeMs,
+            () => 0,
+          ),
         ),
       );
       if (Math.max(...touched) > cutoff) continue;

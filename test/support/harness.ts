@@ -22,16 +22,27 @@ export const ADMIN_KEY = 'admin-key-for-tests';
  * has two keys (rotation: both open the API and both name her).
  */
 export const OPERATORS = {
-  alice: ['operator-key-alice-1', 'operator-key-alice-2'], bob: ['operator-key-bob-1'], carol: ['operator-key-carol-1'],
-  dana: ['operator-key-dana-1'], erin: ['operator-key-erin-1'], olive: ['operator-key-olive-1'], 'ramp-test': ['operator-key-ramp-test'],
+  alice: ['operator-key-alice-1', 'operator-key-alice-2'],
+  bob: ['operator-key-bob-1'],
+  carol: ['operator-key-carol-1'],
+  dana: ['operator-key-dana-1'],
+  erin: ['operator-key-erin-1'],
+  olive: ['operator-key-olive-1'],
+  'ramp-test': ['operator-key-ramp-test'],
 } as const;
 export type OperatorName = keyof typeof OPERATORS;
 /** The (first) admin key of a named operator. */
 export const operatorKey = (name: OperatorName): string => OPERATORS[name][0];
 /** Through the real configuration parser: what `ADMIN_API_KEYS` and `ADMIN_API_KEY` become (digests only). */
-const ADMIN_KEYS = loadConfig({
-  ADMIN_API_KEYS: Object.entries(OPERATORS).map(([name, keys]) => `${name}=${keys.join('|')}`).join(','), ADMIN_API_KEY: ADMIN_KEY,
-}, { jobTypes: defaultJobRegistry.names, mode: 'production' }).adminKeys;
+const ADMIN_KEYS = loadConfig(
+  {
+    ADMIN_API_KEYS: Object.entries(OPERATORS)
+      .map(([name, keys]) => `${name}=${keys.join('|')}`)
+      .join(','),
+    ADMIN_API_KEY: ADMIN_KEY,
+  },
+  { jobTypes: defaultJobRegistry.names, mode: 'production' },
+).adminKeys;
 /** Test-only secret (not a real one): 32 random-looking bytes, base64. */
 export const WEBHOOK_SECRET = `whsec_${Buffer.from('durable-jobs-test-webhook-secret').toString('base64')}`;
 export const uid = () => randomBytes(6).toString('hex');
@@ -73,7 +84,8 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
     } catch (err) {
       last = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
@@ -90,8 +102,15 @@ export interface Harness {
   log: Logger;
   workers: Worker[];
   startWorker(identity?: string): Promise<Worker>;
-  api(path: string, init?: { method?: string; body?: unknown; rawBody?: string; headers?: Record<string, string>; tenant?: keyof typeof TENANTS | null }): Promise<{ status: number; headers: Headers; body: any }>;
-  submit(type: string, input: unknown, opts?: { key?: string; tenant?: keyof typeof TENANTS; priority?: string }): Promise<{ status: number; headers: Headers; body: any }>;
+  api(
+    path: string,
+    init?: { method?: string; body?: unknown; rawBody?: string; headers?: Record<string, string>; tenant?: keyof typeof TENANTS | null },
+  ): Promise<{ status: number; headers: Headers; body: any }>;
+  submit(
+    type: string,
+    input: unknown,
+    opts?: { key?: string; tenant?: keyof typeof TENANTS; priority?: string },
+  ): Promise<{ status: number; headers: Headers; body: any }>;
   /** The simulator's effect ledger (`GET /__sim/effects`). */
   simEffects(): Promise<any>;
   /** Queues a simulator fault (`POST /__sim/faults`). */
@@ -104,7 +123,17 @@ export interface Harness {
  * Everything one test file needs, on the shared real Temporal and Postgres: its own
  * database, task queue, simulator, in-process workers and HTTP API on a free port.
  */
-export async function startHarness(name: string, opts: { workers?: number; webhookSecret?: string; temporalAddress?: string; postgresUrl?: string; fallbackProviderUrl?: string; jobTypes?: JobRegistry } = {}): Promise<Harness> {
+export async function startHarness(
+  name: string,
+  opts: {
+    workers?: number;
+    webhookSecret?: string;
+    temporalAddress?: string;
+    postgresUrl?: string;
+    fallbackProviderUrl?: string;
+    jobTypes?: JobRegistry;
+  } = {},
+): Promise<Harness> {
   const log = createLogger(`test-${name}`, process.env.TEST_LOG_LEVEL ?? 'silent');
   const databaseUrl = await createTestDatabase(name, opts.postgresUrl);
   const pool = createPool(databaseUrl, log);
@@ -116,7 +145,17 @@ export async function startHarness(name: string, opts: { workers?: number; webho
   const jobTypes = opts.jobTypes ?? defaultJobRegistry;
   const jobs = createJobsClient({ jobs: jobTypes, pool, temporal, taskQueue });
   const webhookSecrets = { sim: [opts.webhookSecret ?? WEBHOOK_SECRET] };
-  const app = buildApp({ jobTypes, pool, temporal, jobs, log, adminKeys: ADMIN_KEYS, temporalUiUrl: 'http://127.0.0.1:8233', version: 'test', webhookSecrets });
+  const app = buildApp({
+    jobTypes,
+    pool,
+    temporal,
+    jobs,
+    log,
+    adminKeys: ADMIN_KEYS,
+    temporalUiUrl: 'http://127.0.0.1:8233',
+    version: 'test',
+    webhookSecrets,
+  });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const addr = app.server.address();
   const baseUrl = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
@@ -128,8 +167,17 @@ export async function startHarness(name: string, opts: { workers?: number; webho
   const nativeConnection = await NativeConnection.connect({ address: inject('temporalAddress') });
   async function startWorker(identity?: string): Promise<Worker> {
     const w = await createWorker({
-      connection: nativeConnection, namespace, taskQueue, pool, providerUrl: sim.url, fallbackProviderUrl: opts.fallbackProviderUrl, log, codeVersion: 'test',
-      jobs: jobTypes, workflowBundle: await workflowBundle(jobTypes), identity,
+      connection: nativeConnection,
+      namespace,
+      taskQueue,
+      pool,
+      providerUrl: sim.url,
+      fallbackProviderUrl: opts.fallbackProviderUrl,
+      log,
+      codeVersion: 'test',
+      jobs: jobTypes,
+      workflowBundle: await workflowBundle(jobTypes),
+      identity,
     });
     workers.push(w);
     runs.push(w.run());
@@ -138,7 +186,17 @@ export async function startHarness(name: string, opts: { workers?: number; webho
   for (let i = 0; i < (opts.workers ?? 1); i++) await startWorker(`${name}-worker-${i + 1}`);
 
   const h: Harness = {
-    name, databaseUrl, pool, temporal, taskQueue, sim, jobs, baseUrl, log, workers, startWorker,
+    name,
+    databaseUrl,
+    pool,
+    temporal,
+    taskQueue,
+    sim,
+    jobs,
+    baseUrl,
+    log,
+    workers,
+    startWorker,
     async api(path, init = {}) {
       const headers: Record<string, string> = { ...init.headers };
       const tenant = init.tenant === undefined ? 'a' : init.tenant;
@@ -151,27 +209,43 @@ export async function startHarness(name: string, opts: { workers?: number; webho
       const res = await fetch(baseUrl + path, { method: init.method ?? (body !== undefined ? 'POST' : 'GET'), headers, body });
       const text = await res.text();
       let parsed: unknown = text;
-      try { parsed = text ? JSON.parse(text) : undefined; } catch { /* not JSON */ }
+      try {
+        parsed = text ? JSON.parse(text) : undefined;
+      } catch {
+        /* not JSON */
+      }
       return { status: res.status, headers: res.headers, body: parsed };
     },
     submit(type, input, o = {}) {
-      return h.api('/v1/jobs', { body: { type, input, ...(o.priority ? { priority: o.priority } : {}) }, headers: { 'idempotency-key': o.key ?? `key-${uid()}` }, tenant: o.tenant ?? 'a' });
+      return h.api('/v1/jobs', {
+        body: { type, input, ...(o.priority ? { priority: o.priority } : {}) },
+        headers: { 'idempotency-key': o.key ?? `key-${uid()}` },
+        tenant: o.tenant ?? 'a',
+      });
     },
     async simEffects() {
       return (await fetch(`${sim.url}/__sim/effects`)).json();
     },
     async simFault(body) {
-      const r = await fetch(`${sim.url}/__sim/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const r = await fetch(`${sim.url}/__sim/faults`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
       if (r.status >= 300) throw new Error(`simulator refused fault ${JSON.stringify(body)}: ${r.status} ${await r.text()}`);
     },
     async waitForStatus(jobId, status, tenant = 'a', timeoutMs = 90_000) {
       const want = Array.isArray(status) ? status : [status];
       let last: unknown;
-      return waitFor(`job ${jobId} to reach ${want.join('|')} (last: ${JSON.stringify(last)})`, async () => {
-        const r = await h.api(`/v1/jobs/${jobId}`, { tenant });
-        last = r.body?.status;
-        return want.includes(r.body?.status) ? r.body : undefined;
-      }, timeoutMs);
+      return waitFor(
+        `job ${jobId} to reach ${want.join('|')} (last: ${JSON.stringify(last)})`,
+        async () => {
+          const r = await h.api(`/v1/jobs/${jobId}`, { tenant });
+          last = r.body?.status;
+          return want.includes(r.body?.status) ? r.body : undefined;
+        },
+        timeoutMs,
+      );
     },
     async close() {
       await app.close();

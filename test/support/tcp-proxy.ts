@@ -19,12 +19,18 @@ export async function startTcpProxy(target: string): Promise<TcpProxy> {
   const sockets = new Set<Socket>();
   let cut = false;
   const server: Server = createServer((client) => {
-    if (cut) { client.destroy(); return; }
+    if (cut) {
+      client.destroy();
+      return;
+    }
     const upstream = createConnection({ host, port });
     for (const s of [client, upstream]) {
       sockets.add(s);
       s.on('close', () => sockets.delete(s));
-      s.on('error', () => { client.destroy(); upstream.destroy(); });
+      s.on('error', () => {
+        client.destroy();
+        upstream.destroy();
+      });
     }
     client.pipe(upstream);
     upstream.pipe(client);
@@ -38,7 +44,9 @@ export async function startTcpProxy(target: string): Promise<TcpProxy> {
       cut = true;
       for (const s of sockets) s.destroy();
     },
-    heal() { cut = false; },
+    heal() {
+      cut = false;
+    },
     async close() {
       cut = true;
       for (const s of sockets) s.destroy();

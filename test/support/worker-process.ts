@@ -31,13 +31,20 @@ export async function spawnWorker(h: Harness, env: Record<string, string> = {}):
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
-  child.stderr!.on('data', (d: Buffer) => { out += d.toString(); });
+  child.stdout!.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  child.stderr!.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const deadline = Date.now() + 90_000;
   while (!out.includes('worker polling')) {
     if (child.exitCode !== null) throw new Error(`worker exited early (${child.exitCode}):\n${out.slice(-2000)}`);
-    if (Date.now() > deadline) { child.kill('SIGKILL'); throw new Error(`worker did not start:\n${out.slice(-2000)}`); }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`worker did not start:\n${out.slice(-2000)}`);
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
   return {

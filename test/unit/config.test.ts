@@ -9,9 +9,17 @@ describe('configuration', () => {
   it('has the documented defaults in dev mode', () => {
     const c = loadConfig({}, { jobTypes: names, mode: 'dev' });
     expect(c).toMatchObject({
-      httpPort: 8080, temporalAddress: undefined, temporalNamespace: 'default', temporalUiPort: 8233,
-      databaseUrl: undefined, providerUrl: undefined, simPort: 8090, workers: 1, adminApiKey: 'admin-key',
-      simWebhookUrl: 'http://127.0.0.1:8080/v1/webhooks/sim', taskQueue: 'durable-jobs',
+      httpPort: 8080,
+      temporalAddress: undefined,
+      temporalNamespace: 'default',
+      temporalUiPort: 8233,
+      databaseUrl: undefined,
+      providerUrl: undefined,
+      simPort: 8090,
+      workers: 1,
+      adminApiKey: 'admin-key',
+      simWebhookUrl: 'http://127.0.0.1:8080/v1/webhooks/sim',
+      taskQueue: 'durable-jobs',
     });
     expect(c.seedTenants).toEqual([{ tenantId: 'demo', apiKey: 'demo-key' }]);
   });
@@ -25,19 +33,28 @@ describe('configuration', () => {
   it('names the wrong variable and what is allowed', () => {
     expect(() => loadConfig({ HTTP_PORT: 'eighty' }, { jobTypes: names, mode: 'dev' })).toThrow(/HTTP_PORT must be a port number/);
     expect(() => loadConfig({ WORKERS: '99' }, { jobTypes: names, mode: 'dev' })).toThrow(/WORKERS must be 0-16/);
-    expect(() => loadConfig({ DATABASE_URL: 'mysql://x' }, { jobTypes: names, mode: 'dev' })).toThrow(/DATABASE_URL must start with postgres/);
+    expect(() => loadConfig({ DATABASE_URL: 'mysql://x' }, { jobTypes: names, mode: 'dev' })).toThrow(
+      /DATABASE_URL must start with postgres/,
+    );
     expect(() => loadConfig({ SEED_TENANTS: 'oops' }, { jobTypes: names, mode: 'dev' })).toThrow(/SEED_TENANTS/);
     expect(() => loadConfig({ WEBHOOK_SECRETS: 'sim=nope' }, { jobTypes: names, mode: 'dev' })).toThrow(/WEBHOOK_SECRETS/);
     expect(() => loadConfig({ JOB_BUDGETS: '{"nope":{}}' }, { jobTypes: names, mode: 'dev' })).toThrow(/JOB_BUDGETS/);
-    expect(() => loadConfig({ CONCURRENCY_LIMITS: '{"summarize":{"perTenant":0}}' }, { jobTypes: names, mode: 'dev' })).toThrow(/CONCURRENCY_LIMITS/);
+    expect(() => loadConfig({ CONCURRENCY_LIMITS: '{"summarize":{"perTenant":0}}' }, { jobTypes: names, mode: 'dev' })).toThrow(
+      /CONCURRENCY_LIMITS/,
+    );
     expect(() => loadConfig({ DURABLE_JOBS_MODE: 'staging' }, { jobTypes: names })).toThrow(/DURABLE_JOBS_MODE/);
   });
 
   it('treats empty variables as unset and parses rotation secrets and per-type limits', () => {
-    const c = loadConfig({
-      HTTP_PORT: '', WEBHOOK_SECRETS: 'sim=whsec_aaaaaaaaaaaaaaaaaaaa|whsec_bbbbbbbbbbbbbbbbbbbb',
-      CONCURRENCY_LIMITS: '{"summarize":{"perTenant":2}}', JOB_BUDGETS: '{"purchase":{"maximumAttempts":3}}',
-    }, { jobTypes: names, mode: 'dev' });
+    const c = loadConfig(
+      {
+        HTTP_PORT: '',
+        WEBHOOK_SECRETS: 'sim=whsec_aaaaaaaaaaaaaaaaaaaa|whsec_bbbbbbbbbbbbbbbbbbbb',
+        CONCURRENCY_LIMITS: '{"summarize":{"perTenant":2}}',
+        JOB_BUDGETS: '{"purchase":{"maximumAttempts":3}}',
+      },
+      { jobTypes: names, mode: 'dev' },
+    );
     expect(c.httpPort).toBe(8080);
     expect(c.webhookSecrets.sim).toHaveLength(2);
     expect(c.concurrencyLimits.summarize).toEqual({ perTenant: 2 });
@@ -51,10 +68,15 @@ describe('configuration', () => {
     const load = (env: Record<string, string>, mode: 'dev' | 'production' = 'production') => loadConfig(env, { jobTypes: names, mode });
 
     it('keeps only digests, several keys per operator, and ADMIN_API_KEY as operator "admin"', () => {
-      const c = load({ ADMIN_API_KEYS: `alice=alice-key-0000001|sha256:${sha('alice-key-0000002')},bob=bob-key-000000001`, ADMIN_API_KEY: 'legacy-admin-key' });
+      const c = load({
+        ADMIN_API_KEYS: `alice=alice-key-0000001|sha256:${sha('alice-key-0000002')},bob=bob-key-000000001`,
+        ADMIN_API_KEY: 'legacy-admin-key',
+      });
       expect(c.adminKeys).toEqual([
-        { operator: 'alice', keyHash: sha('alice-key-0000001') }, { operator: 'alice', keyHash: sha('alice-key-0000002') },
-        { operator: 'bob', keyHash: sha('bob-key-000000001') }, { operator: 'admin', keyHash: sha('legacy-admin-key') },
+        { operator: 'alice', keyHash: sha('alice-key-0000001') },
+        { operator: 'alice', keyHash: sha('alice-key-0000002') },
+        { operator: 'bob', keyHash: sha('bob-key-000000001') },
+        { operator: 'admin', keyHash: sha('legacy-admin-key') },
       ]);
       expect(JSON.stringify(c.adminKeys)).not.toContain('alice-key');
     });
@@ -73,7 +95,9 @@ describe('configuration', () => {
       expect(() => load({ ADMIN_API_KEYS: 'alice=short' })).toThrow(/at least 16 characters/);
       expect(() => load({ ADMIN_API_KEYS: 'alice=alice-key-0000001,alice=alice-key-0000002' })).toThrow(/listed twice/);
       expect(() => load({ ADMIN_API_KEYS: 'alice=shared-key-0000001,bob=shared-key-0000001' })).toThrow(/both "alice" and "bob"/);
-      expect(() => load({ ADMIN_API_KEYS: 'alice=demo-key-000000001', SEED_TENANTS: 'demo=demo-key-000000001' })).toThrow(/tenant "demo" is also an admin key/);
+      expect(() => load({ ADMIN_API_KEYS: 'alice=demo-key-000000001', SEED_TENANTS: 'demo=demo-key-000000001' })).toThrow(
+        /tenant "demo" is also an admin key/,
+      );
       expect(() => load({ TEMPORAL_UI_URL: 'javascript:alert(1)' })).toThrow(/TEMPORAL_UI_URL/);
     });
 

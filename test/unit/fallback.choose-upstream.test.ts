@@ -8,11 +8,17 @@ const fresh = { inserted: true, was_in_doubt: false, upstream: 'primary' as cons
 describe('chooseUpstream: the fallback only by decision, never for an effect in doubt elsewhere', () => {
   it('not enabled: always the primary, nothing to explain', () => {
     expect(chooseUpstream(fresh, off, true)).toEqual({ upstream: 'primary', reason: null });
-    expect(chooseUpstream({ inserted: false, was_in_doubt: true, upstream: 'primary' }, off, true)).toEqual({ upstream: 'primary', reason: null });
+    expect(chooseUpstream({ inserted: false, was_in_doubt: true, upstream: 'primary' }, off, true)).toEqual({
+      upstream: 'primary',
+      reason: null,
+    });
   });
 
   it('enabled: a new effect, or one the primary definitely refused (not in doubt), goes to the fallback with the reason', () => {
-    expect(chooseUpstream(fresh, enabled, true)).toEqual({ upstream: 'fallback', reason: `sent to the fallback upstream: ${enabled.reason}` });
+    expect(chooseUpstream(fresh, enabled, true)).toEqual({
+      upstream: 'fallback',
+      reason: `sent to the fallback upstream: ${enabled.reason}`,
+    });
     expect(chooseUpstream({ inserted: false, was_in_doubt: false, upstream: 'primary' }, enabled, true).upstream).toBe('fallback');
   });
 

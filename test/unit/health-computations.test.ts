@@ -1,8 +1,16 @@
 import { maxInSlidingWindow } from '../support/queries.js';
 import { describe, expect, it } from 'vitest';
 import {
-  admissionWaitMs, formatAge, formatDuration, formatRate, netDrain, perWindow,
-  ratePerMinute, recovery, sparkline, unfinishedSeries,
+  admissionWaitMs,
+  formatAge,
+  formatDuration,
+  formatRate,
+  netDrain,
+  perWindow,
+  ratePerMinute,
+  recovery,
+  sparkline,
+  unfinishedSeries,
 } from '../../lib/health.js';
 import { deferralPollMs } from '../../workflows/admission.js';
 
@@ -25,7 +33,7 @@ describe('rates over sliding windows', () => {
 });
 
 describe('recovery ETA', () => {
-  it('states the issue\'s example in words', () => {
+  it("states the issue's example in words", () => {
     const r = recovery(10_000, 20);
     expect(r.state).toBe('draining');
     expect(r.etaSeconds).toBe(30_000);

@@ -4,22 +4,40 @@ import { clock, duration, stageTimings, stageVerdict, type StageFacts } from '..
 const now = new Date('2026-03-02T12:10:00Z');
 const at = (hms: string) => new Date(`2026-03-02T${hms}Z`);
 const base = (over: Partial<StageFacts> = {}): StageFacts => ({
-  now, status: 'queued', statusReason: null, createdAt: at('12:00:00'), workflowStartedAt: at('12:00:01'), firstStartedAt: null,
-  finishedAt: null, deferredAt: null, nextAttemptAt: null, attempts: 0, lastError: null,
-  notification: { state: null, failures: 0, pending: 0 }, ...over,
+  now,
+  status: 'queued',
+  statusReason: null,
+  createdAt: at('12:00:00'),
+  workflowStartedAt: at('12:00:01'),
+  firstStartedAt: null,
+  finishedAt: null,
+  deferredAt: null,
+  nextAttemptAt: null,
+  attempts: 0,
+  lastError: null,
+  notification: { state: null, failures: 0, pending: 0 },
+  ...over,
 });
 
 describe('stageVerdict', () => {
   it('intake: an accepted intent whose workflow never started', () => {
     const v = stageVerdict(base({ workflowStartedAt: null }));
-    expect(v).toMatchObject({ stage: 'intake', condition: 'stuck', words: 'stuck at intake: accepted 12:00:00Z, its workflow not started for 10 min' });
+    expect(v).toMatchObject({
+      stage: 'intake',
+      condition: 'stuck',
+      words: 'stuck at intake: accepted 12:00:00Z, its workflow not started for 10 min',
+    });
   });
 
   it('claim: no poller on the task queue names it and the wait; with pollers it only waits', () => {
-    const v = stageVerdict(base({ workflowStartedAt: at('12:06:00'), taskQueue: { name: 'durable-jobs', workflowPollers: 0, activityPollers: 0 } }));
+    const v = stageVerdict(
+      base({ workflowStartedAt: at('12:06:00'), taskQueue: { name: 'durable-jobs', workflowPollers: 0, activityPollers: 0 } }),
+    );
     expect(v.words).toBe('stuck at claim: no worker has polled task queue durable-jobs for 4 min');
     expect(v.figure).toBe('0 pollers, 4 min');
-    expect(stageVerdict(base({ taskQueue: { name: 'q', workflowPollers: 2, activityPollers: 0 } })).words).toMatch(/^stuck at claim: no activity worker has polled task queue q /);
+    expect(stageVerdict(base({ taskQueue: { name: 'q', workflowPollers: 2, activityPollers: 0 } })).words).toMatch(
+      /^stuck at claim: no activity worker has polled task queue q /,
+    );
     const waiting = stageVerdict(base({ taskQueue: { name: 'q', workflowPollers: 1, activityPollers: 1 } }));
     expect(waiting).toMatchObject({ stage: 'claim', condition: 'waiting' });
     expect(stageVerdict(base()).words).toBe('waiting at claim: queued for 10 min, no attempt started yet'); // a tenant: no queue names
@@ -27,42 +45,79 @@ describe('stageVerdict', () => {
 
   it('claim: deferred, with the reason and for how long', () => {
     const v = stageVerdict(base({ status: 'deferred', statusReason: 'low-priority work is paused by alice', deferredAt: at('12:09:30') }));
-    expect(v).toMatchObject({ stage: 'claim', words: 'deferred at claim for 30 s: low-priority work is paused by alice', nextStep: 'admitted once its priority is resumed, at the recovery rate' });
+    expect(v).toMatchObject({
+      stage: 'claim',
+      words: 'deferred at claim for 30 s: low-priority work is paused by alice',
+      nextStep: 'admitted once its priority is resumed, at the recovery rate',
+    });
   });
 
   it('side effects: in doubt while the call is out, reconciliation pending after it failed', () => {
     const effect = { step: 'charge', state: 'pending' as const, inDoubt: true, sentAt: at('12:03:04'), reconciliations: 0 };
     const running = stageVerdict(base({ status: 'running', firstStartedAt: at('12:03:00'), attempts: 1, pendingEffect: effect }));
     expect(running.words).toBe('side effect in doubt: charge sent 12:03:04Z, no answer for 7 min (attempt 1 waiting)');
-    const retrying = stageVerdict(base({ status: 'retrying', firstStartedAt: at('12:03:00'), attempts: 1, pendingEffect: effect, nextAttemptAt: at('12:10:05') }));
+    const retrying = stageVerdict(
+      base({ status: 'retrying', firstStartedAt: at('12:03:00'), attempts: 1, pendingEffect: effect, nextAttemptAt: at('12:10:05') }),
+    );
     expect(retrying.words).toBe('side effect in doubt: charge sent 12:03:04Z, no answer; reconciliation pending (next attempt 12:10:05Z)');
     expect(retrying.condition).toBe('in_doubt');
   });
 
   it('side effects: a plain retry names the class, status and next attempt; a definite refusal is not in doubt', () => {
-    const v = stageVerdict(base({
-      status: 'retrying', firstStartedAt: at('12:01:00'), attempts: 2, nextAttemptAt: at('12:10:03'),
-      lastError: { errorClass: 'rate_limited', statusCode: 429 }, pendingEffect: { step: 'summarize', state: 'pending', inDoubt: false, sentAt: at('12:09:00'), reconciliations: 0 },
-    }));
+    const v = stageVerdict(
+      base({
+        status: 'retrying',
+        firstStartedAt: at('12:01:00'),
+        attempts: 2,
+        nextAttemptAt: at('12:10:03'),
+        lastError: { errorClass: 'rate_limited', statusCode: 429 },
+        pendingEffect: { step: 'summarize', state: 'pending', inDoubt: false, sentAt: at('12:09:00'), reconciliations: 0 },
+      }),
+    );
     expect(v.words).toBe('retrying at side effects: attempt 2 failed with rate_limited (HTTP 429); next attempt 12:10:03Z');
   });
 
   it('failed at side effects: refused (4xx) vs gave up; the replay and the discard carry on the line', () => {
-    const f = base({ status: 'dead_lettered', firstStartedAt: at('12:01:00'), finishedAt: at('12:01:02'), attempts: 1, lastError: { errorClass: 'invalid_request', statusCode: 400 } });
+    const f = base({
+      status: 'dead_lettered',
+      firstStartedAt: at('12:01:00'),
+      finishedAt: at('12:01:02'),
+      attempts: 1,
+      lastError: { errorClass: 'invalid_request', statusCode: 400 },
+    });
     const dl = { id: 'dl-1', state: 'open', failedStep: 'sendReceipt', attempts: 1, discardReason: null };
-    expect(stageVerdict({ ...f, deadLetter: dl }).words).toBe('failed at side effects: sendReceipt refused with HTTP 400 (invalid_request), not retried; dead letter dl-1 open');
-    expect(stageVerdict({ ...f, deadLetter: { ...dl, state: 'replayed' }, replay: { jobId: 'j-replay-1', status: 'succeeded' } }))
-      .toMatchObject({ words: 'failed at side effects: sendReceipt refused with HTTP 400 (invalid_request), not retried; replayed as j-replay-1 (succeeded)', nextStep: 'none: the replay job j-replay-1 took over this job' });
-    expect(stageVerdict({ ...f, deadLetter: { ...dl, state: 'discarded', discardReason: 'duplicate order', discardedBy: 'bob' } }).words).toMatch(/discarded by bob: duplicate order$/);
-    const gaveUp = stageVerdict({ ...f, attempts: 8, lastError: { errorClass: 'upstream_unavailable', statusCode: 503 }, deadLetter: { ...dl, attempts: 8 } });
-    expect(gaveUp.words).toBe('failed at side effects: sendReceipt gave up after 8 attempts: upstream_unavailable (HTTP 503); dead letter dl-1 open');
+    expect(stageVerdict({ ...f, deadLetter: dl }).words).toBe(
+      'failed at side effects: sendReceipt refused with HTTP 400 (invalid_request), not retried; dead letter dl-1 open',
+    );
+    expect(
+      stageVerdict({ ...f, deadLetter: { ...dl, state: 'replayed' }, replay: { jobId: 'j-replay-1', status: 'succeeded' } }),
+    ).toMatchObject({
+      words: 'failed at side effects: sendReceipt refused with HTTP 400 (invalid_request), not retried; replayed as j-replay-1 (succeeded)',
+      nextStep: 'none: the replay job j-replay-1 took over this job',
+    });
+    expect(
+      stageVerdict({ ...f, deadLetter: { ...dl, state: 'discarded', discardReason: 'duplicate order', discardedBy: 'bob' } }).words,
+    ).toMatch(/discarded by bob: duplicate order$/);
+    const gaveUp = stageVerdict({
+      ...f,
+      attempts: 8,
+      lastError: { errorClass: 'upstream_unavailable', statusCode: 503 },
+      deadLetter: { ...dl, attempts: 8 },
+    });
+    expect(gaveUp.words).toBe(
+      'failed at side effects: sendReceipt gave up after 8 attempts: upstream_unavailable (HTTP 503); dead letter dl-1 open',
+    );
   });
 
   it('completion: done, notification pending, notification failed', () => {
     const f = base({ status: 'succeeded', firstStartedAt: at('12:01:00'), finishedAt: at('12:01:02') });
     expect(stageVerdict(f)).toMatchObject({ stage: 'completion', condition: 'done', words: 'completed 12:01:02Z' });
-    expect(stageVerdict({ ...f, notification: { state: 'failed', failures: 3, pending: 1 } }).words).toBe('completed 12:01:02Z; notification failed 3 times (outbox)');
-    expect(stageVerdict({ ...f, notification: { state: 'pending', failures: 1, pending: 1 } }).words).toBe('completed 12:01:02Z; notification pending (outbox), failed once so far');
+    expect(stageVerdict({ ...f, notification: { state: 'failed', failures: 3, pending: 1 } }).words).toBe(
+      'completed 12:01:02Z; notification failed 3 times (outbox)',
+    );
+    expect(stageVerdict({ ...f, notification: { state: 'pending', failures: 1, pending: 1 } }).words).toBe(
+      'completed 12:01:02Z; notification pending (outbox), failed once so far',
+    );
   });
 
   it('cancelled at the stage it had reached', () => {
@@ -72,15 +127,24 @@ describe('stageVerdict', () => {
 
 describe('stageTimings', () => {
   it('keeps queue wait and execution apart per stage', () => {
-    const t = stageTimings({
-      now, status: 'succeeded', createdAt: at('12:00:00'), workflowStartedAt: at('12:00:01'), deferredAt: at('12:00:02'), admittedAt: at('12:00:10'),
-      firstStartedAt: at('12:00:12'), finishedAt: at('12:00:30'),
-    }, [
-      { step: 'summarize', startedAt: at('12:00:12'), finishedAt: at('12:00:15') }, // failed, then a 10 s retry delay
-      { step: 'summarize', startedAt: at('12:00:25'), finishedAt: at('12:00:30') },
-      { step: 'notify', startedAt: at('12:00:31'), finishedAt: at('12:00:32') },
-      { step: 'notify-email', startedAt: at('12:00:35'), finishedAt: at('12:00:36') },
-    ]);
+    const t = stageTimings(
+      {
+        now,
+        status: 'succeeded',
+        createdAt: at('12:00:00'),
+        workflowStartedAt: at('12:00:01'),
+        deferredAt: at('12:00:02'),
+        admittedAt: at('12:00:10'),
+        firstStartedAt: at('12:00:12'),
+        finishedAt: at('12:00:30'),
+      },
+      [
+        { step: 'summarize', startedAt: at('12:00:12'), finishedAt: at('12:00:15') }, // failed, then a 10 s retry delay
+        { step: 'summarize', startedAt: at('12:00:25'), finishedAt: at('12:00:30') },
+        { step: 'notify', startedAt: at('12:00:31'), finishedAt: at('12:00:32') },
+        { step: 'notify-email', startedAt: at('12:00:35'), finishedAt: at('12:00:36') },
+      ],
+    );
     expect(t).toEqual({
       intake: { executionMs: 1_000 },
       claim: { queueMs: 2_000, deferredMs: 8_000 },

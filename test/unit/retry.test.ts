@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import {
-  attemptMarginMs, chooseDelay, classifyStatus, errorClassForStatus, exceedsBudget, fullJitterMs, MAX_RETRY_AFTER_MS, MIN_RETRY_DELAY_MS, parseRetryAfter,
+  attemptMarginMs,
+  chooseDelay,
+  classifyStatus,
+  errorClassForStatus,
+  exceedsBudget,
+  fullJitterMs,
+  MAX_RETRY_AFTER_MS,
+  MIN_RETRY_DELAY_MS,
+  parseRetryAfter,
 } from '../../lib/retry.js';
 
 describe('classification', () => {
@@ -39,7 +47,8 @@ describe('Retry-After', () => {
     expect(parseRetryAfter('86400', now)).toBe(MAX_RETRY_AFTER_MS);
   });
   it('ignores garbage, so the caller falls back to jitter', () => {
-    for (const v of ['soon', '-5', '1.5', '', 'Sun, 99 Foo 2026 99:99:99 GMT', undefined, null]) expect(parseRetryAfter(v, now)).toBeUndefined();
+    for (const v of ['soon', '-5', '1.5', '', 'Sun, 99 Foo 2026 99:99:99 GMT', undefined, null])
+      expect(parseRetryAfter(v, now)).toBeUndefined();
     expect(chooseDelay(3, parseRetryAfter('soon', now), { baseMs: 100, capMs: 1000 }, () => 0.5).source).toBe('jitter');
   });
 });

@@ -51,6 +51,8 @@ describe('schedule declarations', () => {
 
   it('give the scan the window grid of every scheduled job type', () => {
     const input = scanInputFor(SCHEDULE_DECLARATIONS, 'q');
-    expect(input.schedules).toEqual([{ schedule: 'digest', scheduleId: 'q.digest', jobType: 'digest', windowMs: DAY, windowOffsetMs: 2 * HOUR, fillLookbackMs: 7 * DAY }]);
+    expect(input.schedules).toEqual([
+      { schedule: 'digest', scheduleId: 'q.digest', jobType: 'digest', windowMs: DAY, windowOffsetMs: 2 * HOUR, fillLookbackMs: 7 * DAY },
+    ]);
   });
 });

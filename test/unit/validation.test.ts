@@ -23,9 +23,16 @@ describe('input validation', () => {
 
 describe('problems', () => {
   it('maps coded errors to RFC 9457 problems with stable types', () => {
-    expect(problemFromError(new ValidationError('bad', [{ path: 'x', message: 'y' }]))).toMatchObject({ status: 400, type: 'urn:durable-jobs:problem:validation-error', errors: [{ path: 'x' }] });
+    expect(problemFromError(new ValidationError('bad', [{ path: 'x', message: 'y' }]))).toMatchObject({
+      status: 400,
+      type: 'urn:durable-jobs:problem:validation-error',
+      errors: [{ path: 'x' }],
+    });
     expect(problemFromError(new IdempotencyConflictError('no'))).toMatchObject({ status: 422 });
-    expect(problemFromError(new UnavailableError('down', 7, { dependency: 'postgres' }))).toMatchObject({ status: 503, retryAfterSeconds: 7 });
+    expect(problemFromError(new UnavailableError('down', 7, { dependency: 'postgres' }))).toMatchObject({
+      status: 503,
+      retryAfterSeconds: 7,
+    });
     const internal = problemFromError(new Error('secret detail'));
     expect(internal).toMatchObject({ status: 500 });
     expect(JSON.stringify(internal)).not.toContain('secret detail');
