@@ -5,6 +5,7 @@ import { createDeadLetterActivities } from './dead-letters.js';
 import type { ActivityDeps } from './deps.js';
 import { withLeaseTracking } from './lease-tracking.js';
 import { createOutboxActivities } from './outbox.js';
+import { createRetentionActivities } from './retention.js';
 import { createScanRepairActivities } from './scan-repairs.js';
 import { createScanActivities } from './scan.js';
 import { createScheduleActivities } from './schedules.js';
@@ -21,6 +22,7 @@ export function createSystemActivities(deps: ActivityDeps) {
     ...createScanActivities(deps),
     ...createScanRepairActivities(deps),
     ...createAdmissionActivities(deps),
+    ...createRetentionActivities(deps),
   };
 }
 

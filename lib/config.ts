@@ -5,6 +5,7 @@ import { detectCodeVersion } from './code-version.js';
 import { loadClientConnectConfig, type ClientConnectConfig } from '@temporalio/envconfig';
 import { ConfigError } from './errors.js';
 import type { ConcurrencyLimits, JobBudget, JobType } from '../contract/job-types.js';
+import { RETENTION_TABLES, type RetentionTable } from '../contract/retention.js';
 
 /** The package version: part of every dead letter's evidence (which code ran the attempt). */
 export const PACKAGE_VERSION: string = (createRequire(import.meta.url)('../package.json') as { version: string }).version;
@@ -98,6 +99,55 @@ export interface Config {
   concurrencyLimits: Partial<Record<JobType, Partial<ConcurrencyLimits>>>;
   /** Version of the code that ran an attempt (dead-letter evidence). */
   codeVersion: string;
+  /** How long each growing table keeps its rows, and the idempotency window (README "Retention"). */
+  retention: RetentionConfig;
+}
+
+export interface RetentionConfig {
+  /** Days per table (`RETENTION_DAYS`, overridden per table by `RETENTION_DAYS_BY_TABLE`). */
+  days: Record<RetentionTable, number>;
+  /**
+   * `IDEMPOTENCY_WINDOW_DAYS` (default 7): for at least this long after a job finished, its
+   * Idempotency-Key answers with the same job. The intent of a finished job is never kept
+   * shorter (`job_intents` retention ≥ the window).
+   */
+  idempotencyWindowDays: number;
+  /** Rows per DELETE of the cleanup (`RETENTION_BATCH_SIZE`, default 500). */
+  batchSize: number;
+}
+
+/** Defaults that differ from `RETENTION_DAYS`: the samples feed only the last day's trend lines, operator audit lives longer. */
+const RETENTION_DEFAULTS: Partial<Record<RetentionTable, number>> = { health_samples: 1, degradation_audit: 365 };
+
+function retentionConfig(days: number, windowDays: number, batchSize: number, raw: string | undefined): RetentionConfig {
+  let overrides: Partial<Record<RetentionTable, number>> = {};
+  if (raw !== undefined) {
+    let json: unknown;
+    try {
+      json = JSON.parse(raw);
+    } catch {
+      throw new ConfigError('RETENTION_DAYS_BY_TABLE must be a JSON object keyed by table');
+    }
+    const parsed = z.partialRecord(z.enum(RETENTION_TABLES), z.number().positive()).safeParse(json);
+    if (!parsed.success) {
+      const i = parsed.error.issues[0]!;
+      throw new ConfigError(
+        `RETENTION_DAYS_BY_TABLE: ${i.path.join('.') || '(root)'}: ${i.message} (tables: ${RETENTION_TABLES.join(', ')}; days > 0)`,
+      );
+    }
+    overrides = parsed.data;
+  }
+  if (overrides.job_intents !== undefined && overrides.job_intents < windowDays) {
+    throw new ConfigError(
+      `RETENTION_DAYS_BY_TABLE: job_intents (${overrides.job_intents} days) must be at least IDEMPOTENCY_WINDOW_DAYS (${windowDays})`,
+    );
+  }
+  const out = Object.fromEntries(RETENTION_TABLES.map((t) => [t, overrides[t] ?? RETENTION_DEFAULTS[t] ?? days])) as Record<
+    RetentionTable,
+    number
+  >;
+  out.job_intents = Math.max(out.job_intents, windowDays);
+  return { days: out, idempotencyWindowDays: windowDays, batchSize };
 }
 
 const port = (name: string, fallback: number) =>
@@ -276,6 +326,21 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { jobTypes: readonly Jo
     WEBHOOK_SECRETS: z.string().default(''),
     JOB_BUDGETS: z.string().optional(),
     CONCURRENCY_LIMITS: z.string().optional(),
+    RETENTION_DAYS: z.coerce
+      .number({ error: 'RETENTION_DAYS must be a number of days' })
+      .positive('RETENTION_DAYS must be > 0')
+      .default(30),
+    RETENTION_DAYS_BY_TABLE: z.string().optional(),
+    IDEMPOTENCY_WINDOW_DAYS: z.coerce
+      .number({ error: 'IDEMPOTENCY_WINDOW_DAYS must be a number of days' })
+      .positive('IDEMPOTENCY_WINDOW_DAYS must be > 0')
+      .default(7),
+    RETENTION_BATCH_SIZE: z.coerce
+      .number()
+      .int('RETENTION_BATCH_SIZE must be a whole number')
+      .min(1, 'RETENTION_BATCH_SIZE must be 1-10000')
+      .max(10_000, 'RETENTION_BATCH_SIZE must be 1-10000')
+      .default(500),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   });
   // Empty strings mean "unset": `FOO= npm start` must not turn into an invalid value.
@@ -333,6 +398,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { jobTypes: readonly Jo
     jobBudgets: perJobType('JOB_BUDGETS', e.JOB_BUDGETS, BUDGET_SCHEMA, opts.jobTypes),
     concurrencyLimits: perJobType('CONCURRENCY_LIMITS', e.CONCURRENCY_LIMITS, LIMITS_SCHEMA, opts.jobTypes),
     codeVersion,
+    retention: retentionConfig(e.RETENTION_DAYS, e.IDEMPOTENCY_WINDOW_DAYS, e.RETENTION_BATCH_SIZE, e.RETENTION_DAYS_BY_TABLE),
   };
 }
 

@@ -6,7 +6,7 @@ import { createJobsClient } from '../services/intake.js';
 import { loadConfig } from '../lib/config.js';
 import { createPool } from '../lib/db.js';
 import { createLogger } from '../lib/logger.js';
-import { ensureSchedules } from '../services/schedules.js';
+import { ensureSchedules, productSchedules } from '../services/schedules.js';
 import { exitWithParent, onShutdown } from '../lib/shutdown.js';
 import { connectClient } from '../lib/temporal.js';
 import { prepareStack } from '../services/stack.js';
@@ -30,7 +30,7 @@ if (applied.length > 0) log.info({ applied }, 'migrations applied');
 // Schedules are declared in code (services/schedules.ts) and created or updated here, idempotently
 // (several API processes may start at once). A failure must not keep the API down: log it;
 // the next start tries again, and the Schedules that exist keep firing meanwhile.
-await ensureSchedules(temporal, config.taskQueue).then(
+await ensureSchedules(temporal, config.taskQueue, productSchedules(config.retention)).then(
   (r) => log.info({ schedules: r }, 'schedules ensured'),
   (err: Error) => log.error({ err: { message: err.message, name: err.name } }, 'could not ensure schedules'),
 );

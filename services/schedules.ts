@@ -11,6 +11,7 @@ import { createHash } from 'node:crypto';
 import { canonicalJson } from '../lib/canonical-json.js';
 import type { ScanInput, ScannedSchedule } from '../contract/scan.js';
 import type { TriggerArgs } from '../contract/scan.js';
+import type { RetentionInput } from '../contract/retention.js';
 
 /**
  * Temporal Schedules replace cron. Each scheduled job type and the compensation scan is
@@ -50,7 +51,13 @@ export interface ScanScheduleDeclaration extends DeclarationBase {
   options?: Omit<ScanInput, 'schedules' | 'now'>;
 }
 
-export type ScheduleDeclaration = JobScheduleDeclaration | ScanScheduleDeclaration;
+export interface RetentionScheduleDeclaration extends DeclarationBase {
+  kind: 'retention';
+  /** Retention per table and batch size, from the configuration (`Config.retention`). */
+  input: RetentionInput;
+}
+
+export type ScheduleDeclaration = JobScheduleDeclaration | ScanScheduleDeclaration | RetentionScheduleDeclaration;
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -84,6 +91,31 @@ export const SCHEDULE_DECLARATIONS: ScheduleDeclaration[] = [
     paused: false,
   },
 ];
+
+/**
+ * The retention cleanup (activities/retention.ts), hourly: each run deletes what expired
+ * since the last one, in batches. Its input comes from the configuration, so it is declared
+ * from it; `productSchedules` is what the API ensures at start.
+ */
+export function retentionDeclaration(input: RetentionInput): RetentionScheduleDeclaration {
+  return {
+    kind: 'retention',
+    name: 'retention-cleanup',
+    description:
+      'deletes rows past their retention period, in small batches, never what a live job, an open dead letter or the idempotency window needs',
+    timing: { every: HOUR, offset: 17 * MINUTE },
+    // A run covers everything expired up to its own time: a skipped or missed run needs no catch-up.
+    overlap: 'SKIP',
+    catchupWindowMs: 10 * MINUTE,
+    paused: false,
+    input,
+  };
+}
+
+/** Every Schedule the product runs: the shipped declarations and the retention cleanup of this configuration. */
+export function productSchedules(retention: { days: RetentionInput['days']; batchSize: number }): ScheduleDeclaration[] {
+  return [...SCHEDULE_DECLARATIONS, retentionDeclaration({ days: retention.days, batchSize: retention.batchSize })];
+}
 
 /** Stable and prefixed (by default with the task queue), so deployments and test files sharing one Temporal never collide. */
 export function scheduleIdFor(prefix: string, name: string): string {
@@ -134,8 +166,8 @@ export function scheduleOptionsFor(
 ): ScheduleOptions & { declarationHash: string } {
   const scheduleId = scheduleIdFor(prefix, d.name);
   const spec = toSpec(d.name, d.timing);
-  const workflowType = d.kind === 'job' ? 'scheduleTrigger' : 'compensationScan';
-  const args = d.kind === 'job' ? [triggerArgsFor(d, scheduleId)] : [scanInputFor(all, prefix, d.options)];
+  const workflowType = d.kind === 'job' ? 'scheduleTrigger' : d.kind === 'scan' ? 'compensationScan' : 'retentionCleanup';
+  const args = d.kind === 'job' ? [triggerArgsFor(d, scheduleId)] : d.kind === 'scan' ? [scanInputFor(all, prefix, d.options)] : [d.input];
   const policies = { overlap: d.overlap, catchupWindow: d.catchupWindowMs };
   const declarationHash = createHash('sha256')
     .update(canonicalJson({ spec, workflowType, args, policies, paused: d.paused, taskQueue }))

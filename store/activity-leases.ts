@@ -1,4 +1,5 @@
 import type { Db } from '../lib/db.js';
+import { jobIsLive, olderThan } from './live-jobs.js';
 
 // Lease tracking, written by the worker (activities/lease-tracking.ts): a row when a leased
 // attempt starts, its end when it ends; the next attempt flags one that never ended.
@@ -35,4 +36,21 @@ export async function flagLeaseExpired(db: Db, k: LeaseKey, heartbeatDetails: un
     [k.jobId, k.runId, k.activityId, k.attempt, heartbeatDetails === undefined ? null : JSON.stringify(heartbeatDetails)],
   );
   return r.rowCount === 1;
+}
+
+// ---- retention ----
+
+/** One batch of the retention cleanup: leases started more than `days` ago, of jobs that are not live. */
+export async function deleteExpiredLeases(db: Db, days: number, limit: number): Promise<number> {
+  const r = await db.query(
+    `DELETE FROM activity_leases WHERE ctid IN (
+       SELECT ctid FROM activity_leases l WHERE ${olderThan('l.started_at', 1)} AND NOT ${jobIsLive('l.job_id')} LIMIT $2)`,
+    [days, limit],
+  );
+  return r.rowCount ?? 0;
+}
+
+export async function deleteLeasesOfJobs(db: Db, jobIds: string[]): Promise<number> {
+  const r = await db.query('DELETE FROM activity_leases WHERE job_id = ANY($1::text[])', [jobIds]);
+  return r.rowCount ?? 0;
 }

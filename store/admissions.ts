@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { Priority } from '../contract/job-types.js';
 import type { Db } from '../lib/db.js';
+import { jobIsLive, olderThan } from './live-jobs.js';
 
 /** The admission ledger of ramped resumes (table admissions): one slot per job and round. */
 
@@ -79,4 +80,21 @@ export async function pendingReservations(db: Db): Promise<{ n: number; last_slo
       WHERE admitted_at IS NULL AND slot_at > now() - interval '10 minutes'`,
   );
   return r.rows[0]!;
+}
+
+// ---- retention ----
+
+/** One batch of the retention cleanup: admission slots more than `days` old, of jobs that are not live. */
+export async function deleteExpiredAdmissions(db: Db, days: number, limit: number): Promise<number> {
+  const r = await db.query(
+    `DELETE FROM admissions WHERE ctid IN (
+       SELECT ctid FROM admissions a WHERE ${olderThan('a.slot_at', 1)} AND NOT ${jobIsLive('a.job_id')} LIMIT $2)`,
+    [days, limit],
+  );
+  return r.rowCount ?? 0;
+}
+
+export async function deleteAdmissionsOfJobs(db: Db, jobIds: string[]): Promise<number> {
+  const r = await db.query('DELETE FROM admissions WHERE job_id = ANY($1::text[])', [jobIds]);
+  return r.rowCount ?? 0;
 }

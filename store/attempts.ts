@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type { Db } from '../lib/db.js';
+import { jobIsLive, olderThan } from './live-jobs.js';
 
 export interface AttemptRecord {
   jobId: string;
@@ -79,4 +80,22 @@ export async function failureWindow(
     [jobId],
   );
   return r.rows[0];
+}
+
+// ---- retention ----
+
+/** One batch of the retention cleanup: attempts older than `days` of jobs that are not live. */
+export async function deleteExpiredAttempts(db: Db, days: number, limit: number): Promise<number> {
+  const r = await db.query(
+    `DELETE FROM job_attempts WHERE ctid IN (
+       SELECT ctid FROM job_attempts a WHERE ${olderThan('a.finished_at', 1)} AND NOT ${jobIsLive('a.job_id')} LIMIT $2)`,
+    [days, limit],
+  );
+  return r.rowCount ?? 0;
+}
+
+/** Every attempt of these (expired, finished) jobs: deleted with their intent. */
+export async function deleteAttemptsOfJobs(db: Db, jobIds: string[]): Promise<number> {
+  const r = await db.query('DELETE FROM job_attempts WHERE job_id = ANY($1::text[])', [jobIds]);
+  return r.rowCount ?? 0;
 }

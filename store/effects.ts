@@ -1,5 +1,6 @@
 import { fenceParams, notSuperseded, type AttemptFence } from './fence.js';
 import type { Db } from '../lib/db.js';
+import { jobIsLive, olderThan } from './live-jobs.js';
 
 export interface EffectRow {
   effect_key: string;
@@ -193,4 +194,25 @@ export interface ProviderRequestRef {
   step: string;
   requestId: string;
   outcome: 'succeeded' | 'failed' | 'pending';
+}
+
+// ---- retention ----
+
+/** One batch of the retention cleanup: effects not touched for `days` of jobs that are not live. */
+export async function deleteExpiredEffects(db: Db, days: number, limit: number): Promise<number> {
+  const r = await db.query(
+    `DELETE FROM effects WHERE ctid IN (
+       SELECT ctid FROM effects e WHERE ${olderThan('e.updated_at', 1)} AND NOT ${jobIsLive('e.job_id')} LIMIT $2)`,
+    [days, limit],
+  );
+  return r.rowCount ?? 0;
+}
+
+/**
+ * Every effect of these (expired, finished) jobs: deleted with their intent, so a later
+ * submission with the same key (the same job ID, hence the same effect keys) finds none.
+ */
+export async function deleteEffectsOfJobs(db: Db, jobIds: string[]): Promise<number> {
+  const r = await db.query('DELETE FROM effects WHERE job_id = ANY($1::text[])', [jobIds]);
+  return r.rowCount ?? 0;
 }

@@ -396,3 +396,37 @@ export async function searchIntents(db: Db, f: IntentFilter): Promise<FoundInten
   );
   return r.rows;
 }
+
+// ---- retention ----
+
+/**
+ * A batch of finished jobs whose intent may go: finished more than `days` ago (the caller
+ * never passes less than the idempotency window), and nothing points at them any more: no
+ * dead letter of the job (dead letters are kept, and reference the intent), no replay job of
+ * it, no notification still pending or failed, and, for a replay job, no open or replaying
+ * dead letter of the job it replays (the scan ends a stuck replay from the replay job's
+ * outcome). Locked, so two cleanups take different jobs; call inside a transaction that
+ * deletes the jobs' rows of the other tables and then `deleteIntents`.
+ */
+export async function lockExpiredIntents(db: Db, days: number, limit: number): Promise<string[]> {
+  const r = await db.query<{ job_id: string }>(
+    `SELECT i.job_id FROM job_intents i
+      WHERE i.finished_at IS NOT NULL AND i.finished_at < now() - $1::float8 * interval '1 day'
+        AND i.status IN ${TERMINAL} AND i.dead_letter_id IS NULL
+        AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.job_id = i.job_id)
+        AND NOT EXISTS (SELECT 1 FROM job_intents r WHERE r.replay_of = i.job_id)
+        AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.job_id = i.job_id AND o.state IN ('pending', 'failed'))
+        AND (i.replay_of IS NULL OR NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.job_id = i.replay_of AND d.state IN ('open', 'replaying')))
+      ORDER BY i.finished_at
+      LIMIT $2
+      FOR UPDATE OF i SKIP LOCKED`,
+    [days, limit],
+  );
+  return r.rows.map((x) => x.job_id);
+}
+
+/** Deletes the intents `lockExpiredIntents` returned (the rows of the other tables first). */
+export async function deleteIntents(db: Db, jobIds: string[]): Promise<number> {
+  const r = await db.query('DELETE FROM job_intents WHERE job_id = ANY($1::text[])', [jobIds]);
+  return r.rowCount ?? 0;
+}

@@ -1,5 +1,6 @@
 import type { ScanCounts } from '../contract/scan.js';
 import type { Db } from '../lib/db.js';
+import { olderThan } from './live-jobs.js';
 
 /** One row per scan run; a retried recording writes it once. */
 export async function insertScanRun(
@@ -56,4 +57,13 @@ export async function scanTotals(db: Db): Promise<ScanCounts & { runs: number; l
     webhooksResignalled: Number(x.webhooks_resignalled),
     errors: Number(x.errors),
   };
+}
+
+/** One batch of the retention cleanup: scan runs that finished more than `days` ago. */
+export async function deleteExpiredScanRuns(db: Db, days: number, limit: number): Promise<number> {
+  const r = await db.query(
+    `DELETE FROM scan_runs WHERE ctid IN (SELECT ctid FROM scan_runs WHERE ${olderThan('finished_at', 1)} LIMIT $2)`,
+    [days, limit],
+  );
+  return r.rowCount ?? 0;
 }

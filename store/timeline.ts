@@ -5,6 +5,7 @@
  */
 import type pg from 'pg';
 import type { JobState, Priority } from '../contract/job-types.js';
+import { jobIsLive, olderThan } from './live-jobs.js';
 
 type Db = pg.Pool | pg.PoolClient;
 
@@ -302,4 +303,21 @@ export async function stageFacts(db: Db, jobId: string, effectScope: string): Pr
     [jobId, effectScope],
   );
   return r.rows[0]!;
+}
+
+// ---- retention (intent_duplicates) ----
+
+/** One batch of the retention cleanup: duplicates received more than `days` ago, of jobs that are not live. */
+export async function deleteExpiredDuplicates(db: Db, days: number, limit: number): Promise<number> {
+  const r = await db.query(
+    `DELETE FROM intent_duplicates WHERE ctid IN (
+       SELECT ctid FROM intent_duplicates d WHERE ${olderThan('d.received_at', 1)} AND NOT ${jobIsLive('d.job_id')} LIMIT $2)`,
+    [days, limit],
+  );
+  return r.rowCount ?? 0;
+}
+
+export async function deleteDuplicatesOfJobs(db: Db, jobIds: string[]): Promise<number> {
+  const r = await db.query('DELETE FROM intent_duplicates WHERE job_id = ANY($1::text[])', [jobIds]);
+  return r.rowCount ?? 0;
 }

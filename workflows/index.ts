@@ -4,3 +4,4 @@ export { scheduleTrigger } from './schedule-trigger.js';
 export { compensationScan } from './scan.js';
 export { replayDeadLetters } from './replay.js';
 export { redeliverOutbox } from './outbox-replay.js';
+export { retentionCleanup } from './retention.js';

@@ -1,0 +1,18 @@
+import { log, proxyActivities } from '@temporalio/workflow';
+import type { SystemActivities } from '../activities/index.js';
+import type { RetentionInput, RetentionReport } from '../contract/retention.js';
+
+const cleanup = proxyActivities<SystemActivities>({
+  startToCloseTimeout: '1h',
+  // The activity heartbeats after every batch (one short DELETE).
+  heartbeatTimeout: '1m',
+  retry: { initialInterval: '5s', maximumInterval: '1m', maximumAttempts: 5 },
+  summary: 'retention: delete expired rows in batches',
+});
+
+/** The scheduled retention cleanup (services/schedules.ts): the activity does the work; this only runs it. */
+export async function retentionCleanup(input: RetentionInput): Promise<RetentionReport> {
+  const report = await cleanup.cleanupRetention(input);
+  log.info('retention cleanup finished', { ...report });
+  return report;
+}
