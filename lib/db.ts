@@ -26,18 +26,33 @@ export function createPool(connectionString: string, log: Logger, max = 10): pg.
   return pool;
 }
 
+/**
+ * Runs `fn` in a transaction on one pooled client. While a client is checked out the pool's
+ * idle error listener is off, and a connection that breaks meanwhile (a Postgres restart
+ * terminating the session) makes the client emit `error`: with no listener that is an
+ * uncaught exception, and the worker process dies with every attempt it holds. So the
+ * transaction listens itself; the caller sees the failure through its query (a connection
+ * error), and the broken client is discarded, not returned to the pool.
+ */
 export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  let broken: Error | undefined;
+  const onError = (err: Error) => {
+    broken ??= err;
+  };
+  client.on('error', onError);
   try {
     await client.query('BEGIN');
     const result = await fn(client);
     await client.query('COMMIT');
     return result;
   } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
+    if (!broken && isConnectionError(err)) broken = err as Error;
+    if (!broken) await client.query('ROLLBACK').catch(() => undefined);
     throw err;
   } finally {
-    client.release();
+    client.removeListener('error', onError);
+    client.release(broken);
   }
 }
 

@@ -7,7 +7,18 @@ import type { StepOutcome, SummarizeActivities } from '../../jobs/summarize/acti
 import { attemptsForJob } from '../../store/attempts.js';
 import type { DrillStack } from './stack.js';
 import { DRILL_TENANT } from './stack.js';
-import { check, simEffects, simFault, simReset, submit, uid, waitForStatus, waitUntil, type DrillItem } from './support.js';
+import {
+  check,
+  DrillCheckFailed,
+  simEffects,
+  simFault,
+  simReset,
+  submit,
+  uid,
+  waitForStatus,
+  waitUntil,
+  type DrillItem,
+} from './support.js';
 
 const text = (n: number | string) => ({ text: `Drill job ${n}. It must run once.` });
 
@@ -19,6 +30,50 @@ async function holderPid(s: DrillStack, jobId: string): Promise<number> {
     const pid = identity ? Number(identity.split('@')[0]) : NaN;
     return Number.isInteger(pid) && s.workers.some((w) => w.pid === pid && w.alive()) ? pid : undefined;
   });
+}
+
+/** Where a job that never got its slot stands: the slot leases, its attempts' leases and Temporal's pending activity. */
+async function slotEvidence(s: DrillStack, jobId: string): Promise<string> {
+  const q = async (sql: string, params: unknown[]) =>
+    JSON.stringify((await s.pool.query(sql, params).catch((e: Error) => ({ rows: [e.message] }))).rows);
+  const leases = await q(
+    `SELECT holder, round(extract(epoch FROM expires_at - now()))::int AS expires_in_s FROM concurrency_leases ORDER BY holder`,
+    [],
+  );
+  const activity = await q(
+    `SELECT attempt, activity_type, outcome, ended_at IS NOT NULL AS ended FROM activity_leases WHERE job_id = $1 ORDER BY attempt`,
+    [jobId],
+  );
+  const attempts = await q(`SELECT attempt, step, outcome, error_class FROM job_attempts WHERE job_id = $1 ORDER BY id`, [jobId]);
+  const pending = await s.temporal.workflow
+    .getHandle(jobId)
+    .describe()
+    .then((d) =>
+      JSON.stringify(
+        (d.raw.pendingActivities ?? []).map((a) => ({
+          id: a.activityId,
+          state: a.state,
+          attempt: a.attempt,
+          worker: a.lastWorkerIdentity,
+          lastFailure: a.lastFailure?.message,
+        })),
+      ),
+    )
+    .catch((e: Error) => e.message);
+  // A worker process that died mid-item takes its attempts' slots with it: say so, with its last words.
+  const dead = s.workers.filter((w) => !w.alive());
+  const deaths = dead.map((w) => {
+    const words = w
+      .output()
+      .split('\n')
+      .filter((l) => !l.startsWith('{') && /error|code:/i.test(l))
+      .slice(0, 4);
+    return `worker ${w.pid} exited: ${words
+      .map((l) => l.trim())
+      .join(' | ')
+      .slice(0, 400)}`;
+  });
+  return `${s.workers.length - dead.length}/${s.workers.length} workers alive${deaths.length ? ` (${deaths.join('; ')})` : ''}; concurrency_leases ${leases}; activity_leases ${activity}; job_attempts ${attempts}; pending activities ${pending}`;
 }
 
 export const intake: DrillItem = {
@@ -181,7 +236,13 @@ export const restarts: DrillItem = {
       return r.status === 202 ? r : undefined;
     });
     const ids = [...load, after].map((r) => r.body.jobId as string);
-    for (const id of ids) await waitForStatus(s, id, 'succeeded', 240_000);
+    for (const id of ids) {
+      try {
+        await waitForStatus(s, id, 'succeeded', 240_000);
+      } catch (err) {
+        throw new DrillCheckFailed(`${(err as Error).message}; ${await slotEvidence(s, id)}`);
+      }
+    }
     const effects = await simEffects(s);
     const twice = ids.filter((id) => effects.byKey[`${id}:summarize`]?.applied !== 1);
     check(twice.length === 0, `${twice.length} jobs applied their effect other than once`);
