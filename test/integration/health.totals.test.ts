@@ -4,7 +4,7 @@ import { createPool, withTransaction } from '../../lib/db.js';
 import { buildApp } from '../../server/app.js';
 import { advanceTotals, readTotals } from '../../store/metric-totals.js';
 import { defaultJobRegistry } from '../../jobs/index.js';
-import { ADMIN_KEY, startHarness, type Harness } from '../support/harness.js';
+import { ADMIN_KEY, startHarness, waitFor, type Harness } from '../support/harness.js';
 import { declaredFamilies, parseSamples, sampleValue, type Sample } from '../support/metrics-text.js';
 
 // Cumulative counters and histograms derived from rows: the same values before and after the
@@ -65,7 +65,11 @@ describe('cumulative metrics from durable rows', () => {
     await h.waitForStatus(dup.body.jobId, 'succeeded');
 
     await readTotals(h.pool); // fails loudly, where a scrape would only leave the series out
-    const s = parseSamples(await scrape());
+    // A scrape is cached for a second per process: wait until one is taken after these jobs.
+    const s = await waitFor('a scrape that counts the six jobs', async () => {
+      const samples = parseSamples(await scrape());
+      return sampleValue(samples, 'durable_jobs_jobs_accepted_total', { job_type: 'summarize' }) === 6 ? samples : undefined;
+    });
     const v = (name: string, labels: Record<string, string> = {}) => sampleValue(s, name, { job_type: 'summarize', ...labels });
     expect(v('durable_jobs_jobs_accepted_total')).toBe(6);
     expect(v('durable_jobs_jobs_completed_total', { outcome: 'succeeded' })).toBe(4);
