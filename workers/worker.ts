@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleOption } from '@temporalio/worker';
@@ -30,7 +30,14 @@ export async function writeWorkflowsEntry(jobs: JobRegistry): Promise<string> {
   const dir = path.join(path.dirname(path.dirname(path.dirname(sdk))), '.cache', 'durable-jobs-workflows');
   await mkdir(dir, { recursive: true });
   const file = path.join(dir, `entry-${createHash('sha256').update(text).digest('hex').slice(0, 16)}.ts`);
-  await writeFile(file, text);
+  // Never rewrite in place: another worker process may be bundling from this very file, and
+  // a truncate-then-write lets it read an empty entry (a bundle without job workflows).
+  const current = await readFile(file, 'utf8').catch(() => undefined);
+  if (current !== text) {
+    const staging = `${file}.${process.pid}.${Date.now()}.tmp`;
+    await writeFile(staging, text);
+    await rename(staging, file);
+  }
   return file;
 }
 
