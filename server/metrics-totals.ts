@@ -3,7 +3,7 @@
 import { Counter, type Metric, type Registry } from 'prom-client';
 import type pg from 'pg';
 import type { Logger } from '../lib/logger.js';
-import { collectTotals, HISTOGRAMS, TIME_BUCKETS, TOTAL_METRICS, type TotalRow } from '../services/metric-totals.js';
+import { collectTotals, HISTOGRAMS, SCAN_REPAIR_KINDS, TIME_BUCKETS, TOTAL_METRICS, type TotalRow } from '../services/metric-totals.js';
 
 /** Label names of each cumulative counter (store/metric-totals.ts builds the same label sets). */
 const TOTAL_LABELS: Record<keyof typeof TOTAL_METRICS, string[]> = {
@@ -13,6 +13,7 @@ const TOTAL_LABELS: Record<keyof typeof TOTAL_METRICS, string[]> = {
   reconciliations: ['job_type'],
   deadLetters: ['job_type'],
   leaseExpirations: ['job_type'],
+  scanRepairs: ['kind'],
 };
 const TOTAL_HELP: Record<keyof typeof TOTAL_METRICS, string> = {
   accepted: 'Jobs accepted (one per job row: duplicates of an idempotency key are not counted again), by job type.',
@@ -21,9 +22,11 @@ const TOTAL_HELP: Record<keyof typeof TOTAL_METRICS, string> = {
   reconciliations: 'Attempts that reconciled an in-doubt effect with the upstream, by job type.',
   deadLetters: 'Dead letters created, by job type (npm run dlq -- list groups them by error class).',
   leaseExpirations: 'Attempts that lost their lease (worker died or blocked), by job type, when detected.',
+  scanRepairs: `Repairs made by the compensation scan, by kind (${Object.keys(SCAN_REPAIR_KINDS).join(', ')}), from scan_runs.`,
 };
 /** Series that exist before their first event, so that increase() sees the first ones too. */
 const SEEDED: Partial<Record<keyof typeof TOTAL_METRICS, (t: string) => Array<Record<string, string>>>> = {
+  scanRepairs: () => Object.keys(SCAN_REPAIR_KINDS).map((kind) => ({ kind })),
   accepted: (t) => [{ job_type: t }],
   completed: (t) => ['succeeded', 'dead_lettered', 'cancelled'].map((outcome) => ({ job_type: t, outcome })),
   reconciliations: (t) => [{ job_type: t }],

@@ -2,7 +2,7 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import type { JobType } from '../contract/job-types.js';
 import type { Logger } from '../lib/logger.js';
 import { addIntakeRejections } from '../store/health.js';
-import { scanTotals } from '../store/scan-runs.js';
+import { lastScanRunAt } from '../store/scan-runs.js';
 import type pg from 'pg';
 import { WINDOWS, type PerWindow } from '../lib/health.js';
 import { collectQueueHealth, type Flow, type HealthDeps, type QueueHealth, type TaskQueueStats } from '../services/queue-health.js';
@@ -351,44 +351,21 @@ export function registerHealthMetrics(
   };
 }
 
-const SCAN_KINDS = {
-  windowsFilled: 'missed_window',
-  intentsStarted: 'intent_started',
-  outboxRedelivered: 'outbox_redelivered',
-  effectsReconciled: 'effect_reconciled',
-  effectsNotApplied: 'effect_not_applied',
-  replaysStarted: 'replay_started',
-  replaysFinished: 'replay_finished',
-  webhooksResignalled: 'webhook_resignalled',
-  errors: 'error',
-} as const;
-
 /**
- * The compensation scan's repairs as Prometheus metrics. The scan runs in a worker, so the
- * counts come from `scan_runs` (the durable record) at scrape time, not from an in-process
- * counter that a worker restart would reset.
+ * When the compensation scan last finished. Its repairs are a cumulative counter among the
+ * checkpointed totals (`durable_jobs_scan_repairs_total`, server/metrics-totals.ts), so that
+ * retention pruning old `scan_runs` never makes it drop.
  */
 export function registerScanMetrics(registry: Registry, pool: pg.Pool): void {
-  new Counter({
-    name: 'durable_jobs_scan_repairs_total',
-    help: 'Repairs made by the compensation scan, by kind (missed_window, intent_started, outbox_redelivered, effect_reconciled, effect_not_applied, replay_started, replay_finished, webhook_resignalled, error)',
-    labelNames: ['kind'],
-    registers: [registry],
-    async collect() {
-      this.reset();
-      // Postgres down: no figure rather than a failed scrape (the other gauges still answer).
-      const t = await scanTotals(pool).catch(() => undefined);
-      if (t) for (const [field, kind] of Object.entries(SCAN_KINDS)) this.inc({ kind }, t[field as keyof typeof SCAN_KINDS]);
-    },
-  });
   new Gauge({
     name: 'durable_jobs_scan_last_run_timestamp_seconds',
     help: 'When the compensation scan last finished (0: never)',
     registers: [registry],
     async collect() {
       this.reset();
-      const t = await scanTotals(pool).catch(() => undefined);
-      if (t) this.set(t.lastRunAt ? t.lastRunAt.getTime() / 1000 : 0);
+      // Postgres down: no figure rather than a failed scrape (the other gauges still answer).
+      const at = await lastScanRunAt(pool).catch(() => undefined);
+      if (at !== undefined) this.set(at ? at.getTime() / 1000 : 0);
     },
   });
 }

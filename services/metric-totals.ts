@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { withTransaction } from '../lib/db.js';
 import { advanceTotals, readTotals, type AdvanceOptions, type TotalRow } from '../store/metric-totals.js';
 
-export { HISTOGRAMS, TIME_BUCKETS, TOTAL_METRICS, type TotalRow } from '../store/metric-totals.js';
+export { HISTOGRAMS, SCAN_REPAIR_KINDS, TIME_BUCKETS, TOTAL_METRICS, type TotalRow } from '../store/metric-totals.js';
 
 /**
  * The cumulative counters and histograms at this instant, from Postgres: first (best effort)

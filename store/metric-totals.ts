@@ -17,7 +17,24 @@ export const TOTAL_METRICS = {
   reconciliations: 'durable_jobs_reconciliations_total',
   deadLetters: 'durable_jobs_dead_letters_created_total',
   leaseExpirations: 'durable_jobs_lease_expirations_total',
+  scanRepairs: 'durable_jobs_scan_repairs_total',
 } as const;
+
+/** The compensation scan's repair kinds (metric label) and the `scan_runs` column that counts each. */
+export const SCAN_REPAIR_KINDS = {
+  missed_window: 'windows_filled',
+  intent_started: 'intents_started',
+  outbox_redelivered: 'outbox_redelivered',
+  effect_reconciled: 'effects_reconciled',
+  effect_not_applied: 'effects_not_applied',
+  replay_started: 'replays_started',
+  replay_finished: 'replays_finished',
+  webhook_resignalled: 'webhooks_resignalled',
+  error: 'errors',
+} as const;
+const SCAN_KINDS_SQL = Object.entries(SCAN_REPAIR_KINDS)
+  .map(([kind, col]) => `('${kind}', s.${col})`)
+  .join(', ');
 
 export const HISTOGRAMS = {
   queue: 'durable_jobs_job_queue_time_seconds',
@@ -38,7 +55,8 @@ const BUCKETS_SQL = `(VALUES ${[...TIME_BUCKETS.map((b) => `('${b}', ${b}::float
 /**
  * Every series' increase over rows stamped in (lo, hi]: `lo` and `hi` are SQL expressions.
  * Each part filters on an indexed timestamp: job_intents.created_at, job_intents.finished_at,
- * job_attempts.finished_at, dead_letters (state, created_at), activity_leases.expired_detected_at.
+ * job_attempts.finished_at, dead_letters (state, created_at), activity_leases.expired_detected_at,
+ * scan_runs.finished_at (so retention pruning old scan runs never makes the repair counter drop).
  */
 function deltaSql(lo: string, hi: string): string {
   const within = (col: string) => `${col} > ${lo} AND ${col} <= ${hi}`;
@@ -70,6 +88,9 @@ function deltaSql(lo: string, hi: string): string {
     UNION ALL
     SELECT '${TOTAL_METRICS.leaseExpirations}', jsonb_build_object('job_type', coalesce(i.job_type, 'other')), count(*)::float8
       FROM activity_leases l LEFT JOIN job_intents i ON i.job_id = l.job_id WHERE ${within('l.expired_detected_at')} GROUP BY 2
+    UNION ALL
+    SELECT '${TOTAL_METRICS.scanRepairs}', jsonb_build_object('kind', k.kind), sum(k.n)::float8
+      FROM scan_runs s CROSS JOIN LATERAL (VALUES ${SCAN_KINDS_SQL}) AS k(kind, n) WHERE ${within('s.finished_at')} GROUP BY 2
     UNION ALL ${histogram(HISTOGRAMS.queue, QUEUE_S)}
     UNION ALL ${histogram(HISTOGRAMS.execution, EXECUTION_S)}`;
 }

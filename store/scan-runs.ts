@@ -32,31 +32,10 @@ export async function insertScanRun(
   );
 }
 
-/** Totals over all runs, for metrics and the health report. */
-export async function scanTotals(db: Db): Promise<ScanCounts & { runs: number; lastRunAt: Date | null }> {
-  const r = await db.query<Record<string, string | Date | null>>(
-    `SELECT count(*) AS runs, max(finished_at) AS last_run_at,
-            coalesce(sum(windows_filled), 0) AS windows_filled, coalesce(sum(intents_started), 0) AS intents_started,
-            coalesce(sum(outbox_redelivered), 0) AS outbox_redelivered, coalesce(sum(effects_reconciled), 0) AS effects_reconciled,
-            coalesce(sum(effects_not_applied), 0) AS effects_not_applied, coalesce(sum(replays_started), 0) AS replays_started,
-            coalesce(sum(replays_finished), 0) AS replays_finished, coalesce(sum(webhooks_resignalled), 0) AS webhooks_resignalled,
-            coalesce(sum(errors), 0) AS errors
-       FROM scan_runs`,
-  );
-  const x = r.rows[0]!;
-  return {
-    runs: Number(x.runs),
-    lastRunAt: (x.last_run_at as Date | null) ?? null,
-    windowsFilled: Number(x.windows_filled),
-    intentsStarted: Number(x.intents_started),
-    outboxRedelivered: Number(x.outbox_redelivered),
-    effectsReconciled: Number(x.effects_reconciled),
-    effectsNotApplied: Number(x.effects_not_applied),
-    replaysStarted: Number(x.replays_started),
-    replaysFinished: Number(x.replays_finished),
-    webhooksResignalled: Number(x.webhooks_resignalled),
-    errors: Number(x.errors),
-  };
+/** When the last scan run finished (null: never); one index probe. */
+export async function lastScanRunAt(db: Db): Promise<Date | null> {
+  const r = await db.query<{ at: Date | null }>(`SELECT max(finished_at) AS at FROM scan_runs`);
+  return r.rows[0]?.at ?? null;
 }
 
 /** One batch of the retention cleanup: scan runs that finished more than `days` ago. */

@@ -1,6 +1,9 @@
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerScanMetrics } from '../../server/metrics.js';
+import { registerTotalMetrics } from '../../server/metrics-totals.js';
+import { withTransaction } from '../../lib/db.js';
+import { advanceTotals } from '../../store/metric-totals.js';
 import { effectKeyFor, inputHash, jobIdFor, keyHash } from '../../lib/ids.js';
 import { beginEffect } from '../../store/effects.js';
 import { insertIntent } from '../../store/intents.js';
@@ -122,10 +125,22 @@ describe('compensation scan: repairs', () => {
     ]);
     const registry = new Registry();
     registerScanMetrics(registry, h.pool);
+    registerTotalMetrics(registry, { pool: h.pool, jobTypes: ['summarize'], log: h.log });
     const text = await registry.metrics();
     for (const kind of ['intent_started', 'outbox_redelivered', 'effect_reconciled', 'effect_not_applied']) {
       expect(text).toContain(`durable_jobs_scan_repairs_total{kind="${kind}"} 1`);
     }
     expect(text).toContain('durable_jobs_scan_repairs_total{kind="missed_window"} 0');
+    expect(text).toMatch(/durable_jobs_scan_last_run_timestamp_seconds [1-9]/);
+
+    // Retention prunes old scan runs: the counter folds them first and never drops.
+    await withTransaction(h.pool, (tx) => advanceTotals(tx, { minIntervalSeconds: 0, lagSeconds: 0 }));
+    await h.pool.query(`DELETE FROM scan_runs`);
+    const fresh = new Registry(); // a new registry: the first one caches its totals for a second
+    registerTotalMetrics(fresh, { pool: h.pool, jobTypes: ['summarize'], log: h.log });
+    const after = await fresh.metrics();
+    for (const kind of ['intent_started', 'outbox_redelivered', 'effect_reconciled', 'effect_not_applied']) {
+      expect(after).toContain(`durable_jobs_scan_repairs_total{kind="${kind}"} 1`);
+    }
   });
 });
