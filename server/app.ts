@@ -152,7 +152,9 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   });
   registerDeadLetterRoutes(app, { deadLetters, adminApiKey: admin });
   const webhookKeyring =
-    'verifiers' in deps.webhookSecrets ? (deps.webhookSecrets as WebhookKeyring) : createWebhookKeyring(deps.webhookSecrets);
+    typeof (deps.webhookSecrets as Partial<WebhookKeyring>).verifiers === 'function'
+      ? (deps.webhookSecrets as WebhookKeyring)
+      : createWebhookKeyring(deps.webhookSecrets as Record<string, string[]>);
   registerWebhookRoutes(app, { webhooks: createWebhookService(deps), adminApiKey: admin, webhookKeyring }, registry);
   registerScanMetrics(registry, deps.pool);
   registerTotalMetrics(registry, { pool: deps.pool, jobTypes: deps.jobTypes.names, log: deps.log });

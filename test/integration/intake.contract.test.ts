@@ -195,6 +195,12 @@ describe('bad input: a precise problem and nothing written', () => {
     });
     expect(big.status).toBe(413);
     expect(big.body.type).toBe('urn:durable-jobs:problem:payload-too-large');
+    const deep = await h.api('/v1/jobs', {
+      rawBody: `{"type":"summarize","input":{"text":"x","n":${'['.repeat(5_000)}${']'.repeat(5_000)}}}`,
+      headers: { 'idempotency-key': `k-${uid()}`, 'content-type': 'application/json' },
+    });
+    expect(deep.status).toBe(400);
+    expect(deep.body).toMatchObject({ type: 'urn:durable-jobs:problem:malformed-json', detail: expect.stringContaining('deeper than 64') });
     expect(await countIntents()).toBe(before);
   });
 });
