@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import { detectCodeVersion } from './code-version.js';
 import { loadClientConnectConfig, type ClientConnectConfig } from '@temporalio/envconfig';
 import { ConfigError } from './errors.js';
+import { webhookSecretsFrom } from './webhook-secrets.js';
 import type { ConcurrencyLimits, JobBudget, JobType } from '../contract/job-types.js';
 import { RETENTION_TABLES, type RetentionTable } from '../contract/retention.js';
 
@@ -89,8 +90,16 @@ export interface Config {
   adminKeys: OperatorKey[];
   /** Temporal Web UI base URL for links from the console (`TEMPORAL_UI_URL`, `none`: no links); dev default http://127.0.0.1:$TEMPORAL_UI_PORT. */
   temporalUiUrl: string | undefined;
-  /** source → secrets (`whsec_...`), several for rotation; the first one signs. */
+  /**
+   * source → secrets (`whsec_...`), several for rotation; the first one signs. `WEBHOOK_SECRETS`,
+   * and per source the entries of `WEBHOOK_SECRETS_FILE` over them.
+   */
   webhookSecrets: Record<string, string[]>;
+  /**
+   * Where `webhookSecrets` came from, so the API can read them again on SIGHUP
+   * (`webhookSecretsFrom(env, file)`): a rotation without a restart. Default: no file.
+   */
+  webhookSecretsSource: { env: string; file?: string };
   logLevel: string;
   /** Per job type overrides of the retry budget (`JOB_BUDGETS`, JSON). */
   jobBudgets: Partial<Record<JobType, Partial<JobBudget>>>;
@@ -158,6 +167,9 @@ const port = (name: string, fallback: number) =>
     .max(65535, `${name} must be 1-65535`)
     .default(fallback);
 
+/** The built-in tenant of `npm start` when SEED_TENANTS is unset; its key is public (the README's examples use it). */
+export const DEMO_TENANT: TenantSeed = { tenantId: 'demo', apiKey: 'demo-key' };
+
 function parseTenants(raw: string): TenantSeed[] {
   if (raw.trim() === '') return [];
   return raw.split(',').map((pair) => {
@@ -168,24 +180,6 @@ function parseTenants(raw: string): TenantSeed[] {
     if (apiKey.trim().length < 8) throw new ConfigError(`SEED_TENANTS: the api key of tenant "${tenantId}" must be at least 8 characters`);
     return { tenantId: tenantId.trim(), apiKey: apiKey.trim() };
   });
-}
-
-function parseWebhookSecrets(raw: string): Record<string, string[]> {
-  const out: Record<string, string[]> = {};
-  if (raw.trim() === '') return out;
-  for (const entry of raw.split(',')) {
-    const eq = entry.indexOf('=');
-    const source = entry.slice(0, eq).trim();
-    const secrets = entry
-      .slice(eq + 1)
-      .split('|')
-      .map((s) => s.trim());
-    if (eq <= 0 || !/^[a-z0-9_-]+$/.test(source) || secrets.some((s) => !/^whsec_[A-Za-z0-9+/=]{16,}$/.test(s))) {
-      throw new ConfigError('WEBHOOK_SECRETS must be "source=whsec_...[|whsec_...],..." (base64 after whsec_, at least 16 characters)');
-    }
-    out[source] = secrets;
-  }
-  return out;
 }
 
 const OPERATOR_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
@@ -324,6 +318,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { jobTypes: readonly Jo
       .union([z.literal('none'), z.url().regex(/^https?:\/\//)], { error: 'TEMPORAL_UI_URL must be an http(s) URL, or "none"' })
       .optional(),
     WEBHOOK_SECRETS: z.string().default(''),
+    WEBHOOK_SECRETS_FILE: z.string().min(1, 'WEBHOOK_SECRETS_FILE must be a file path').optional(),
     JOB_BUDGETS: z.string().optional(),
     CONCURRENCY_LIMITS: z.string().optional(),
     RETENTION_DAYS: z.coerce
@@ -354,7 +349,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { jobTypes: readonly Jo
   const httpPort = e.HTTP_PORT;
   // Dev mode's known key belongs to operator "admin", unless named keys are configured.
   const adminApiKey = e.ADMIN_API_KEY ?? (mode === 'dev' && e.ADMIN_API_KEYS === undefined ? 'admin-key' : undefined);
-  const seedTenants = parseTenants(e.SEED_TENANTS ?? (mode === 'dev' ? 'demo=demo-key' : ''));
+  const seedTenants = parseTenants(e.SEED_TENANTS ?? (mode === 'dev' ? `${DEMO_TENANT.tenantId}=${DEMO_TENANT.apiKey}` : ''));
   const adminKeys = parseAdminKeys(e.ADMIN_API_KEYS ?? '', adminApiKey);
   const clash = seedTenants.find((t) => adminKeys.some((k) => k.keyHash === keyDigest(t.apiKey)));
   if (clash)
@@ -393,7 +388,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { jobTypes: readonly Jo
       e.TEMPORAL_UI_URL === 'none'
         ? undefined
         : (e.TEMPORAL_UI_URL ?? (mode === 'dev' ? `http://127.0.0.1:${e.TEMPORAL_UI_PORT}` : undefined))?.replace(/\/+$/, ''),
-    webhookSecrets: parseWebhookSecrets(e.WEBHOOK_SECRETS),
+    webhookSecrets: webhookSecretsFrom(e.WEBHOOK_SECRETS, e.WEBHOOK_SECRETS_FILE),
+    webhookSecretsSource: { env: e.WEBHOOK_SECRETS, file: e.WEBHOOK_SECRETS_FILE },
     logLevel: e.LOG_LEVEL,
     jobBudgets: perJobType('JOB_BUDGETS', e.JOB_BUDGETS, BUDGET_SCHEMA, opts.jobTypes),
     concurrencyLimits: perJobType('CONCURRENCY_LIMITS', e.CONCURRENCY_LIMITS, LIMITS_SCHEMA, opts.jobTypes),

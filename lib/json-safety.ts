@@ -31,3 +31,32 @@ export function findUnstorableText(value: unknown, path: string): FieldIssue | u
   }
   return undefined;
 }
+
+/**
+ * The deepest nesting a JSON body may have (objects and arrays). Real events and job inputs
+ * nest a few levels; thousands of levels only exhaust the stack of every recursive walk
+ * after the parse (validation, `findUnstorableText`, `JSON.stringify` for jsonb), which
+ * answered 500 and made a provider redeliver the same event forever.
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * True when the JSON text nests objects or arrays deeper than `max`. A loop over the
+ * characters, no recursion, so it is safe on any input, and it runs before `JSON.parse`
+ * builds anything. Brackets inside strings do not count. Invalid JSON is left to the parser.
+ */
+export function jsonNestedDeeperThan(text: string, max = MAX_JSON_DEPTH): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c /* \ */) i++;
+      else if (c === 0x22 /* " */) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
+      if (++depth > max) return true;
+    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) depth--;
+  }
+  return false;
+}

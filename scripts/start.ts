@@ -10,6 +10,7 @@ import { mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../lib/config.js';
+import { parseWebhookSecrets } from '../lib/webhook-secrets.js';
 import { createPool } from '../lib/db.js';
 import { createLogger } from '../lib/logger.js';
 import { connectClient } from '../lib/temporal.js';
@@ -18,6 +19,7 @@ import { startSimulator } from '../simulator/server.js';
 import { startDevServer } from './lib/dev-server.js';
 import { startEmbeddedPostgres } from './lib/embedded-pg.js';
 import { superviseChild, type Supervised } from './lib/supervise.js';
+import { tryCurlLine } from './lib/try-line.js';
 import { resolveTemporalCli } from './lib/temporal-cli.js';
 import { defaultJobRegistry } from '../jobs/index.js';
 import { resolveTemporalServerBinaries, startTemporalServer } from './lib/temporal-server.js';
@@ -148,7 +150,12 @@ async function bringUp(): Promise<void> {
     DATABASE_URL: databaseUrl,
     TEMPORAL_ADDRESS: temporalAddress,
     PROVIDER_URL: providerUrl,
-    WEBHOOK_SECRETS: Object.entries(secrets)
+    // WEBHOOK_SECRETS_FILE (if set) passes through in process.env and stays the API's to re-read
+    // on SIGHUP: only the variable's own entries (and a generated sim secret) go here.
+    WEBHOOK_SECRETS: Object.entries({
+      ...parseWebhookSecrets(config.webhookSecretsSource.env),
+      ...(config.webhookSecrets.sim ? {} : { sim: secrets.sim }),
+    })
       .map(([s, list]) => `${s}=${list.join('|')}`)
       .join(','),
     SEED_TENANTS: config.seedTenants.map((t) => `${t.tenantId}=${t.apiKey}`).join(','),
@@ -172,9 +179,7 @@ async function bringUp(): Promise<void> {
     say('  Temporal Web UI  none: temporal-server has no UI (the CLI can inspect it: temporal workflow list --address ...)');
   say(`  provider         ${providerUrl}${config.providerUrl ? '' : ' (simulator)'}`);
   say(`  workers          ${config.workers}`);
-  say(
-    `try: curl -s -X POST ${api}/v1/jobs -H 'Authorization: Bearer ${config.seedTenants[0]?.apiKey ?? '<api key>'}' -H 'Idempotency-Key: order-0001-summary' -H 'Content-Type: application/json' -d '{"type":"summarize","input":{"text":"Temporal keeps the job; Postgres keeps the evidence."}}'`,
-  );
+  say(tryCurlLine(api, config.seedTenants));
 }
 
 bringUp().catch(async (err: Error) => {

@@ -7,11 +7,12 @@ import { createDeadLetterService } from '../services/dead-letters.js';
 import { createOutboxService } from '../services/outbox.js';
 import type { JobsClient } from '../services/intake.js';
 import { createWebhookService } from '../services/webhooks.js';
-import { hasUnstorableText } from '../lib/json-safety.js';
+import { hasUnstorableText, jsonNestedDeeperThan } from '../lib/json-safety.js';
 import type { Logger } from '../lib/logger.js';
 import type { OperatorKey } from '../lib/config.js';
 import { createAdminJobsService } from '../services/admin-jobs.js';
 import { adminKeyring } from './auth.js';
+import { clientErrorHandler } from './client-errors.js';
 import { registerConsole } from './console.js';
 import { registerScanMetrics, registerTotalMetrics } from './metrics.js';
 import { temporalAcceptsJobs } from '../lib/temporal.js';
@@ -24,6 +25,7 @@ import { registerJobRoutes } from './routes-jobs.js';
 import { registerOperatorRoutes } from './routes-operators.js';
 import { registerTimelineRoutes } from './routes-timeline.js';
 import { registerWebhookRoutes } from './routes-webhooks.js';
+import { createWebhookKeyring, type WebhookKeyring } from './webhook-keyring.js';
 
 export interface AppDeps {
   pool: pg.Pool;
@@ -38,8 +40,11 @@ export interface AppDeps {
   adminApiKey?: string;
   /** Base URL of the Temporal Web UI the console links to; undefined: no links. */
   temporalUiUrl?: string;
-  /** source → `whsec_` secrets (first signs, all verify: rotation). */
-  webhookSecrets: Record<string, string[]>;
+  /**
+   * source → `whsec_` secrets (first signs, all verify: rotation), or a keyring whose secrets
+   * the entry point replaces while the API serves (SIGHUP, `server/webhook-keyring.ts`).
+   */
+  webhookSecrets: Record<string, string[]> | WebhookKeyring;
   version: string;
   /** Jobs task queue for replay workflows (dead letters). Default: the jobs client's queue. */
   taskQueue?: string;
@@ -52,6 +57,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   const app = Fastify({
     loggerInstance: deps.log as unknown as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT,
+    // What Node's HTTP parser refuses before any route (a control character in a header) is a problem too.
+    clientErrorHandler: clientErrorHandler(deps.log as unknown as FastifyBaseLogger),
     // Request logs carry method, URL and status only (pino's default serializers): never
     // headers or bodies.
   });
@@ -62,8 +69,12 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
     (req as { rawBody?: Buffer }).rawBody = body as Buffer;
     if ((body as Buffer).length === 0) return done(null, undefined);
+    const text = (body as Buffer).toString('utf8');
+    // Validation and storage walk the input recursively: a body nested thousands deep would overflow the stack (500).
+    if (jsonNestedDeeperThan(text))
+      return done(Object.assign(new Error('nested too deep'), { code: 'DJ_JSON_TOO_DEEP', statusCode: 400 }), undefined);
     try {
-      done(null, JSON.parse((body as Buffer).toString('utf8')));
+      done(null, JSON.parse(text));
     } catch {
       done(Object.assign(new Error('malformed JSON'), { code: 'FST_ERR_CTP_INVALID_JSON_BODY', statusCode: 400 }), undefined);
     }
@@ -140,7 +151,11 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     codeVersion: deps.version,
   });
   registerDeadLetterRoutes(app, { deadLetters, adminApiKey: admin });
-  registerWebhookRoutes(app, { webhooks: createWebhookService(deps), adminApiKey: admin, webhookSecrets: deps.webhookSecrets }, registry);
+  const webhookKeyring =
+    typeof (deps.webhookSecrets as Partial<WebhookKeyring>).verifiers === 'function'
+      ? (deps.webhookSecrets as WebhookKeyring)
+      : createWebhookKeyring(deps.webhookSecrets as Record<string, string[]>);
+  registerWebhookRoutes(app, { webhooks: createWebhookService(deps), adminApiKey: admin, webhookKeyring }, registry);
   registerScanMetrics(registry, deps.pool);
   registerTotalMetrics(registry, { pool: deps.pool, jobTypes: deps.jobTypes.names, log: deps.log });
   const outbox = createOutboxService({

@@ -11,6 +11,8 @@ import { exitWithParent, onShutdown } from '../lib/shutdown.js';
 import { connectClient } from '../lib/temporal.js';
 import { prepareStack } from '../services/stack.js';
 import { buildApp } from './app.js';
+import { createWebhookKeyring, reloadWebhookSecretsOnSighup } from './webhook-keyring.js';
+import { webhookSecretsFrom } from '../lib/webhook-secrets.js';
 import { defaultJobRegistry } from '../jobs/index.js';
 
 exitWithParent();
@@ -35,6 +37,13 @@ await ensureSchedules(temporal, config.taskQueue, productSchedules(config.retent
   (err: Error) => log.error({ err: { message: err.message, name: err.name } }, 'could not ensure schedules'),
 );
 const jobs = createJobsClient({ pool, temporal, taskQueue: config.taskQueue, jobs: defaultJobRegistry, budgets: config.jobBudgets });
+// Webhook secrets rotate without a restart: SIGHUP reads WEBHOOK_SECRETS_FILE again (README "Webhooks").
+const webhookKeyring = createWebhookKeyring(config.webhookSecrets);
+reloadWebhookSecretsOnSighup(
+  webhookKeyring,
+  () => webhookSecretsFrom(config.webhookSecretsSource.env, config.webhookSecretsSource.file),
+  log,
+);
 const app = buildApp({
   pool,
   temporal,
@@ -43,7 +52,7 @@ const app = buildApp({
   log,
   adminKeys: config.adminKeys,
   temporalUiUrl: config.temporalUiUrl,
-  webhookSecrets: config.webhookSecrets,
+  webhookSecrets: webhookKeyring,
   version: config.codeVersion,
 });
 await app.listen({ port: config.httpPort, host: config.httpHost });

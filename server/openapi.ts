@@ -170,9 +170,12 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
             .map((name) => ({ name, in: 'header', required: true, schema: { type: 'string' } }))
             .concat([{ name: 'source', in: 'path', required: true, schema: { type: 'string' } }]),
           responses: {
-            202: { description: 'new delivery, recorded once and enqueued to its job' },
+            202: {
+              description:
+                'new delivery, recorded once and enqueued to its job (outcome pending_signal: durable, its job not yet signalled; the compensation scan signals it)',
+            },
             200: { description: 'the same webhook-id again: nothing changes' },
-            400: problemResponse('valid signature, malformed JSON or event'),
+            400: problemResponse('valid signature, malformed JSON or event (also nested deeper than 64 levels)'),
             401: problemResponse('bad or missing signature, or timestamp outside 5 minutes'),
             404: problemResponse('unknown source'),
           },

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
+import { MAX_JSON_DEPTH } from '../lib/json-safety.js';
 import { zodFieldIssues } from '../lib/validation.js';
 import {
   DurableJobsError,
@@ -74,6 +75,8 @@ export function problemFromError(err: unknown): Problem {
       return problem(413, 'payload-too-large', 'Request body too large', 'the body must be at most 256 KiB');
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return problem(415, 'unsupported-media-type', 'Unsupported media type', 'send Content-Type: application/json');
+    case 'DJ_JSON_TOO_DEEP':
+      return problem(400, 'malformed-json', 'Malformed JSON', `the body nests deeper than ${MAX_JSON_DEPTH} levels`);
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return problem(400, 'malformed-json', 'Malformed JSON', 'the body is empty');
     case 'FST_ERR_CTP_INVALID_JSON_BODY':

@@ -1,17 +1,18 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Registry } from 'prom-client';
-import { Webhook, WebhookVerificationError } from 'standardwebhooks';
+import { WebhookVerificationError, type Webhook } from 'standardwebhooks';
 import { pgOr503 } from '../lib/db.js';
-import { parseEvent, SIGNAL_LEASE_MS, subjectOf, type WebhookService } from '../services/webhooks.js';
+import { parseEvent, subjectOf, type WebhookService } from '../services/webhooks.js';
 import { requireAdmin, type AdminKeys } from './auth.js';
 import { registerWebhookMetrics } from './metrics.js';
 import { problem, sendProblem } from './problems.js';
+import type { WebhookKeyring } from './webhook-keyring.js';
 
 export interface WebhookRouteDeps {
   webhooks: WebhookService;
   adminApiKey: AdminKeys;
-  /** source → `whsec_` secrets (first signs, all verify: rotation). */
-  webhookSecrets: Record<string, string[]>;
+  /** source → `whsec_` verifiers (all verify: rotation), replaceable while serving (SIGHUP). */
+  webhookKeyring: WebhookKeyring;
 }
 
 const MAX_WEBHOOK_ID = 255;
@@ -24,7 +25,11 @@ type Verified = { ok: true; webhookId: string } | { ok: false; reason: string };
  * may match: during a rotation the provider signs with the new one while old deliveries
  * (and retries) still carry the old one.
  */
-export function verifyWebhook(verifiers: Webhook[], raw: Buffer, headers: Record<string, string | string[] | undefined>): Verified {
+export function verifyWebhook(
+  verifiers: readonly Webhook[],
+  raw: Buffer,
+  headers: Record<string, string | string[] | undefined>,
+): Verified {
   const h: Record<string, string> = {};
   for (const name of ['webhook-id', 'webhook-timestamp', 'webhook-signature']) {
     const v = headers[name];
@@ -50,12 +55,12 @@ export function verifyWebhook(verifiers: Webhook[], raw: Buffer, headers: Record
 const safeId = (v: unknown) => (typeof v === 'string' ? v.replace(/[^\x21-\x7e]/g, '').slice(0, 100) : undefined);
 
 export function registerWebhookRoutes(app: FastifyInstance, deps: WebhookRouteDeps, registry: Registry): void {
-  const verifiers = new Map(Object.entries(deps.webhookSecrets).map(([source, secrets]) => [source, secrets.map((s) => new Webhook(s))]));
   const deliveries = registerWebhookMetrics(registry);
 
   async function receive(req: FastifyRequest<{ Params: { source: string } }>, reply: FastifyReply) {
     const { source } = req.params;
-    const sourceVerifiers = verifiers.get(source);
+    // Taken once: a reload during this request does not change what it verifies with.
+    const sourceVerifiers = deps.webhookKeyring.verifiers(source);
     if (!sourceVerifiers)
       return sendProblem(
         reply,
@@ -87,24 +92,16 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: WebhookRouteDe
     if (target && 'error' in target) return malformed(target.error);
     const event = parsed.event;
 
-    const { row, outcome, signalFailed, duplicate } = await pgOr503(() => deps.webhooks.accept(source, webhookId, event, target, req.log));
+    const { row, outcome, duplicate } = await pgOr503(() => deps.webhooks.accept(source, webhookId, event, target, req.log));
     deliveries.inc({ source, result: duplicate ? 'duplicate' : outcome });
     req.log.info(
       { source, webhookId, eventType: event.type, jobId: row.job_id, outcome, duplicate, timesReceived: row.times_received },
       'webhook received',
     );
-    if (signalFailed) {
-      return sendProblem(
-        reply,
-        problem(
-          503,
-          'webhook-pending',
-          'Recorded, not yet delivered to its job',
-          'the event is stored; redeliver it (same webhook-id) to complete the hand-off',
-          { retryAfterSeconds: SIGNAL_LEASE_MS / 1000 },
-        ),
-      );
-    }
+    // A failed signal is not the provider's problem: the delivery is durable (`pending_signal`)
+    // and the compensation scan signals it (as would a redelivery). Answering 5xx would only make
+    // the provider retry what we already hold (the contract: 2xx once the delivery is durable).
+    // The answer's `outcome` says `pending_signal`.
     return reply.code(duplicate ? 200 : 202).send({ webhookId, outcome, duplicate });
   }
 

@@ -1,5 +1,5 @@
 import type { Client } from '@temporalio/client';
-import { startJobWorkflow } from './start-job.js';
+import { latestRun, startJobWorkflow } from './start-job.js';
 import type pg from 'pg';
 import { z } from 'zod';
 import {
@@ -75,6 +75,9 @@ export const SUBMIT_BODY_SCHEMA = z
   })
   .strict();
 
+/** Clocks of Postgres, this process and Temporal may differ by this much when start times are compared. */
+const CLOCK_SKEW_MS = 5_000;
+
 /** How long a client should wait before polling a job's status. */
 export const POLL_AFTER_SECONDS = 1;
 
@@ -110,14 +113,29 @@ export function createJobsClient(deps: JobsClientDeps) {
   const startTimeoutMs = deps.startTimeoutMs ?? 5_000;
   const retryAfter = deps.unavailableRetryAfterSeconds ?? UNAVAILABLE_RETRY_AFTER_SECONDS;
 
-  async function startWorkflow(base: JobArgs): Promise<void> {
+  /**
+   * Starts the intent's workflow, or finds that it runs. `intentCreatedAt` undefined: the
+   * intent was inserted by this call, so a closed run with its ID is a previous job whose
+   * intent retention deleted: a new run starts (never "started" without a run). Otherwise
+   * (an existing, unstarted intent) a closed run is this intent's own unless it predates it.
+   * A start that failed on the client may still have succeeded on the server (its deadline
+   * passed while the server created the run): Temporal is asked, so the answer is the truth.
+   */
+  async function startWorkflow(base: JobArgs, intentCreatedAt?: Date): Promise<void> {
     const definition = deps.jobs.require(base.jobType);
+    const rpc = <T>(fn: () => Promise<T>) => deps.temporal.connection.withDeadline(Date.now() + startTimeoutMs, fn);
+    const start = (replaceClosed: boolean) =>
+      rpc(() => startJobWorkflow(deps.temporal, deps.taskQueue, definition, base, deps.budgets, { replaceClosed }));
+    const attemptAt = Date.now();
     try {
-      // false (a closed run had the ID) means the intent already ran: nothing to start.
-      await deps.temporal.connection.withDeadline(Date.now() + startTimeoutMs, () =>
-        startJobWorkflow(deps.temporal, deps.taskQueue, definition, base, deps.budgets),
-      );
+      if (intentCreatedAt === undefined) await start(true);
+      else if (!(await start(false))) {
+        const closed = await rpc(() => latestRun(deps.temporal, base.jobId));
+        if (closed && closed.startTime.getTime() < intentCreatedAt.getTime() - CLOCK_SKEW_MS) await start(true);
+      }
     } catch (err) {
+      const run = await rpc(() => latestRun(deps.temporal, base.jobId)).catch(() => undefined);
+      if (run && (run.running || run.startTime.getTime() >= attemptAt - CLOCK_SKEW_MS)) return; // it landed
       throw new UnavailableError('Temporal cannot take the job right now', retryAfter, { dependency: 'temporal', cause: err });
     }
   }
@@ -125,8 +143,10 @@ export function createJobsClient(deps: JobsClientDeps) {
   /**
    * Persist first, then start, then confirm. The intent row is committed before Temporal is
    * called (no pooled connection is held across that call), with `workflow_started_at` NULL.
-   * If the start fails the row is removed again and the client hears 503 with nothing left
-   * half accepted; a retry with the same key then goes through normally. If even the removal
+   * If the start fails (and Temporal, asked, has no run of it: a start that timed out on the
+   * client may have succeeded, and then the job is accepted: 202) the row is removed again and
+   * the client hears 503 with nothing left half accepted; a retry with the same key then goes
+   * through normally. If even the removal
    * fails, the compensation scan starts the intent later and a retry finds the same job.
    * Concurrent duplicates collide on the unique index: one inserts, the others read its row.
    */
@@ -184,7 +204,10 @@ export function createJobsClient(deps: JobsClientDeps) {
     await recordDuplicate(deps.pool, existing.job_id).catch(() => undefined);
     if (!existing.workflow_started_at) {
       // Another request is starting it, or its start was lost: USE_EXISTING makes a second start safe.
-      await startWorkflow({ jobId: existing.job_id, tenantId: intent.tenantId, jobType: intent.jobType, priority: existing.priority });
+      await startWorkflow(
+        { jobId: existing.job_id, tenantId: intent.tenantId, jobType: intent.jobType, priority: existing.priority },
+        existing.created_at,
+      );
       await confirmStarted({ ...intent, jobId: existing.job_id });
     }
     return { jobId: existing.job_id, status: existing.status, replayed: true, retryAfterSeconds: POLL_AFTER_SECONDS };

@@ -1,4 +1,4 @@
-import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { JobArgs, JobBudgets } from '../contract/job-types.js';
 import { JobStateKey, JobTypeKey, TenantIdKey } from '../contract/messages.js';
 import type { JobDefinition } from '../job-api/define.js';
@@ -21,7 +21,9 @@ export function isAlreadyStarted(err: unknown): boolean {
  * input stays in Postgres. The deployment's budget override for the type (`budgets`) is
  * resolved here, so jobs started by a schedule or the scan get it too, and carried in the
  * arguments so a running job keeps the budget it started with. Returns false when a closed
- * run already had the ID.
+ * run already had the ID. `replaceClosed` (default false): a closed run with the ID is a
+ * previous job that retention deleted, so the new job starts a new run under the same ID
+ * (ALLOW_DUPLICATE); only the intake may say so, for an intent it has just inserted.
  */
 export async function startJobWorkflow(
   client: Client,
@@ -29,6 +31,7 @@ export async function startJobWorkflow(
   info: JobDefinition,
   base: JobArgs,
   budgets?: JobBudgets,
+  opts: { replaceClosed?: boolean } = {},
 ): Promise<boolean> {
   const budget = base.budget ?? budgets?.[base.jobType];
   const args: JobArgs = budget ? { ...base, budget } : base;
@@ -38,7 +41,7 @@ export async function startJobWorkflow(
       workflowId: args.jobId,
       args: [args],
       workflowIdConflictPolicy: 'USE_EXISTING',
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      workflowIdReusePolicy: opts.replaceClosed ? 'ALLOW_DUPLICATE' : 'REJECT_DUPLICATE',
       typedSearchAttributes: [
         { key: TenantIdKey, value: args.tenantId },
         { key: JobTypeKey, value: args.jobType },
@@ -50,6 +53,20 @@ export async function startJobWorkflow(
     return true;
   } catch (err) {
     if (isAlreadyStarted(err)) return false;
+    throw err;
+  }
+}
+
+/**
+ * The newest run with this workflow ID: running or not, and when it started; null when
+ * Temporal has none. Other errors (Temporal unreachable) are thrown.
+ */
+export async function latestRun(client: Client, workflowId: string): Promise<{ running: boolean; startTime: Date } | null> {
+  try {
+    const d = await client.workflow.getHandle(workflowId).describe();
+    return { running: d.status.name === 'RUNNING', startTime: d.startTime };
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return null;
     throw err;
   }
 }

@@ -2,13 +2,14 @@
  * Inbound provider events, the use case behind `POST /v1/webhooks/{source}` once the
  * signature is verified: parse, dedupe, decide and hand the event to its job. The dedup row
  * and the decision commit together; the signal follows, and a failed signal leaves the row
- * `pending_signal` for the provider's redelivery or the compensation scan.
+ * `pending_signal` for the compensation scan (or a redelivery). The delivery is durable
+ * either way, so the provider hears 2xx.
  */
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type pg from 'pg';
 import { toEvent, transcriptionCompletedSignal, TRANSCRIPTION_COMPLETED, TRANSCRIPTION_STEP } from '../contract/messages.js';
 import { withTransaction } from '../lib/db.js';
-import { findUnstorableText } from '../lib/json-safety.js';
+import { findUnstorableText, jsonNestedDeeperThan, MAX_JSON_DEPTH } from '../lib/json-safety.js';
 import type { Logger } from '../lib/logger.js';
 import {
   claimPendingSignal,
@@ -23,11 +24,11 @@ import {
 
 /**
  * A delivery still `pending_signal` is re-signalled by a redelivery only after this lease:
- * concurrent duplicates leave it to the request that is signalling right now. Equal to the
- * Retry-After we answer when the signal fails, so the provider's retry finds it free.
+ * concurrent duplicates leave it to the request that is signalling right now, while a
+ * provider's retry after an outage finds it free.
  */
 export const SIGNAL_LEASE_MS = 5_000;
-/** The signal is one RPC; past this deadline the delivery stays `pending_signal` and we answer 503. */
+/** The signal is one RPC; past this deadline the delivery stays `pending_signal` (answered 202) for the scan. */
 const SIGNAL_DEADLINE_MS = 3_000;
 
 export interface WebhookEvent {
@@ -37,9 +38,13 @@ export interface WebhookEvent {
 
 /** Parsed only after verification: bad JSON under a valid signature is the sender's bug (400), not an attack (401). */
 export function parseEvent(raw: Buffer): { ok: true; event: WebhookEvent } | { ok: false; detail: string } {
+  const text = raw.toString('utf8');
+  // Before the parse: past this depth the recursive checks below and the jsonb serialisation
+  // would overflow the stack (a 500, redelivered forever).
+  if (jsonNestedDeeperThan(text)) return { ok: false, detail: `the body nests deeper than ${MAX_JSON_DEPTH} levels` };
   let json: unknown;
   try {
-    json = JSON.parse(raw.toString('utf8'));
+    json = JSON.parse(text);
   } catch {
     return { ok: false, detail: 'the body is not valid JSON' };
   }

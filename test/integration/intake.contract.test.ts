@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, uid, type Harness } from '../support/harness.js';
 
@@ -194,7 +195,52 @@ describe('bad input: a precise problem and nothing written', () => {
     });
     expect(big.status).toBe(413);
     expect(big.body.type).toBe('urn:durable-jobs:problem:payload-too-large');
+    const deep = await h.api('/v1/jobs', {
+      rawBody: `{"type":"summarize","input":{"text":"x","n":${'['.repeat(5_000)}${']'.repeat(5_000)}}}`,
+      headers: { 'idempotency-key': `k-${uid()}`, 'content-type': 'application/json' },
+    });
+    expect(deep.status).toBe(400);
+    expect(deep.body).toMatchObject({ type: 'urn:durable-jobs:problem:malformed-json', detail: expect.stringContaining('deeper than 64') });
     expect(await countIntents()).toBe(before);
+  });
+});
+
+/** Sends raw bytes on a fresh TCP connection and reads the whole answer (the server closes it). */
+function rawRequest(baseUrl: string, bytes: Buffer): Promise<string> {
+  const { hostname, port } = new URL(baseUrl);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const socket = connect({ host: hostname, port: Number(port) }, () => socket.write(bytes));
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
+  });
+}
+
+describe('bytes that Node refuses before any route', () => {
+  it.each([
+    ['NUL', '\x00'],
+    ['CR', '\r'],
+    ['LF', '\n'],
+    ['DEL', '\x7f'],
+    ['another control character (0x01)', '\x01'],
+  ])('an Idempotency-Key with %s answers a 400 problem, writes nothing, and the API keeps serving', async (_name, ch) => {
+    const before = (await h.pool.query('SELECT count(*)::int AS n FROM job_intents')).rows[0].n;
+    const body = JSON.stringify({ type: 'summarize', input: text });
+    const head =
+      `POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer key-tenant-a\r\n` +
+      `Idempotency-Key: order-${uid()}${ch}tail\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`;
+    const answer = await rawRequest(h.baseUrl, Buffer.from(head + body, 'latin1'));
+    const [statusLine, ...rest] = answer.split('\r\n');
+    expect(statusLine).toBe('HTTP/1.1 400 Bad Request');
+    const headers = rest.slice(0, rest.indexOf('')).map((l) => l.toLowerCase());
+    expect(headers).toContain('content-type: application/problem+json');
+    const problem = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4));
+    expect(problem).toMatchObject({ type: 'urn:durable-jobs:problem:malformed-request', status: 400, title: expect.any(String) });
+    expect((await h.pool.query('SELECT count(*)::int AS n FROM job_intents')).rows[0].n).toBe(before);
+    // The server is still up: a normal request right after goes through.
+    const ok = await h.submit('summarize', text);
+    expect(ok.status).toBe(202);
   });
 });
 

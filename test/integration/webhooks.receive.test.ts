@@ -142,7 +142,7 @@ describe('POST /v1/webhooks/{source}', () => {
     expect((await delivery(id)).body).toMatchObject({ outcome: 'signalled', timesReceived: 6 });
   });
 
-  it('keeps an event whose signal failed as pending_signal, answers 503, and a redelivery completes the hand-off', async () => {
+  it('answers 202 for an event whose signal failed (durable as pending_signal), and the compensation scan completes the hand-off', async () => {
     const job = await transcribeWaitingForWebhook();
     // An API whose Temporal is unreachable: the delivery commits, the signal cannot.
     const deadConnection = Connection.lazy({ address: '127.0.0.1:1' });
@@ -152,19 +152,24 @@ describe('POST /v1/webhooks/{source}', () => {
     const id = `msg_${uid()}`;
     const body = job.completion('text delivered after an outage');
     const first = await postWebhook(down, { id, body });
-    expect(first.status).toBe(503);
-    expect(first.body.type).toBe('urn:durable-jobs:problem:webhook-pending');
+    // Durable, so the provider is done: 2xx (a 5xx would only make it redeliver what we hold).
+    expect(first.status).toBe(202);
+    expect(first.body).toMatchObject({ webhookId: id, outcome: 'pending_signal', duplicate: false });
     expect((await delivery(id)).body).toMatchObject({ jobId: job.jobId, outcome: 'pending_signal', timesReceived: 1 });
-    // The provider redelivers (same webhook-id) to a healthy API; once the signalling lease
-    // of the failed attempt has passed, the redelivery signals the job.
-    await waitFor(
-      'a redelivery to signal the job',
-      async () => (await postWebhook(h.baseUrl, { id, body })).body?.outcome === 'signalled',
-      30_000,
-      1_000,
-    );
+    expect(await signalsReceived(job.jobId)).toBe(0);
+    // No redelivery comes: the real compensation scan (past its grace period) signals the job.
+    const report = (await h.temporal.workflow.execute('compensationScan', {
+      taskQueue: h.taskQueue,
+      workflowId: `scan-${uid()}`,
+      args: [{ schedules: [], now: new Date(Date.now() + 3_600_000).toISOString() }],
+    })) as { webhooksResignalled: number; errors: number };
+    expect(report).toMatchObject({ webhooksResignalled: 1, errors: 0 });
+    expect((await delivery(id)).body).toMatchObject({ outcome: 'signalled', timesReceived: 1 });
     const done = await h.waitForStatus(job.jobId, 'succeeded');
     expect(done.result).toMatchObject({ completedVia: 'webhook', webhookId: id, text: 'text delivered after an outage' });
+    expect(await signalsReceived(job.jobId)).toBe(1);
+    // A late redelivery of it changes nothing.
+    expect((await postWebhook(h.baseUrl, { id, body })).body).toMatchObject({ duplicate: true, outcome: 'signalled' });
     expect(await signalsReceived(job.jobId)).toBe(1);
   });
 
@@ -199,6 +204,22 @@ describe('POST /v1/webhooks/{source}', () => {
     const noId = await postWebhook(h.baseUrl, { body: JSON.stringify({ type: 'transcription.completed', data: {} }) });
     expect(noId.status).toBe(400);
     expect((await rowsFor(r.id)) + (await rowsFor(noId.id))).toBe(0);
+  });
+
+  it('answers 400 for a validly signed event nested 5,000 levels deep, and records nothing', async () => {
+    const deepData = '{"a":'.repeat(5_000) + '1' + '}'.repeat(5_000);
+    const body = `{"type":"transcription.completed","data":{"id":"tr_deep","nested":${deepData}}}`;
+    const r = await postWebhook(h.baseUrl, { body });
+    expect(r.status).toBe(400);
+    expect(r.body.type).toBe('urn:durable-jobs:problem:malformed-webhook');
+    expect(r.body.detail).toContain('deeper than 64 levels');
+    expect(await rowsFor(r.id)).toBe(0);
+    // Arrays too; and an event at the limit is fine.
+    const arrays = await postWebhook(h.baseUrl, { body: `{"type":"test.ping","data":{"x":${'['.repeat(6_000)}${']'.repeat(6_000)}}}` });
+    expect(arrays.status).toBe(400);
+    expect(await rowsFor(arrays.id)).toBe(0);
+    const atLimit = await postWebhook(h.baseUrl, { body: `{"type":"test.ping","data":{"x":${'['.repeat(62)}${']'.repeat(62)}}}` });
+    expect(atLimit.status).toBe(202);
   });
 
   it('answers 404 for a source without secrets', async () => {

@@ -10,6 +10,13 @@ export interface TcpProxy {
    */
   partition(): void;
   heal(): void;
+  /**
+   * A slow server as the client sees it: what the target answers is held here (requests still
+   * pass through and are processed), until `releaseResponses` delivers it all, in order. A
+   * client's deadline can so pass while the server did the work.
+   */
+  holdResponses(): void;
+  releaseResponses(): void;
   close(): Promise<void>;
 }
 
@@ -18,6 +25,8 @@ export async function startTcpProxy(target: string): Promise<TcpProxy> {
   const [host, port] = [target.slice(0, target.lastIndexOf(':')), Number(target.slice(target.lastIndexOf(':') + 1))];
   const sockets = new Set<Socket>();
   let cut = false;
+  let holding = false;
+  let held: Array<() => void> = [];
   const server: Server = createServer((client) => {
     if (cut) {
       client.destroy();
@@ -33,7 +42,14 @@ export async function startTcpProxy(target: string): Promise<TcpProxy> {
       });
     }
     client.pipe(upstream);
-    upstream.pipe(client);
+    upstream.on('data', (chunk: Buffer) => {
+      if (holding) held.push(() => client.write(chunk));
+      else client.write(chunk);
+    });
+    upstream.on('end', () => {
+      if (holding) held.push(() => client.end());
+      else client.end();
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const addr = server.address();
@@ -46,6 +62,15 @@ export async function startTcpProxy(target: string): Promise<TcpProxy> {
     },
     heal() {
       cut = false;
+    },
+    holdResponses() {
+      holding = true;
+    },
+    releaseResponses() {
+      holding = false;
+      const pending = held;
+      held = [];
+      for (const deliver of pending) deliver();
     },
     async close() {
       cut = true;
