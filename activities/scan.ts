@@ -13,7 +13,7 @@ import { windowContaining, type ScheduleWindow } from '../contract/schedule-wind
 import { withHeartbeat } from './attempt.js';
 import type { StepArgs } from '../contract/job-types.js';
 import type { ActivityDeps } from './deps.js';
-import { startJobWorkflow } from '../services/start-job.js';
+import { startExistingIntent } from '../services/start-job.js';
 
 export interface MissedWindow {
   scheduleId: string;
@@ -87,11 +87,12 @@ export function createScanActivities(deps: ActivityDeps) {
             deps.log.warn({ jobId: row.job_id, jobType: row.job_type }, 'scan: intent of an unknown job type left alone');
             continue;
           }
-          await startJobWorkflow(
+          await startExistingIntent(
             ctx.client,
             ctx.info.taskQueue,
             deps.jobs.require(row.job_type),
             { jobId: row.job_id, tenantId: row.tenant_id, jobType: row.job_type, priority: row.priority },
+            row.created_at,
             deps.jobBudgets,
           );
           if (await markStartedIfUnstarted(deps.pool, row.job_id)) {

@@ -1,5 +1,5 @@
 import type { Client } from '@temporalio/client';
-import { latestRun, startJobWorkflow } from './start-job.js';
+import { CLOCK_SKEW_MS, latestRun, startExistingIntent, startJobWorkflow } from './start-job.js';
 import type pg from 'pg';
 import { z } from 'zod';
 import {
@@ -75,9 +75,6 @@ export const SUBMIT_BODY_SCHEMA = z
   })
   .strict();
 
-/** Clocks of Postgres, this process and Temporal may differ by this much when start times are compared. */
-const CLOCK_SKEW_MS = 5_000;
-
 /** How long a client should wait before polling a job's status. */
 export const POLL_AFTER_SECONDS = 1;
 
@@ -129,10 +126,7 @@ export function createJobsClient(deps: JobsClientDeps) {
     const attemptAt = Date.now();
     try {
       if (intentCreatedAt === undefined) await start(true);
-      else if (!(await start(false))) {
-        const closed = await rpc(() => latestRun(deps.temporal, base.jobId));
-        if (closed && closed.startTime.getTime() < intentCreatedAt.getTime() - CLOCK_SKEW_MS) await start(true);
-      }
+      else await startExistingIntent(deps.temporal, deps.taskQueue, definition, base, intentCreatedAt, deps.budgets, rpc);
     } catch (err) {
       const run = await rpc(() => latestRun(deps.temporal, base.jobId)).catch(() => undefined);
       if (run && (run.running || run.startTime.getTime() >= attemptAt - CLOCK_SKEW_MS)) return; // it landed

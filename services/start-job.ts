@@ -70,3 +70,28 @@ export async function latestRun(client: Client, workflowId: string): Promise<{ r
     throw err;
   }
 }
+
+/** Clocks of Postgres, this process and Temporal may differ by this much when start times are compared. */
+export const CLOCK_SKEW_MS = 5_000;
+
+/**
+ * Starts the workflow of an intent that exists but has no recorded start (an earlier start
+ * failed, or its marker was not written). A closed run with its ID is its own (it ran) unless
+ * it started before the intent was created: then it is a previous job whose intent retention
+ * deleted, and a new run starts under the same ID (never "started" without a run of its own).
+ * `rpc` wraps each Temporal call (the intake gives it a deadline).
+ */
+export async function startExistingIntent(
+  client: Client,
+  taskQueue: string,
+  info: JobDefinition,
+  base: JobArgs,
+  intentCreatedAt: Date,
+  budgets?: JobBudgets,
+  rpc: <T>(fn: () => Promise<T>) => Promise<T> = (fn) => fn(),
+): Promise<void> {
+  if (await rpc(() => startJobWorkflow(client, taskQueue, info, base, budgets))) return;
+  const closed = await rpc(() => latestRun(client, base.jobId));
+  if (closed && closed.startTime.getTime() < intentCreatedAt.getTime() - CLOCK_SKEW_MS)
+    await rpc(() => startJobWorkflow(client, taskQueue, info, base, budgets, { replaceClosed: true }));
+}

@@ -1,7 +1,9 @@
 import { Client, Connection, type WorkflowClientInterceptor } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { loadConfig } from '../../lib/config.js';
-import { jobIdFor } from '../../lib/ids.js';
+import { inputHash, jobIdFor, keyHash } from '../../lib/ids.js';
+import { insertIntent } from '../../store/intents.js';
+import type { ScanReport } from '../../contract/scan.js';
 import { createJobsClient } from '../../services/intake.js';
 import { defaultJobRegistry } from '../../jobs/index.js';
 import type { RetentionReport } from '../../contract/retention.js';
@@ -107,5 +109,43 @@ describe('intake: a key whose earlier job retention deleted', () => {
     expect(done.attempts).toBe(1);
     const secondRun = await h.temporal.workflow.getHandle(jobId).describe();
     expect(secondRun.runId).not.toBe(firstRun);
+  });
+
+  it('the compensation scan also starts a new run for an unstarted intent over an older closed run', async () => {
+    const key = `scan-after-retention-${uid()}`;
+    const first = await h.submit('summarize', text, { key });
+    const jobId = first.body.jobId as string;
+    await h.waitForStatus(jobId, 'succeeded');
+    await h.temporal.workflow.getHandle(jobId).result();
+    const firstRun = (await h.temporal.workflow.getHandle(jobId).describe()).runId;
+    await h.pool.query(`UPDATE job_intents SET finished_at = now() - interval '40 days' WHERE job_id = $1`, [jobId]);
+    const retention = loadConfig({}, { jobTypes: defaultJobRegistry.names, mode: 'dev' }).retention;
+    await h.temporal.workflow.execute('retentionCleanup', {
+      taskQueue: h.taskQueue,
+      workflowId: `retention-${uid()}`,
+      args: [{ days: retention.days, batchSize: retention.batchSize }],
+    });
+    // What a lost start of the new submission leaves: its intent, committed, never started
+    // (created 30 minutes on, so it is clearly younger than the closed run; the scan runs "in an hour").
+    await insertIntent(h.pool, {
+      jobId,
+      tenantId: TENANTS.a.id,
+      jobType: 'summarize',
+      keyHash: keyHash(TENANTS.a.id, key),
+      inputHash: inputHash('summarize', text),
+      input: text,
+      priority: 'normal',
+    });
+    await h.pool.query(`UPDATE job_intents SET created_at = now() + interval '30 minutes' WHERE job_id = $1`, [jobId]);
+
+    const report = (await h.temporal.workflow.execute('compensationScan', {
+      taskQueue: h.taskQueue,
+      workflowId: `scan-${uid()}`,
+      args: [{ schedules: [], now: new Date(Date.now() + 3_600_000).toISOString() }],
+    })) as ScanReport;
+    expect(report.intentsStarted).toBe(1);
+    const done = await h.waitForStatus(jobId, 'succeeded', 'a', 60_000);
+    expect(done.attempts).toBe(1);
+    expect((await h.temporal.workflow.getHandle(jobId).describe()).runId).not.toBe(firstRun);
   });
 });
