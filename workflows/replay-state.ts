@@ -15,7 +15,17 @@ export class ReplayState {
   readonly opts: ReplayProgress['options'];
   readonly queue: string[];
   readonly items: Map<string, ReplayItem>;
-  readonly n: { succeeded: number; failed: number; skipped: number; running: number; waiting: number; peak: number; batches: number };
+  /** `running`: replays holding a concurrency slot; `finishing`: replays whose job ended, their outcome being recorded. */
+  readonly n: {
+    succeeded: number;
+    failed: number;
+    skipped: number;
+    running: number;
+    finishing: number;
+    waiting: number;
+    peak: number;
+    batches: number;
+  };
   paused: boolean;
   stopRequested = false;
   halted = false;
@@ -46,6 +56,7 @@ export class ReplayState {
       failed: c?.failed ?? 0,
       skipped: c?.skipped ?? 0,
       running: 0,
+      finishing: 0,
       waiting: 0,
       peak: c?.peakRunning ?? 0,
       batches: c?.batchesStarted ?? 0,
@@ -121,9 +132,9 @@ export class ReplayState {
       requestedBy: this.a.requestedBy,
       options: this.opts,
       counts: {
-        total: this.queue.length + n.waiting + n.running + n.succeeded + n.failed + n.skipped,
+        total: this.queue.length + n.waiting + n.running + n.finishing + n.succeeded + n.failed + n.skipped,
         pending: this.queue.length + n.waiting,
-        running: n.running,
+        running: n.running + n.finishing,
         succeeded: n.succeeded,
         failed: n.failed,
         skipped: n.skipped,
