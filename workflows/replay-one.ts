@@ -113,6 +113,9 @@ export async function replayOneFast(a: ReplayArgs, s: ReplayState, id: string): 
         outcome = await waiter.awaitReplayJob({ replayJobId: prep.replayJobId });
       } else error = errorText(err);
     }
+    // Counted before the slot is freed, so the stop condition (maxFailures) holds before another replay can start.
+    Object.assign(item, { status: outcome, ...(error ? { detail: error } : {}) });
+    s.finished(outcome);
     release();
     s.n.finishing++;
     try {
@@ -121,8 +124,6 @@ export async function replayOneFast(a: ReplayArgs, s: ReplayState, id: string): 
     } finally {
       s.n.finishing--;
     }
-    Object.assign(item, { status: outcome, ...(error ? { detail: error } : {}) });
-    s.finished(outcome);
   } finally {
     release();
     item.finishedAt = new Date().toISOString();

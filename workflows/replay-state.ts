@@ -15,7 +15,7 @@ export class ReplayState {
   readonly opts: ReplayProgress['options'];
   readonly queue: string[];
   readonly items: Map<string, ReplayItem>;
-  /** `running`: replays holding a concurrency slot; `finishing`: replays whose job ended, their outcome being recorded. */
+  /** `running`: replays holding a concurrency slot; `finishing`: replays whose job ended (counted), their outcome being recorded. */
   readonly n: {
     succeeded: number;
     failed: number;
@@ -132,9 +132,9 @@ export class ReplayState {
       requestedBy: this.a.requestedBy,
       options: this.opts,
       counts: {
-        total: this.queue.length + n.waiting + n.running + n.finishing + n.succeeded + n.failed + n.skipped,
+        total: this.queue.length + n.waiting + n.running + n.succeeded + n.failed + n.skipped,
         pending: this.queue.length + n.waiting,
-        running: n.running + n.finishing,
+        running: n.running,
         succeeded: n.succeeded,
         failed: n.failed,
         skipped: n.skipped,
