@@ -17,6 +17,25 @@ const admin = (path: string, init: { method?: string; body?: unknown } = {}) =>
 const health = async () => (await admin('/v1/admin/queue-health?history=0')).body;
 
 describe('the ramp after a pause has a stop condition', () => {
+  it('refuses a bad stop condition as a problem naming the field, changing nothing', async () => {
+    const before = (await admin('/v1/admin/degradation')).body;
+    expect(before.rampStop).toEqual({ failureRatio: 0.5, windowSeconds: 60, minAttempts: 10 }); // the documented defaults
+    for (const [rampStop, path] of [
+      [{ failureRatio: 2 }, 'rampStop.failureRatio'],
+      [{ windowSeconds: 1 }, 'rampStop.windowSeconds'],
+      [{ minAttempts: 0 }, 'rampStop.minAttempts'],
+      [{ ratio: 0.5 }, 'rampStop.ratio'],
+    ] as const) {
+      const r = await admin('/v1/admin/degradation', { method: 'PUT', body: { pausedPriorities: [], rampStop } });
+      expect(r.status, JSON.stringify(rampStop)).toBe(400);
+      expect(r.headers.get('content-type')).toMatch(/application\/problem\+json/);
+      expect(r.body.errors.map((e: any) => e.path)).toContain(path);
+    }
+    const after = (await admin('/v1/admin/degradation')).body;
+    expect(after.rampStop).toEqual(before.rampStop);
+    expect(after.audit).toHaveLength(before.audit.length);
+  });
+
   it('pauses the ramp again when the upstream degrades mid-ramp, and says so in the audit and the health report', async () => {
     const put = await admin('/v1/admin/degradation', {
       method: 'PUT',
