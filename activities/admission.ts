@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { withTransaction } from '../lib/db.js';
 import { admissionWaitMs } from '../lib/health.js';
 import type { Logger } from '../lib/logger.js';
-import { getSetting } from '../store/degradation.js';
+import { getSetting, type RampStop } from '../store/degradation.js';
 import {
   admittedLastMinute,
   findReservation,
@@ -13,6 +13,7 @@ import {
 } from '../store/admissions.js';
 import { getIntent, markAdmitted, markDeferred, othersDeferred } from '../store/intents.js';
 import type { JobArgs, Priority } from '../contract/job-types.js';
+import { haltRampIfFailing } from './ramp-stop.js';
 
 export interface AdmissionDeps {
   pool: pg.Pool;
@@ -50,10 +51,15 @@ export function createAdmissionActivities(deps: AdmissionDeps) {
     });
   }
 
-  /** At the slot: admit if fewer than `rate` were admitted in the last minute, else say how long to wait. */
-  async function confirm(args: AdmissionArgs, rate: number): Promise<number> {
+  /**
+   * At the slot: admit if fewer than `rate` were admitted in the last minute, else say how long
+   * to wait; or, when the ramp's stop condition holds, pause the priority again (its reason).
+   */
+  async function confirm(args: AdmissionArgs, rate: number, stop: RampStop): Promise<number | { halted: string }> {
     return withTransaction(deps.pool, async (tx) => {
       await lockAdmissions(tx);
+      const halted = await haltRampIfFailing(tx, args.priority, stop, deps.log);
+      if (halted) return { halted };
       const { times, now } = await admittedLastMinute(tx);
       const waitMs = admissionWaitMs(
         now.getTime(),
@@ -98,7 +104,11 @@ export function createAdmissionActivities(deps: AdmissionDeps) {
         await markDeferred(deps.pool, args.jobId, reason);
         return { decision: 'wait', waitMs: untilSlot, reason };
       }
-      const waitMs = await confirm(args, rate);
+      const waitMs = await confirm(args, rate, setting.rampStop);
+      if (typeof waitMs === 'object') {
+        await markDeferred(deps.pool, args.jobId, waitMs.halted);
+        return { decision: 'defer', reason: waitMs.halted };
+      }
       if (waitMs === 0) {
         deps.log.info({ jobId: args.jobId, priority: args.priority }, 'deferred job admitted');
         return { decision: 'admit' };

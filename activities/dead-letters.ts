@@ -11,12 +11,14 @@ import {
   lockDeadLetter,
   markReplaying,
   replayStartedBy,
+  takeOverReplay,
 } from '../store/dead-letters.js';
 import { failureWindow } from '../store/attempts.js';
 import { effectRequestIds, effectsForJob, type ProviderRequestRef } from '../store/effects.js';
 import { getIntent, insertIntent, loadInput, markJobDeadLettered, markWorkflowStarted } from '../store/intents.js';
 import type { JobArgs, StepArgs } from '../contract/job-types.js';
 import type { JobRegistry } from '../job-api/registry.js';
+import { withHeartbeat } from './attempt.js';
 
 export interface DeadLetterDeps {
   pool: pg.Pool;
@@ -80,9 +82,11 @@ export interface PreparedReplay {
   replayJobId: string;
   workflowType: string;
   args: StepArgs;
+  /** The replay job was created by an earlier, closed replay request: it may exist already. */
+  takenOver?: boolean;
 }
 
-export type ReplayPreparation = PreparedReplay | { kind: 'skip'; reason: string };
+export type ReplayPreparation = PreparedReplay | { kind: 'skip'; reason: string; replayJobId?: string };
 
 /** Dead-letter activities. Function names are Temporal activity types. */
 export function createDeadLetterActivities(deps: DeadLetterDeps) {
@@ -171,8 +175,15 @@ export function createDeadLetterActivities(deps: DeadLetterDeps) {
    * Claims one dead letter for a replay and creates the new job execution
    * `<jobId>-replay-<n>` (its own intent row: no key, input copied, linked by replay_of).
    * Idempotent per replay request: a retried call returns the job it already created.
+   * `takeOverFrom`: a closed replay request this one re-sends; a dead letter it left
+   * `replaying` is taken over with its replay job (started if it never was, else awaited).
    */
-  async function prepareReplay(a: { deadLetterId: string; replayId: string; actor: string }): Promise<ReplayPreparation> {
+  async function prepareReplay(a: {
+    deadLetterId: string;
+    replayId: string;
+    actor: string;
+    takeOverFrom?: string;
+  }): Promise<ReplayPreparation> {
     return withTransaction(deps.pool, async (tx) => {
       const dl = await lockDeadLetter(tx, a.deadLetterId);
       if (!dl) return { kind: 'skip', reason: 'not found' };
@@ -190,6 +201,21 @@ export function createDeadLetterActivities(deps: DeadLetterDeps) {
           args: { ...args, jobId: dl.replay_job_id, effectScope: dl.job_id },
         };
       }
+      if (dl.state === 'replaying' && a.takeOverFrom && dl.replay_job_id && (await takeOverReplay(tx, dl.id, a.takeOverFrom, a.replayId))) {
+        await insertAction(tx, {
+          deadLetterId: dl.id,
+          action: 'replay_taken_over',
+          actor: a.actor,
+          details: { replayId: a.replayId, from: a.takeOverFrom, replayJobId: dl.replay_job_id },
+        });
+        return {
+          kind: 'start',
+          replayJobId: dl.replay_job_id,
+          workflowType,
+          args: { ...args, jobId: dl.replay_job_id, effectScope: dl.job_id },
+          takenOver: true,
+        };
+      }
       if (dl.state !== 'open') {
         // Discarded (or replayed, or held by another replay) since the request: never by accident.
         await insertAction(tx, {
@@ -198,7 +224,11 @@ export function createDeadLetterActivities(deps: DeadLetterDeps) {
           actor: a.actor,
           details: { replayId: a.replayId, state: dl.state },
         });
-        return { kind: 'skip', reason: `dead letter is ${dl.state}` };
+        return {
+          kind: 'skip',
+          reason: `dead letter is ${dl.state}${dl.replay_id && dl.replay_id !== a.replayId ? ` (by ${dl.replay_id})` : ''}`,
+          ...(dl.replay_job_id && dl.state !== 'discarded' ? { replayJobId: dl.replay_job_id } : {}),
+        };
       }
       const n = dl.replay_count + 1;
       const replayJobId = `${dl.job_id}-replay-${n}`;
@@ -246,7 +276,23 @@ export function createDeadLetterActivities(deps: DeadLetterDeps) {
     });
   }
 
-  return { recordDeadLetter, prepareReplay, finishReplay };
+  /**
+   * Waits for a taken-over replay job that an earlier request started (it outlives that
+   * request: ABANDON) to close, and says how it ended from its row, written before it closes.
+   */
+  async function awaitReplayJob(a: { replayJobId: string }): Promise<'succeeded' | 'failed'> {
+    const ctx = Context.current();
+    return withHeartbeat(async () => {
+      await ctx.client.workflow
+        .getHandle(a.replayJobId)
+        .result()
+        .catch(() => undefined); // failed, cancelled or terminated: the row says which
+      const intent = await getIntent(deps.pool, a.replayJobId);
+      return intent?.status === 'succeeded' ? 'succeeded' : 'failed';
+    });
+  }
+
+  return { recordDeadLetter, prepareReplay, finishReplay, awaitReplayJob };
 }
 
 export type DeadLetterActivities = ReturnType<typeof createDeadLetterActivities>;

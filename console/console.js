@@ -617,6 +617,7 @@ async function renderHealth() {
         ? `paused: ${h.degradation.pausedPriorities.join(', ')}${h.degradation.resume ? ` · ${h.degradation.resume.words}` : ''}`
         : 'nothing paused',
     ],
+    ...(h.degradation.rampHalted ? [['ramp halted', `${utc(h.degradation.rampHalted.at)}: ${h.degradation.rampHalted.reason}`]] : []),
   ]);
   const hist = h.history;
   if (!hist || typeof window.uPlot !== 'function') return;
@@ -648,6 +649,13 @@ async function renderDegradation() {
   kv($('#deg-fields'), [
     ['paused', d.pausedPriorities.length ? d.pausedPriorities.map((p) => `${p} since ${utc(d.pausedSince?.[p])}`).join(', ') : 'nothing'],
     ['ramp rate', `${d.recoveryRatePerMinute} jobs/min on resume`],
+    [
+      'ramp stop',
+      d.rampStop
+        ? `pause again when ≥ ${Math.round(d.rampStop.failureRatio * 100)}% of ≥ ${d.rampStop.minAttempts} upstream attempts fail within ${d.rampStop.windowSeconds} s`
+        : '',
+    ],
+    ...(d.rampHalted ? [['ramp halted', `${utc(d.rampHalted.at)}: ${d.rampHalted.reason}`]] : []),
     ['fallback', d.fallbackJobTypes.length ? d.fallbackJobTypes.join(', ') : 'none'],
     ['last change', `${d.updatedBy} at ${utc(d.updatedAt)}`],
   ]);

@@ -56,6 +56,8 @@ export interface ReplayItem {
   startedAt?: string;
   finishedAt?: string;
   detail?: string;
+  /** Left `replaying` by an earlier, closed replay request and taken over by this one. */
+  takenOver?: boolean;
 }
 export interface ReplayProgress {
   replayId: string;
@@ -87,6 +89,11 @@ export interface ReplayArgs {
   maxFailures?: number;
   /** Stay open this long for more `replayAdd` signals once the queue is empty. Default 0. */
   keepOpenSeconds?: number;
+  /**
+   * Dead letters a closed replay request left `replaying`, each mapped to that request's ID:
+   * this request takes them over (their replay job is started if it never was, else awaited).
+   */
+  takeOver?: Record<string, string>;
   /** State carried over continue-as-new (long replays keep their history small). */
   carried?: Carried;
 }

@@ -64,6 +64,7 @@ function renderReport(h: QueueHealth): string {
     ? d.pausedPriorities.map((p) => `${p} since ${d.pausedSince[p]}`).join(', ') + ` (by ${d.updatedBy})`
     : 'nothing paused';
   out.push(`DEGRADED  ${paused}; recovery rate ${formatRate(d.recoveryRatePerMinute)}${d.resume ? `; ${d.resume.words}` : ''}`);
+  if (d.rampHalted) out.push(`RAMP HALTED at ${d.rampHalted.at}: ${d.rampHalted.reason}`);
   out.push('');
   out.push('BACKLOG');
   row('active (admitted, unfinished)', formatCount(h.backlog.active), hist ? sparkline(hist.unfinished) : '');

@@ -206,9 +206,12 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
           requestBody: { required: true, content: { 'application/json': { schema: json(REPLAY_SCHEMA) } } },
           responses: {
             200: { description: 'dry run: per dead letter, each effect reuse or execute' },
-            202: { description: '{"replayId"}' },
+            202: {
+              description:
+                '{"replayId","count","statusUrl","skipped"?,"takenOver"?}: re-sent after a closed request, already replayed dead letters are skipped and those it left replaying are taken over',
+            },
             400: problemResponse('invalid request'),
-            409: problemResponse('a discarded dead letter'),
+            409: problemResponse('a discarded dead letter, or nothing left to replay'),
           },
         },
       },

@@ -13,7 +13,7 @@ import { collectQueueHealth } from '../services/queue-health.js';
 import { registerHealthMetrics } from './metrics.js';
 import { problemFromError, sendProblem, unavailableDependency } from './problems.js';
 
-const UNKNOWN_DEGRADATION_FIELD = 'unknown field; allowed: pausedPriorities, recoveryRatePerMinute, fallbackJobTypes, reason';
+const UNKNOWN_DEGRADATION_FIELD = 'unknown field; allowed: pausedPriorities, recoveryRatePerMinute, fallbackJobTypes, rampStop, reason';
 
 export interface AdminDeps {
   pool: pg.Pool;

@@ -35,7 +35,11 @@ export function registerDeadLetterRoutes(app: FastifyInstance, deps: DeadLetterR
     if (r.dryRun) return reply.code(200).send(r);
     req.log.info({ replayId: r.replayId, count: r.count, actor }, 'replay requested');
     const statusUrl = `/v1/dead-letters/replays/${r.replayId}`;
-    return reply.code(202).header('Location', statusUrl).send({ replayId: r.replayId, count: r.count, statusUrl });
+    const { dryRun: _d, ...started } = r;
+    return reply
+      .code(202)
+      .header('Location', statusUrl)
+      .send({ ...started, statusUrl });
   });
 
   app.get<{ Params: { replayId: string } }>('/v1/dead-letters/replays/:replayId', async (req, reply) => {

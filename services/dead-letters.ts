@@ -171,11 +171,48 @@ export async function previewReplay(
   };
 }
 
-/** Explicit IDs must all be open: a discarded (or busy) dead letter is refused, never skipped silently. */
-async function resolveTargets(pool: pg.Pool, body: { ids?: string[]; filter?: z.infer<typeof FILTER_SCHEMA> }): Promise<DeadLetterRow[]> {
+/** What a replay request will do with each dead letter it names. */
+export interface ReplayPlan {
+  /** Open: replayed as a new replay job. */
+  targets: DeadLetterRow[];
+  /** Left `replaying` by a closed replay request: taken over with its replay job (id → that request). */
+  takeOver: Record<string, string>;
+  /** Already replayed, or being replayed by a request that still runs: reported, not replayed again. */
+  skipped: Array<{ deadLetterId: string; state: string; replayId: string | null; replayJobId: string | null }>;
+}
+
+/** True while the replay request's workflow runs (then it, and only it, ends its replays). */
+async function replayRunning(temporal: Client, replayId: string): Promise<boolean> {
+  try {
+    return (await temporal.workflow.getHandle(replayId).describe()).status.name === 'RUNNING';
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return false;
+    throw new UnavailableError('Temporal cannot say whether an earlier replay still runs', UNAVAILABLE_RETRY_AFTER_SECONDS, {
+      dependency: 'temporal',
+      cause: err,
+    });
+  }
+}
+
+/**
+ * Explicit IDs: a discarded one is refused (never replayed, never skipped silently). The rest
+ * make a plan, so that re-sending a request whose workflow was terminated finishes its work:
+ * open ones are replayed, those a closed request left `replaying` are taken over, and those
+ * already replayed (or held by a request that still runs) are skipped and reported. A request
+ * with nothing left to do is refused as before (409 `dead-letter-not-open`).
+ */
+async function resolveTargets(
+  pool: pg.Pool,
+  temporal: Client,
+  body: { ids?: string[]; filter?: z.infer<typeof FILTER_SCHEMA> },
+): Promise<ReplayPlan> {
   if (body.filter) {
     const { limit, state: _open, ...f } = body.filter;
-    return listDeadLetters(pool, { ...f, state: 'open', limit: limit ?? 1_000 } satisfies DeadLetterFilter);
+    return {
+      targets: await listDeadLetters(pool, { ...f, state: 'open', limit: limit ?? 1_000 } satisfies DeadLetterFilter),
+      takeOver: {},
+      skipped: [],
+    };
   }
   const ids = [...new Set(body.ids!)];
   const rows = await listDeadLetters(pool, { ids, limit: ids.length });
@@ -189,15 +226,34 @@ async function resolveTargets(pool: pg.Pool, body: { ids?: string[]; filter?: z.
       extra: { ids: discarded.map((r) => r.id) },
     });
   }
-  const busy = rows.filter((r) => r.state !== 'open');
-  if (busy.length > 0) {
-    throw new StateConflictError(`only open dead letters can be replayed: ${busy.map((r) => `${r.id} is ${r.state}`).join(', ')}`, {
-      slug: 'dead-letter-not-open',
-      title: 'Dead letter not open',
-      extra: { ids: busy.map((r) => r.id) },
-    });
+  const plan: ReplayPlan = { targets: [], takeOver: {}, skipped: [] };
+  const running = new Map<string, boolean>();
+  for (const id of ids) {
+    const r = rows.find((x) => x.id === id)!;
+    if (r.state === 'open') {
+      plan.targets.push(r);
+      continue;
+    }
+    if (r.state === 'replaying' && r.replay_id && r.replay_job_id) {
+      if (!running.has(r.replay_id)) running.set(r.replay_id, await replayRunning(temporal, r.replay_id));
+      if (!running.get(r.replay_id)) {
+        plan.takeOver[r.id] = r.replay_id;
+        continue;
+      }
+    }
+    plan.skipped.push({ deadLetterId: r.id, state: r.state, replayId: r.replay_id, replayJobId: r.replay_job_id });
   }
-  return ids.map((id) => rows.find((r) => r.id === id)!);
+  if (plan.targets.length === 0 && Object.keys(plan.takeOver).length === 0) {
+    throw new StateConflictError(
+      `only open dead letters can be replayed: ${plan.skipped.map((r) => `${r.deadLetterId} is ${r.state}`).join(', ')}`,
+      {
+        slug: 'dead-letter-not-open',
+        title: 'Dead letter not open',
+        extra: { ids: plan.skipped.map((r) => r.deadLetterId) },
+      },
+    );
+  }
+  return plan;
 }
 
 export interface DeadLetterServiceDeps {
@@ -232,13 +288,15 @@ export function createDeadLetterService(deps: DeadLetterServiceDeps) {
 
   /** A dry run (`dryRun: true`: the per-effect preview, nothing changes) or a started replay. */
   async function replay(body: ReplayRequest, actor: string) {
-    const targets = await resolveTargets(deps.pool, body);
+    const plan = await resolveTargets(deps.pool, deps.temporal, body);
+    const { targets } = plan;
     if (body.dryRun) {
       const previews = [];
       for (const t of targets) previews.push((await previewReplay(deps.pool, deps.jobTypes, t.id, deps.codeVersion))!);
       return { dryRun: true as const, count: previews.length, deadLetters: previews };
     }
-    if (targets.length === 0)
+    const takeOverIds = Object.keys(plan.takeOver);
+    if (targets.length === 0 && takeOverIds.length === 0)
       throw new StateConflictError('no open dead letter matches the filter', {
         status: 422,
         slug: 'nothing-to-replay',
@@ -246,16 +304,26 @@ export function createDeadLetterService(deps: DeadLetterServiceDeps) {
       });
     const replayId = `replay-${randomUUID()}`;
     const { ids: _ids, filter: _filter, dryRun: _dry, ...options } = body;
+    // Skipped ones go through the workflow too: it records why, and its progress names their replay jobs.
+    const deadLetterIds = [...targets.map((t) => t.id), ...takeOverIds, ...plan.skipped.map((x) => x.deadLetterId)];
     // Actions and the start commit together: a failed start leaves no "requested" trail.
     await withTransaction(deps.pool, async (tx) => {
-      for (const t of targets)
-        await insertAction(tx, { deadLetterId: t.id, action: 'replay_requested', actor, details: { replayId, ...options } });
+      for (const id of [...targets.map((t) => t.id), ...takeOverIds])
+        await insertAction(tx, { deadLetterId: id, action: 'replay_requested', actor, details: { replayId, ...options } });
       try {
         await deps.temporal.workflow.start<typeof replayDeadLetters>('replayDeadLetters', {
           taskQueue: deps.taskQueue,
           workflowId: replayId,
-          args: [{ replayId, requestedBy: actor, deadLetterIds: targets.map((t) => t.id), ...options }],
-          staticSummary: `replay of ${targets.length} dead letter(s), requested by ${actor}`,
+          args: [
+            {
+              replayId,
+              requestedBy: actor,
+              deadLetterIds,
+              ...(takeOverIds.length > 0 ? { takeOver: plan.takeOver } : {}),
+              ...options,
+            },
+          ],
+          staticSummary: `replay of ${deadLetterIds.length} dead letter(s), requested by ${actor}`,
         });
       } catch (err) {
         throw new UnavailableError('Temporal cannot start the replay right now', UNAVAILABLE_RETRY_AFTER_SECONDS, {
@@ -264,7 +332,13 @@ export function createDeadLetterService(deps: DeadLetterServiceDeps) {
         });
       }
     });
-    return { dryRun: false as const, replayId, count: targets.length };
+    return {
+      dryRun: false as const,
+      replayId,
+      count: targets.length + takeOverIds.length,
+      ...(takeOverIds.length > 0 ? { takenOver: takeOverIds.map((id) => ({ deadLetterId: id, from: plan.takeOver[id]! })) } : {}),
+      ...(plan.skipped.length > 0 ? { skipped: plan.skipped } : {}),
+    };
   }
 
   async function progress(replayId: string): Promise<ReplayProgress> {
@@ -289,7 +363,16 @@ export function createDeadLetterService(deps: DeadLetterServiceDeps) {
       else if (c.command === 'resume') await handle.signal(replayResumeSignal);
       else if (c.command === 'stop') await handle.signal(replayStopSignal, { reason: c.reason, by: actor });
       else {
-        const targets = await resolveTargets(deps.pool, { ids: c.ids });
+        const plan = await resolveTargets(deps.pool, deps.temporal, { ids: c.ids });
+        const busy = [...Object.keys(plan.takeOver), ...plan.skipped.map((x) => x.deadLetterId)];
+        // Adding to a running request stays strict: only open dead letters.
+        if (busy.length > 0)
+          throw new StateConflictError(`only open dead letters can be added: ${busy.join(', ')}`, {
+            slug: 'dead-letter-not-open',
+            title: 'Dead letter not open',
+            extra: { ids: busy },
+          });
+        const { targets } = plan;
         await withTransaction(deps.pool, async (tx) => {
           for (const t of targets) await insertAction(tx, { deadLetterId: t.id, action: 'replay_requested', actor, details: { replayId } });
           await handle.signal(replayAddSignal, { ids: targets.map((t) => t.id) });

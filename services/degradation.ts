@@ -30,6 +30,35 @@ export function degradationBody(fallbackTypes: readonly JobType[]) {
           .min(1, 'must be at least 1 job per minute')
           .max(10_000, 'must be at most 10000 jobs per minute')
           .optional(),
+        rampStop: z
+          .object(
+            {
+              failureRatio: z
+                .number({ error: 'must be a number' })
+                .gt(0, 'must be above 0')
+                .max(1, 'must be at most 1')
+                .optional()
+                .describe('share of failed upstream attempts that halts the ramp (default 0.5)'),
+              windowSeconds: z
+                .number({ error: 'must be a number of seconds' })
+                .int('must be whole seconds')
+                .min(5, 'must be at least 5 seconds')
+                .max(3_600, 'must be at most 3600 seconds')
+                .optional()
+                .describe('the window the share is taken over (default 60 s)'),
+              minAttempts: z
+                .number({ error: 'must be a number of attempts' })
+                .int('must be a whole number')
+                .min(1, 'must be at least 1')
+                .max(100_000, 'must be at most 100000')
+                .optional()
+                .describe('fewer attempts in the window never halt the ramp (default 10)'),
+            },
+            { error: 'must be an object {"failureRatio"?, "windowSeconds"?, "minAttempts"?}' },
+          )
+          .strict()
+          .optional()
+          .describe("the ramp's stop condition; omitted fields keep their value"),
         reason: z
           .string({ error: 'must be a string' })
           .trim()
@@ -47,7 +76,7 @@ export function degradationBody(fallbackTypes: readonly JobType[]) {
       },
       {
         error:
-          'the body must be a JSON object {"pausedPriorities": [...], "recoveryRatePerMinute"?: number, "fallbackJobTypes"?: [...], "reason"?: string}',
+          'the body must be a JSON object {"pausedPriorities": [...], "recoveryRatePerMinute"?: number, "fallbackJobTypes"?: [...], "rampStop"?: {...}, "reason"?: string}',
       },
     )
     .strict();
@@ -72,6 +101,9 @@ export async function changeSetting(
     const fallbackSince = Object.fromEntries(
       fallbackJobTypes.map((t) => [t, before.fallbackSince[t] ?? { at: now.toISOString(), by: audit.actor }]),
     );
+    // A ramp halted by its stop condition stays on record until the operator resumes a priority it paused.
+    const halted = before.rampHalted;
+    const rampHalted = halted && halted.priorities.every((p) => body.pausedPriorities.includes(p)) ? halted : null;
     const after = await writeSetting(tx, {
       pausedPriorities: PRIORITIES.filter((p) => body.pausedPriorities.includes(p)),
       pausedSince,
@@ -79,6 +111,8 @@ export async function changeSetting(
       updatedBy: audit.actor,
       fallbackJobTypes,
       fallbackSince,
+      rampStop: { ...before.rampStop, ...body.rampStop },
+      rampHalted,
     });
     await insertAudit(tx, { ...audit, reason: body.reason ?? null, before, after });
     return { before, after };

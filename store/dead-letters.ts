@@ -6,7 +6,14 @@ export type DeadLetterState = 'open' | 'replaying' | 'replayed' | 'discarded';
 export const DEAD_LETTER_STATES: readonly DeadLetterState[] = ['open', 'replaying', 'replayed', 'discarded'];
 
 export type DeadLetterAction =
-  'recorded' | 'replay_requested' | 'replay_started' | 'replay_succeeded' | 'replay_failed' | 'replay_skipped' | 'discarded';
+  | 'recorded'
+  | 'replay_requested'
+  | 'replay_started'
+  | 'replay_taken_over'
+  | 'replay_succeeded'
+  | 'replay_failed'
+  | 'replay_skipped'
+  | 'discarded';
 
 export interface DeadLetterRow {
   id: string;
@@ -179,6 +186,20 @@ export async function markReplaying(db: Db, id: string, replayId: string, replay
       WHERE id = $1`,
     [id, replayId, replayJobId, replayCount],
   );
+}
+
+/**
+ * Moves a replay left by a closed replay request (`from`) to the request `to`, keeping its
+ * replay job: conditional on the holder, so of two requests taking it over only the first
+ * does, and never from a request still running (the caller checked that it is closed).
+ */
+export async function takeOverReplay(db: Db, id: string, from: string, to: string): Promise<boolean> {
+  const r = await db.query(
+    `UPDATE dead_letters SET replay_id = $3, updated_at = now()
+      WHERE id = $1 AND state = 'replaying' AND replay_id = $2 AND replay_job_id IS NOT NULL`,
+    [id, from, to],
+  );
+  return r.rowCount === 1;
 }
 
 /**

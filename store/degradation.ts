@@ -13,9 +13,32 @@ export interface DegradationSetting {
   fallbackJobTypes: string[];
   /** Per enabled type: when and by whom it was first enabled (ISO 8601 UTC). */
   fallbackSince: Record<string, FallbackSince>;
+  /** The ramp's stop condition (defaults: 0.5, 60 s, 10 attempts). */
+  rampStop: RampStop;
+  /** Set when the stop condition paused a ramp; cleared once an operator resumes that priority. */
+  rampHalted: RampHalt | null;
   updatedBy: string;
   updatedAt: string;
 }
+
+export interface RampStop {
+  /** Share of failed upstream attempts (0-1] that halts the ramp. */
+  failureRatio: number;
+  /** The window the share is taken over, in seconds. */
+  windowSeconds: number;
+  /** Fewer attempts than this in the window never halt it (too little evidence). */
+  minAttempts: number;
+}
+
+export interface RampHalt {
+  at: string;
+  priorities: Priority[];
+  attempts: number;
+  failures: number;
+  reason: string;
+}
+
+export const DEFAULT_RAMP_STOP: RampStop = { failureRatio: 0.5, windowSeconds: 60, minAttempts: 10 };
 
 export interface FallbackSince {
   at: string;
@@ -30,6 +53,8 @@ interface SettingRow {
   updated_at: Date;
   fallback_job_types: string[];
   fallback_since: Record<string, FallbackSince>;
+  ramp_stop: RampStop;
+  ramp_halted: RampHalt | null;
 }
 
 const toSetting = (r: SettingRow): DegradationSetting => ({
@@ -38,6 +63,8 @@ const toSetting = (r: SettingRow): DegradationSetting => ({
   recoveryRatePerMinute: r.recovery_rate_per_minute,
   fallbackJobTypes: r.fallback_job_types,
   fallbackSince: r.fallback_since,
+  rampStop: { ...DEFAULT_RAMP_STOP, ...r.ramp_stop },
+  rampHalted: r.ramp_halted,
   updatedBy: r.updated_by,
   updatedAt: r.updated_at.toISOString(),
 });
@@ -56,7 +83,8 @@ export async function lockSetting(tx: pg.PoolClient): Promise<DegradationSetting
 export async function writeSetting(tx: pg.PoolClient, s: Omit<DegradationSetting, 'updatedAt'>): Promise<DegradationSetting> {
   const r = await tx.query<SettingRow>(
     `UPDATE degradation_setting SET paused_priorities = $1, paused_since = $2, recovery_rate_per_minute = $3,
-            updated_by = $4, fallback_job_types = $5, fallback_since = $6, updated_at = now()
+            updated_by = $4, fallback_job_types = $5, fallback_since = $6, ramp_stop = $7, ramp_halted = $8,
+            updated_at = now()
       WHERE id = 1 RETURNING *`,
     [
       s.pausedPriorities,
@@ -65,9 +93,29 @@ export async function writeSetting(tx: pg.PoolClient, s: Omit<DegradationSetting
       s.updatedBy,
       s.fallbackJobTypes,
       JSON.stringify(s.fallbackSince),
+      JSON.stringify(s.rampStop),
+      s.rampHalted ? JSON.stringify(s.rampHalted) : null,
     ],
   );
   return toSetting(r.rows[0]!);
+}
+
+/**
+ * Upstream attempts of jobs the ramp admitted (an admission row with `admitted_at`), finished
+ * in the last `windowSeconds`: all that called the upstream, and those that failed retryably
+ * (the upstream's trouble: 5xx, 429, timeouts, lost leases; a definite 4xx is the request's).
+ */
+export async function rampAttempts(db: Db, windowSeconds: number): Promise<{ attempts: number; failures: number; now: Date }> {
+  const r = await db.query<{ attempts: number; failures: number; now: Date }>(
+    `SELECT count(*)::int AS attempts, clock_timestamp() AS now,
+            (count(*) FILTER (WHERE a.outcome IN ('retryable', 'lease_expired')))::int AS failures
+       FROM job_attempts a
+      WHERE a.finished_at > clock_timestamp() - $1 * interval '1 second'
+        AND a.outcome IN ('succeeded', 'retryable', 'non_retryable', 'lease_expired')
+        AND EXISTS (SELECT 1 FROM admissions d WHERE d.job_id = a.job_id AND d.admitted_at IS NOT NULL)`,
+    [windowSeconds],
+  );
+  return r.rows[0]!;
 }
 
 export interface AuditEntry {

@@ -15,7 +15,17 @@ export class ReplayState {
   readonly opts: ReplayProgress['options'];
   readonly queue: string[];
   readonly items: Map<string, ReplayItem>;
-  readonly n: { succeeded: number; failed: number; skipped: number; running: number; waiting: number; peak: number; batches: number };
+  /** `running`: replays holding a concurrency slot; `finishing`: replays whose job ended (counted), their outcome being recorded. */
+  readonly n: {
+    succeeded: number;
+    failed: number;
+    skipped: number;
+    running: number;
+    finishing: number;
+    waiting: number;
+    peak: number;
+    batches: number;
+  };
   paused: boolean;
   stopRequested = false;
   halted = false;
@@ -46,6 +56,7 @@ export class ReplayState {
       failed: c?.failed ?? 0,
       skipped: c?.skipped ?? 0,
       running: 0,
+      finishing: 0,
       waiting: 0,
       peak: c?.peakRunning ?? 0,
       batches: c?.batchesStarted ?? 0,

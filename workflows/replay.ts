@@ -1,34 +1,23 @@
+import { CancellationScope, condition, continueAsNew, isCancellation, patched, setHandler, workflowInfo } from '@temporalio/workflow';
 import {
-  CancellationScope,
-  condition,
-  continueAsNew,
-  isCancellation,
-  ParentClosePolicy,
-  proxyActivities,
-  setHandler,
-  startChild,
-  workflowInfo,
-} from '@temporalio/workflow';
-import type { SystemActivities } from '../activities/index.js';
-import {
-  JobStateKey,
-  JobTypeKey,
   replayAddSignal,
   replayPauseSignal,
   replayProgressQuery,
   replayResumeSignal,
   replayStopSignal,
-  TenantIdKey,
   type ReplayProgress,
 } from '../contract/messages.js';
-import { BOOKKEEPING_OPTIONS } from './activity-options.js';
-import type { JobOutcome } from './lifecycle.js';
+import { replayOne, replayOneFast } from './replay-one.js';
 import { ReplayState, type ReplayArgs } from './replay-state.js';
 
 export type { ReplayArgs } from './replay-state.js';
 
-// Bookkeeping in Postgres: idempotent, so retried until Postgres is back.
-const admin = proxyActivities<SystemActivities>(BOOKKEEPING_OPTIONS);
+/**
+ * Decided once, before the first command: a run started by older code (no marker in its
+ * history) keeps replaying the original shape; every new run, and every run after a
+ * continue-as-new, takes the fast path (local prepare and finish, slot freed at the child's end).
+ */
+const FAST_PATH_PATCH = 'replay-fast-path';
 
 /**
  * One replay request: replays dead letters in small batches, with bounded concurrency and
@@ -38,6 +27,7 @@ const admin = proxyActivities<SystemActivities>(BOOKKEEPING_OPTIONS);
  */
 export async function replayDeadLetters(a: ReplayArgs): Promise<ReplayProgress> {
   const s = new ReplayState(a);
+  const one = patched(FAST_PATH_PATCH) ? replayOneFast : replayOne;
   setHandler(replayAddSignal, ({ ids }) => s.add(ids));
   setHandler(replayPauseSignal, () => {
     s.paused = true;
@@ -49,18 +39,18 @@ export async function replayDeadLetters(a: ReplayArgs): Promise<ReplayProgress> 
   setHandler(replayProgressQuery, () => s.progress());
 
   try {
-    await runBatches(a, s);
+    await runBatches(a, s, one);
   } catch (err) {
     if (!isCancellation(err)) throw err;
     s.stop('replay workflow cancelled');
   }
   // Stopping drains: replays already started finish and record their outcome.
-  await CancellationScope.nonCancellable(() => condition(() => s.n.running === 0));
+  await CancellationScope.nonCancellable(() => condition(() => s.n.running === 0 && s.n.finishing === 0));
   s.done = true;
   return s.progress();
 }
 
-async function runBatches(a: ReplayArgs, s: ReplayState): Promise<void> {
+async function runBatches(a: ReplayArgs, s: ReplayState, one: typeof replayOne): Promise<void> {
   for (;;) {
     await condition(() => s.stopping() || !s.paused);
     if (s.stopping()) return;
@@ -82,61 +72,11 @@ async function runBatches(a: ReplayArgs, s: ReplayState): Promise<void> {
       s.n.running++;
       s.n.peak = Math.max(s.n.peak, s.n.running);
       // A started replay always reports its outcome, even if this workflow is cancelled.
-      runs.push(CancellationScope.nonCancellable(() => replayOne(a, s, batch[i]!)));
+      runs.push(CancellationScope.nonCancellable(() => one(a, s, batch[i]!)));
     }
     await Promise.all(runs);
     if (workflowInfo().continueAsNewSuggested && !s.stopping()) {
       await continueAsNew<typeof replayDeadLetters>({ ...a, deadLetterIds: [], carried: s.carried() });
     }
-  }
-}
-
-async function replayOne(a: ReplayArgs, s: ReplayState, id: string): Promise<void> {
-  const item = s.items.get(id) ?? { deadLetterId: id, status: 'pending' };
-  item.status = 'running';
-  item.startedAt = new Date().toISOString();
-  try {
-    const prep = await admin.prepareReplay({ deadLetterId: id, replayId: a.replayId, actor: a.requestedBy });
-    if (prep.kind === 'skip') {
-      Object.assign(item, { status: 'skipped', detail: prep.reason });
-      s.finished('skipped');
-      return;
-    }
-    item.replayJobId = prep.replayJobId;
-    let outcome: 'succeeded' | 'failed' = 'failed';
-    let error: string | undefined;
-    try {
-      const child = await startChild(prep.workflowType, {
-        workflowId: prep.replayJobId,
-        args: [prep.args],
-        // The replay job is a job of its own: it finishes even if this workflow is stopped or terminated.
-        parentClosePolicy: ParentClosePolicy.ABANDON,
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        typedSearchAttributes: [
-          { key: TenantIdKey, value: prep.args.tenantId },
-          { key: JobTypeKey, value: prep.args.jobType },
-          { key: JobStateKey, value: 'queued' },
-        ],
-        staticSummary: `replay of ${prep.args.effectScope} (replay ${a.replayId})`,
-      });
-      const r = (await child.result()) as JobOutcome;
-      outcome = r.state === 'succeeded' ? 'succeeded' : 'failed';
-    } catch (err) {
-      const e = err as { cause?: { message?: string }; message?: string };
-      error = e.cause?.message ?? e.message ?? String(err);
-    }
-    await admin.finishReplay({
-      deadLetterId: id,
-      replayId: a.replayId,
-      replayJobId: prep.replayJobId,
-      actor: a.requestedBy,
-      outcome,
-      error,
-    });
-    Object.assign(item, { status: outcome, ...(error ? { detail: error } : {}) });
-    s.finished(outcome);
-  } finally {
-    s.n.running--;
-    item.finishedAt = new Date().toISOString();
   }
 }

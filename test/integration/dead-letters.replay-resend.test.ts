@@ -1,0 +1,100 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { operatorKey, startHarness, uid, waitFor, type Harness } from '../support/harness.js';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness('dl-resend');
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+const admin = (path: string, init: { method?: string; body?: unknown } = {}) =>
+  h.api(path, { ...init, tenant: null, headers: { authorization: `Bearer ${operatorKey('carol')}` } });
+
+const states = async (ids: string[]): Promise<Map<string, string>> => {
+  const r = await h.pool.query<{ id: string; state: string }>('SELECT id, state FROM dead_letters WHERE id = ANY($1)', [ids]);
+  return new Map(r.rows.map((x) => [x.id, x.state]));
+};
+const withState = (m: Map<string, string>, s: string) =>
+  [...m]
+    .filter(([, v]) => v === s)
+    .map(([k]) => k)
+    .sort();
+
+describe('re-sending a replay request after its workflow was terminated', () => {
+  it('skips the replayed, takes over the replaying, replays the rest: each dead letter replayed once, no effect twice', async () => {
+    const N = 8;
+    await h.simFault({ path: '/v1/receipts', times: N, status: 400 });
+    const jobIds: string[] = [];
+    for (let i = 0; i < N; i++) {
+      const input = { amountCents: 500, currency: 'EUR', customer: `cus_${uid()}`, receiptEmail: 'x@example.com' };
+      jobIds.push((await h.submit('purchase', input)).body.jobId);
+    }
+    const dls: Array<{ jobId: string; id: string }> = [];
+    for (const jobId of jobIds) dls.push({ jobId, id: (await h.waitForStatus(jobId, 'dead_lettered')).deadLetterId });
+    const ids = dls.map((d) => d.id);
+
+    // Receipts held 3 s: a replay stays `replaying` long enough to be caught by the terminate.
+    await h.simFault({ path: '/v1/receipts', times: N, status: 200, delayMs: 3_000 });
+    const body = { ids, concurrency: 2, batchSize: 10, ratePerMinute: 600 };
+    const first = await admin('/v1/dead-letters/replay', { body });
+    expect(first.status).toBe(202);
+    await waitFor(
+      'one replayed, one replaying and one still open',
+      async () => {
+        const m = await states(ids);
+        return withState(m, 'replayed').length >= 1 && withState(m, 'replaying').length >= 1 && withState(m, 'open').length >= 1;
+      },
+      120_000,
+      100,
+    );
+    await h.temporal.workflow.getHandle(first.body.replayId).terminate('operator killed the replay mid-way (test)');
+    const before = await states(ids);
+    const replayed = withState(before, 'replayed');
+    const replaying = withState(before, 'replaying');
+    const open = withState(before, 'open');
+    expect(replayed.length + replaying.length + open.length).toBe(N);
+
+    const again = await admin('/v1/dead-letters/replay', { body });
+    expect(again.status).toBe(202);
+    expect(again.body.count).toBe(replaying.length + open.length);
+    expect(again.body.skipped.map((s: any) => s.deadLetterId).sort()).toEqual(replayed);
+    for (const s of again.body.skipped) expect(s.replayJobId).toBe(`${dls.find((d) => d.id === s.deadLetterId)!.jobId}-replay-1`);
+    expect(again.body.takenOver.map((t: any) => t.deadLetterId).sort()).toEqual(replaying);
+    expect(again.body.takenOver.every((t: any) => t.from === first.body.replayId)).toBe(true);
+
+    const p = await waitFor(
+      'the re-sent replay to finish',
+      async () => {
+        const r = await admin(`/v1/dead-letters/replays/${again.body.replayId}`);
+        return ['completed', 'stopped', 'halted'].includes(r.body?.state) ? r.body : undefined;
+      },
+      180_000,
+      500,
+    );
+    expect(p).toMatchObject({
+      state: 'completed',
+      counts: { total: N, succeeded: replaying.length + open.length, skipped: replayed.length, failed: 0, running: 0, pending: 0 },
+    });
+    const item = (id: string) => p.items.find((i: any) => i.deadLetterId === id);
+    for (const id of replayed) expect(item(id)).toMatchObject({ status: 'skipped', replayJobId: expect.stringMatching(/-replay-1$/) });
+    for (const id of replaying) expect(item(id)).toMatchObject({ status: 'succeeded', takenOver: true });
+    for (const id of open) expect(item(id)).toMatchObject({ status: 'succeeded' });
+
+    // Every dead letter ends replayed, by exactly one replay job; every effect applied once.
+    for (const { jobId, id } of dls) {
+      const d = (await admin(`/v1/dead-letters/${id}`)).body;
+      expect(d).toMatchObject({ state: 'replayed', replayCount: 1, replayJobId: `${jobId}-replay-1` });
+      expect(d.replays).toEqual([expect.objectContaining({ jobId: `${jobId}-replay-1`, status: 'succeeded' })]);
+      if (replaying.includes(id)) expect(d.actions.map((a: any) => a.action)).toContain('replay_taken_over');
+    }
+    const extra = await h.pool.query(`SELECT count(*)::int AS n FROM job_intents WHERE job_id LIKE '%-replay-2'`);
+    expect(extra.rows[0].n).toBe(0);
+    const sim = await h.simEffects();
+    for (const { jobId } of dls) {
+      expect(sim.byKey[`${jobId}:charge`]).toMatchObject({ applied: 1 });
+      expect(sim.byKey[`${jobId}:receipt`]).toMatchObject({ applied: 1 });
+    }
+  }, 420_000);
+});
