@@ -2,13 +2,17 @@
 // /proc/<pid>/status. Like workers/main.ts, plus what the measurement needs: the number of
 // activity slots (1,000 jobs run at once only with 1,000 slots), a prebuilt bundle file
 // (bundling here would put webpack's heap into the figure), and for the baseline's worker an
-// in-flight count printed as JSON lines. Settings come as one JSON argument from the bench.
+// in-flight count printed as JSON lines, with this process's Postgres counters (pg-probe.ts);
+// a line on stdin asks for a report at once (`{"seq": n, ...}`). Settings come as one JSON
+// argument from the bench.
+import { createInterface } from 'node:readline';
 import { NativeConnection, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { createPool } from '../../lib/db.js';
 import { createLogger } from '../../lib/logger.js';
 import type { ConcurrencyLimits, JobType } from '../../contract/job-types.js';
 import { createWorker } from '../../workers/worker.js';
 import { createBareActivities, type BareCounter } from './bare-activities.js';
+import { installPgProbe, snapshotPg } from './pg-probe.js';
 
 export interface ChildSettings {
   kind: 'product' | 'bare';
@@ -23,6 +27,7 @@ export interface ChildSettings {
 }
 
 const s = JSON.parse(process.argv[2] ?? '{}') as ChildSettings;
+installPgProbe();
 Runtime.install({ logger: new DefaultLogger('ERROR') });
 const log = createLogger('bench-worker', 'silent');
 const connection = await NativeConnection.connect({ address: s.temporalAddress });
@@ -52,10 +57,14 @@ const worker =
         maxConcurrentActivityTaskExecutions: s.activitySlots,
         shutdownGraceTime: '10s',
       });
-const report = setInterval(() => process.stdout.write(`${JSON.stringify({ ...counter })}\n`), 250);
+const send = (seq?: number) => process.stdout.write(`${JSON.stringify({ ...counter, ...snapshotPg(), ...(seq ? { seq } : {}) })}\n`);
+const report = setInterval(() => send(), 250);
+const requests = createInterface({ input: process.stdin }).on('line', (line) => send(Number(line) || undefined));
 for (const sig of ['SIGTERM', 'SIGINT'] as const) process.once(sig, () => worker.shutdown());
 process.stdout.write('READY\n');
 await worker.run();
 clearInterval(report);
+requests.close();
+process.stdin.destroy();
 await connection.close();
 await pool?.end();
