@@ -22,6 +22,8 @@ export interface Child {
   counter: ChildCounter;
   /** Asks for a fresh report and waits for it. */
   fresh(): Promise<ChildCounter>;
+  /** Starts recording the child's Postgres statements; `dump` writes them to a file. */
+  command(line: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -75,9 +77,13 @@ export async function startChild(_stack: Pick<BenchStack, 'log'>, settings: Chil
     proc.kill('SIGKILL');
     throw e;
   });
-  return {
+  const child: Child = {
     proc,
     counter,
+    async command(line) {
+      proc.stdin!.write(`${line}\n`);
+      await child.fresh();
+    },
     async fresh() {
       const want = ++seq;
       proc.stdin!.write(`${want}\n`);
@@ -101,4 +107,5 @@ export async function startChild(_stack: Pick<BenchStack, 'log'>, settings: Chil
       clearTimeout(t);
     },
   };
+  return child;
 }

@@ -12,7 +12,8 @@ import { createLogger } from '../../lib/logger.js';
 import type { ConcurrencyLimits, JobType } from '../../contract/job-types.js';
 import { createWorker } from '../../workers/worker.js';
 import { createBareActivities, type BareCounter } from './bare-activities.js';
-import { installPgProbe, snapshotPg } from './pg-probe.js';
+import { writeFileSync } from 'node:fs';
+import { captureStatements, installPgProbe, snapshotPg } from './pg-probe.js';
 
 export interface ChildSettings {
   kind: 'product' | 'bare';
@@ -59,7 +60,13 @@ const worker =
       });
 const send = (seq?: number) => process.stdout.write(`${JSON.stringify({ ...counter, ...snapshotPg(), ...(seq ? { seq } : {}) })}\n`);
 const report = setInterval(() => send(), 250);
-const requests = createInterface({ input: process.stdin }).on('line', (line) => send(Number(line) || undefined));
+// `capture` starts recording statements, `dump <file>` writes them (for EXPLAIN) and stops.
+let stopCapture: (() => unknown[]) | undefined;
+const requests = createInterface({ input: process.stdin }).on('line', (line) => {
+  if (line === 'capture') stopCapture = captureStatements();
+  else if (line.startsWith('dump ')) writeFileSync(line.slice(5), JSON.stringify(stopCapture?.() ?? []));
+  send(Number(line) || undefined);
+});
 for (const sig of ['SIGTERM', 'SIGINT'] as const) process.once(sig, () => worker.shutdown());
 process.stdout.write('READY\n');
 await worker.run();
