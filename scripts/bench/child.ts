@@ -3,7 +3,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { PgCounters } from './pg-probe.js';
-import type { BenchStack } from './stack.js';
 import { waitUntil } from './stats.js';
 import type { ChildSettings } from './worker-child.js';
 
@@ -27,7 +26,7 @@ export interface Child {
   stop(): Promise<void>;
 }
 
-export async function startChild(_stack: Pick<BenchStack, 'log'>, settings: ChildSettings): Promise<Child> {
+export async function startChild(_ctx: { log: (msg: string) => void }, settings: ChildSettings): Promise<Child> {
   const proc = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify(settings)], {
     cwd: ROOT,
     stdio: ['pipe', 'pipe', 'pipe'],

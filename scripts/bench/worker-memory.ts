@@ -31,12 +31,13 @@ export async function measureWorkerMemory(stack: BenchStack): Promise<BenchRow[]
     ];
   const n = stack.quick ? 50 : 1_000;
   const holdMs = stack.quick ? 8_000 : 60_000;
-  const repeats = stack.quick ? 1 : 2;
+  const repeats = stack.quick ? 1 : 3;
   const product: MemRun[] = [];
   const bare: MemRun[] = [];
   for (let r = 0; r < repeats; r++) {
-    product.push(await productRun(stack, n, holdMs));
-    bare.push(await bareRun(stack, n, Math.round(holdMs / 2)));
+    // Alternate which side runs first; both hold their activities equally long.
+    const sides = [async () => product.push(await productRun(stack, n, holdMs)), async () => bare.push(await bareRun(stack, n, holdMs))];
+    for (const side of r % 2 === 0 ? sides : sides.reverse()) await side();
     stack.log(
       `  memory repeat ${r + 1}/${repeats}: product ${product.at(-1)!.loadedMb.toFixed(0)} MB at ${product.at(-1)!.concurrent} running (idle ${product.at(-1)!.idleMb.toFixed(0)}), bare ${bare.at(-1)!.loadedMb.toFixed(0)} MB at ${bare.at(-1)!.concurrent} (idle ${bare.at(-1)!.idleMb.toFixed(0)})`,
     );
@@ -55,6 +56,7 @@ export async function measureWorkerMemory(stack: BenchStack): Promise<BenchRow[]
       value: spread(product.map((x) => x.loadedMb)),
       baseline: { label: `bare worker with ${n} activities in flight`, unit: 'MB', value: spread(bare.map((x) => x.loadedMb)) },
       sense: 'lower-better',
+      paired: true,
       notes: note,
       details: { idleMb: { product: spread(product.map((x) => x.idleMb)), bare: spread(bare.map((x) => x.idleMb)) }, concurrency },
     }),
