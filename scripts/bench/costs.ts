@@ -49,7 +49,9 @@ export async function historyCost(client: Client, ids: string[], sample: number)
     for (const e of h.events ?? []) {
       c.events++;
       const name = eventName(e.eventType);
-      if (ACTION_EVENTS.has(name)) c.actions++;
+      // A patch marker (`patched()`) is bookkeeping of the SDK, not a billed action; a local activity's marker is.
+      const patchMarker = name === 'MarkerRecorded' && e.markerRecordedEventAttributes?.markerName === 'core_patch';
+      if (ACTION_EVENTS.has(name) && !patchMarker) c.actions++;
       if (name === 'ActivityTaskStarted') {
         c.activityTasks++;
         c.actions += Math.max(0, (e.activityTaskStartedEventAttributes?.attempt ?? 1) - 1);
@@ -104,22 +106,23 @@ const TARGET_UTILISATION = 0.7;
  */
 export function capacityTable(j: PerJob, poolMax: number, temporalKind: string): string {
   const procs = (rate: number, cpu: number | null) => (cpu === null ? null : Math.max(1, Math.ceil((rate * cpu) / TARGET_UTILISATION)));
-  const f = (n: number | null) => (n === null ? '?' : n >= 100 ? Math.round(n).toLocaleString('en') : n.toFixed(1));
+  const f = (n: number | null) => (n === null ? '?' : n >= 100 || Number.isInteger(n) ? Math.round(n).toLocaleString('en') : n.toFixed(1));
+  const temporalPg = j.temporalPgCommits > 0;
   const lines = [
     `Per job (measured on the ${temporalKind} server in this run): ${j.pgCommits.toFixed(1)} Postgres commits${j.temporalPgCommits > 0 ? ` (+ ${j.temporalPgCommits.toFixed(1)} by temporal-server on Postgres)` : ''}, ` +
       `${j.roundTrips.toFixed(1)} round trips, ${(j.walBytes / 1024).toFixed(1)} KB of WAL, ${j.temporalActions.toFixed(1)} Temporal actions, ` +
       `${j.historyEvents.toFixed(1)} history events, ${j.upstreamCalls.toFixed(2)} upstream calls; CPU ${fmtMs(j.cpuSec.worker)} worker, ` +
       `${fmtMs(j.cpuSec.api)} API/submitter, ${fmtMs(j.cpuSec.temporal)} Temporal server, ${fmtMs(j.cpuSec.postgres)} Postgres.`,
     '',
-    '| jobs/s | Postgres commits/s (ours) | Postgres connections | Temporal actions/s | history events/s | WAL MB/s | worker processes | API processes |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- |',
+    `| jobs/s | Postgres commits/s (ours) |${temporalPg ? ' Postgres commits/s (temporal-server) |' : ''} Postgres connections (ours) | Temporal actions/s | history events/s | WAL MB/s | worker processes | API processes |`,
+    `| --- | --- |${temporalPg ? ' --- |' : ''} --- | --- | --- | --- | --- | --- |`,
   ];
   for (const rate of [10, 100, 1_000]) {
     const workers = procs(rate, j.cpuSec.worker);
     const apis = procs(rate, j.cpuSec.api);
     const conns = workers === null || apis === null ? null : (workers + apis) * poolMax;
     lines.push(
-      `| ${rate.toLocaleString('en')} | ${f(rate * j.pgCommits)} | ${f(conns)} (${poolMax} per process) | ${f(rate * j.temporalActions)} | ${f(rate * j.historyEvents)} | ${((rate * j.walBytes) / 2 ** 20).toFixed(2)} | ${f(workers)} | ${f(apis)} |`,
+      `| ${rate.toLocaleString('en')} | ${f(rate * j.pgCommits)} |${temporalPg ? ` ${f(rate * j.temporalPgCommits)} |` : ''} ${f(conns)} (${poolMax} per process) | ${f(rate * j.temporalActions)} | ${f(rate * j.historyEvents)} | ${((rate * j.walBytes) / 2 ** 20).toFixed(2)} | ${f(workers)} | ${f(apis)} |`,
     );
   }
   lines.push(
