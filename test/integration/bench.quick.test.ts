@@ -125,7 +125,7 @@ describe('npm run bench -- --quick', () => {
         expect(r!.value!.median, id).toBeGreaterThan(0);
         expect(r!.baseline?.value?.median, id).toBeGreaterThan(0);
         expect(Number.isFinite(r!.ratio), id).toBe(true);
-        if (r!.ratioSpread) expect(r!.ratioSpread.samples.length, id).toBeGreaterThan(1);
+        if (r!.ratioSpread) expect(r!.ratioSpread.samples.length, id).toBeGreaterThan(0);
       }
       for (const id of FIGURES) {
         const r = byId.get(id);
