@@ -8,6 +8,8 @@
  *   npm run bench -- --out FILE        also (or instead) write the results to FILE
  *   npm run bench -- --only a,b        only these sections: throughput, intake, effects, replay,
  *                                      growth, memory, machine
+ *   npm run bench -- --temporal production   the same sections on temporal-server on Postgres
+ *                                      (the production shape) instead of the CLI dev server
  *
  * It exits non-zero only when a measurement fails with an error (broken code), never on timing.
  */
@@ -18,9 +20,11 @@ import { fileURLToPath } from 'node:url';
 import { measureEffectCost } from './bench/effects-cost.js';
 import { measureIntake } from './bench/intake.js';
 import { measureMachineLimits } from './bench/machine-limits.js';
-import { markdownTable, terminalTable, updateReadme, type BenchResults } from './bench/report.js';
+import { capacityTable, type PerJob } from './bench/costs.js';
+import { installPgProbe } from './bench/pg-probe.js';
+import { conditionsText, markdownTable, terminalTable, updateReadme, type BenchResults } from './bench/report.js';
 import { measureReplay } from './bench/replay.js';
-import { startStack } from './bench/stack.js';
+import { startStack, type TemporalKind } from './bench/stack.js';
 import { row, spread, type BenchRow } from './bench/stats.js';
 import { measureTableGrowth } from './bench/table-growth.js';
 import { measureThroughput } from './bench/throughput.js';
@@ -30,25 +34,30 @@ const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const SECTIONS = ['throughput', 'intake', 'effects', 'replay', 'growth', 'memory', 'machine'] as const;
 type Section = (typeof SECTIONS)[number];
 
-function parseArgs(argv: string[]): { quick: boolean; out: string | null; only: Set<Section> } {
+function parseArgs(argv: string[]): { quick: boolean; out: string | null; only: Set<Section>; temporal: TemporalKind } {
   const quick = argv.includes('--quick');
+  const tIdx = argv.indexOf('--temporal');
+  const temporal = (tIdx >= 0 ? argv[tIdx + 1] : 'dev') as TemporalKind;
+  if (temporal !== 'dev' && temporal !== 'production') throw new Error(`--temporal: "dev" or "production", got "${temporal}"`);
   const outIdx = argv.indexOf('--out');
   const onlyIdx = argv.indexOf('--only');
   const only = new Set<Section>(onlyIdx >= 0 ? ((argv[onlyIdx + 1] ?? '').split(',').filter(Boolean) as Section[]) : SECTIONS);
   for (const s of only) if (!SECTIONS.includes(s)) throw new Error(`--only: unknown section "${s}" (sections: ${SECTIONS.join(', ')})`);
-  const out = outIdx >= 0 ? path.resolve(argv[outIdx + 1] ?? '') : quick || onlyIdx >= 0 ? null : path.join(ROOT, 'bench', 'results.json');
-  return { quick, out, only };
+  const defaultOut = path.join(ROOT, 'bench', temporal === 'production' ? 'results-production.json' : 'results.json');
+  const out = outIdx >= 0 ? path.resolve(argv[outIdx + 1] ?? '') : quick || onlyIdx >= 0 ? null : defaultOut;
+  return { quick, out, only, temporal };
 }
 
 async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2));
+  installPgProbe(); // counts this process's round trips (the intake's); workers run in children with their own
   const started = Date.now();
   const loadStart = os.loadavg();
   const log = (m: string) => console.log(m);
   log(
     `durable-jobs bench${args.quick ? ' (quick)' : ''}: ${os.cpus().length} cores, load average ${loadStart.map((l) => l.toFixed(2)).join(' ')}`,
   );
-  const stack = await startStack({ quick: args.quick, log });
+  const stack = await startStack({ quick: args.quick, log, temporal: args.temporal });
   let stopping = false;
   const onSignal = (sig: NodeJS.Signals) => {
     if (stopping) return;
@@ -64,6 +73,7 @@ async function main(): Promise<number> {
   let summarizePerSec: number | null = null;
   let commitsPerJob: number | null = null;
   let pgbenchTps: number | null = null;
+  let perJob: PerJob | null = null;
   const section = async (name: Section, fn: () => Promise<BenchRow[]>) => {
     if (!args.only.has(name)) return;
     const t0 = Date.now();
@@ -83,6 +93,7 @@ async function main(): Promise<number> {
       const t = await measureThroughput(stack);
       summarizePerSec = t.summarizePerSec;
       commitsPerJob = t.commitsPerJob;
+      perJob = t.perJob;
       return t.rows;
     });
     await section('intake', () => measureIntake(stack));
@@ -101,7 +112,9 @@ async function main(): Promise<number> {
     await stack.stop();
   }
 
+  const poolMax = 10; // lib/db.ts createPool's default, which the API and the worker use
   const results: BenchResults = {
+    capacity: perJob ? capacityTable(perJob, poolMax, stack.temporalKind === 'production' ? 'production-shape' : 'dev') : null,
     meta: {
       startedAt: new Date(started).toISOString(),
       durationSec: (Date.now() - started) / 1000,
@@ -112,9 +125,15 @@ async function main(): Promise<number> {
       loadAverage: { start: loadStart, end: os.loadavg() },
       node: process.version,
       postgres,
-      temporal: stack.embeddedTemporal
-        ? `Temporal dev server ${stack.cliPath ? '(CLI) ' : ''}with a tuned SQLite file`
-        : `Temporal at ${stack.temporalAddress}`,
+      temporal: stack.temporalDescription,
+      temporalKind: stack.temporalKind,
+      settings: {
+        argv: process.argv.slice(2).join(' '),
+        sections: [...args.only].join(', '),
+        activitySlots: 50,
+        concurrencyCaps: 'raised out of the way for throughput and memory (replay measures a cap)',
+        postgres: stack.embeddedPg ? 'fsync on, synchronous_commit on' : 'as DATABASE_URL runs it',
+      },
     },
     rows,
     errors,
@@ -124,8 +143,17 @@ async function main(): Promise<number> {
     await fs.mkdir(path.dirname(args.out), { recursive: true });
     await fs.writeFile(args.out, `${JSON.stringify(results, null, 2)}\n`);
     log(`\nresults written to ${path.relative(process.cwd(), args.out) || args.out}`);
-    if (!args.quick && args.out === path.join(ROOT, 'bench', 'results.json') && errors.length === 0) {
-      if (await updateReadme(path.join(ROOT, 'bench', 'README.md'), markdownTable(results))) log('bench/README.md table updated');
+    const readmeRun = !args.quick && args.only.size === SECTIONS.length && errors.length === 0;
+    if (readmeRun && args.out === path.join(ROOT, 'bench', 'results.json')) {
+      const readme = path.join(ROOT, 'bench', 'README.md');
+      if (await updateReadme(readme, markdownTable(results))) log('bench/README.md table updated');
+      await updateReadme(readme, conditionsText(results), 'bench-conditions');
+      if (results.capacity) await updateReadme(readme, results.capacity, 'bench-capacity');
+    } else if (readmeRun && args.out === path.join(ROOT, 'bench', 'results-production.json')) {
+      const readme = path.join(ROOT, 'bench', 'README.md');
+      if (await updateReadme(readme, `${conditionsText(results)}\n\n${markdownTable(results)}`, 'bench-production'))
+        log('bench/README.md production table updated');
+      if (results.capacity) await updateReadme(readme, results.capacity, 'bench-capacity-production');
     }
   }
   return errors.length > 0 ? 1 : 0;

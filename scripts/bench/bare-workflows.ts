@@ -1,14 +1,34 @@
-// The engine's baseline: a bare Temporal workflow with one no-op activity. Bundled on its own
-// (never part of workflows/index.ts) and run by its own worker on its own task queue, with the
-// same worker settings as the product's worker.
-import { proxyActivities } from '@temporalio/workflow';
-import type { BareActivities } from './bare-activities.js';
+// The engine's baselines, bundled on their own (never part of workflows/index.ts) and run by
+// their own workers on their own task queues, with the same worker settings as the product's:
+//  - bareWorkflow: one no-op activity (the engine's floor);
+//  - twinWorkflow: shaped like `summarize` (started with the same search attributes, summary,
+//    details and ID policies by the bench): JobState=running upsert, a no-op first activity
+//    (the admission check's place), a second activity with the step's heartbeat timeout that
+//    heartbeats at once and makes the same upstream call, JobState=succeeded upsert, complete.
+//    No Postgres: product ÷ twin is our own cost, twin ÷ bare the cost of the Temporal shape.
+import { defineSearchAttributeKey } from '@temporalio/common';
+import { proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
+import type { BareActivities, BareCall } from './bare-activities.js';
+
+const JobState = defineSearchAttributeKey('JobState', 'KEYWORD');
 
 const { bareActivity } = proxyActivities<BareActivities>({
   // Long enough for the memory baseline's held activities; a bare run never comes close.
   startToCloseTimeout: '15 minutes',
 });
+const { bareCall } = proxyActivities<BareActivities>({
+  startToCloseTimeout: '1 minute',
+  heartbeatTimeout: '10 seconds',
+});
 
 export async function bareWorkflow(holdMs = 0): Promise<void> {
   await bareActivity(holdMs);
+}
+
+export async function twinWorkflow(call: BareCall): Promise<unknown> {
+  upsertSearchAttributes([{ key: JobState, value: 'running' }]);
+  await bareActivity(0);
+  const out = await bareCall(call);
+  upsertSearchAttributes([{ key: JobState, value: 'succeeded' }]);
+  return out;
 }

@@ -14,9 +14,13 @@ export interface BenchMeta {
   node: string;
   postgres: string;
   temporal: string;
+  temporalKind?: string;
+  settings?: Record<string, unknown>;
 }
 
 export interface BenchResults {
+  /** The capacity table (markdown) derived from the per-job costs; null without the throughput section. */
+  capacity?: string | null;
   meta: BenchMeta;
   rows: BenchRow[];
   errors: Array<{ section: string; message: string }>;
@@ -37,7 +41,8 @@ function fmt(s: Spread | null | undefined, unit: string): string {
 function ratioText(r: BenchRow): string {
   if (r.skipped) return 'skipped';
   if (r.ratio === null) return '-';
-  return `${r.ratio.toFixed(2)}x`;
+  const rs = r.ratioSpread;
+  return `${r.ratio.toFixed(2)}x${rs && rs.samples.length > 1 ? ` [${rs.min.toFixed(2)}-${rs.max.toFixed(2)}]` : ''}`;
 }
 
 function cells(r: BenchRow): string[] {
@@ -46,7 +51,7 @@ function cells(r: BenchRow): string[] {
   return [r.section, r.figure, value, base, ratioText(r), r.notes ?? ''];
 }
 
-const HEAD = ['section', 'figure', 'value: median [min-max]', 'baseline: median [min-max]', 'ratio', 'notes'];
+const HEAD = ['section', 'figure', 'value: median [min-max]', 'baseline: median [min-max]', 'ratio: median of paired [min-max]', 'notes'];
 
 export function terminalTable(res: BenchResults): string {
   const m = res.meta;
@@ -61,6 +66,7 @@ export function terminalTable(res: BenchResults): string {
     lines.push(`[${section}] ${figure}`);
     lines.push(`    ${value}   vs   ${base}   => ${ratio}${notes ? `   (${notes})` : ''}`);
   }
+  if (res.capacity) lines.push('', 'Capacity from the per-job costs:', res.capacity);
   for (const e of res.errors) lines.push(`ERROR [${e.section}] ${e.message}`);
   return lines.join('\n');
 }
@@ -79,11 +85,30 @@ export function markdownTable(res: BenchResults): string {
   return out.join('\n');
 }
 
-const START = '<!-- bench-results:start -->';
-const END = '<!-- bench-results:end -->';
+/** The conditions paragraph of the README, from the run it describes. */
+export function conditionsText(res: BenchResults): string {
+  const m = res.meta;
+  const la = (l: number[]) => l.map(num).join('/');
+  const busyStart = m.loadAverage.start[0]! > m.cores * 0.5;
+  const busyEnd = m.loadAverage.end[0]! > m.cores;
+  const settings = Object.entries(m.settings ?? {})
+    .map(([k, v]) => `${k}: ${String(v)}`)
+    .join('; ');
+  return [
+    `This run started ${m.startedAt} and took ${Math.round(m.durationSec)} s (${m.mode}) on ${m.cores} cores (${m.cpuModel}) with ${m.memoryGb} GB RAM, node ${m.node}.`,
+    `The load average (1/5/15 min) was ${la(m.loadAverage.start)} at the start and ${la(m.loadAverage.end)} at the end` +
+      `${busyStart ? ': the machine was already busy when it started, so absolute figures are low; read the paired ratios' : ''}` +
+      `${!busyStart && busyEnd ? " (the end figure includes the bench's own stack: Postgres, the Temporal server, worker children)" : ''}.`,
+    `Server: ${m.postgres}; ${m.temporal}.`,
+    `Settings: ${settings || '-'}.`,
+    `${res.errors.length === 0 ? 'Every section finished without errors.' : `${res.errors.length} section(s) failed: ${res.errors.map((e) => e.section).join(', ')}.`}`,
+  ].join(' ');
+}
 
-/** Replaces the table between the README's markers; leaves the rest of the README alone. */
-export async function updateReadme(file: string, table: string): Promise<boolean> {
+/** Replaces the text between the README's `<!-- name:start -->` / `<!-- name:end -->` markers; leaves the rest alone. */
+export async function updateReadme(file: string, table: string, name = 'bench-results'): Promise<boolean> {
+  const START = `<!-- ${name}:start -->`;
+  const END = `<!-- ${name}:end -->`;
   let text: string;
   try {
     text = await fs.readFile(file, 'utf8');

@@ -19,10 +19,15 @@ import { buildApp } from '../../server/app.js';
 import { startSimulator, type Simulator } from '../../simulator/server.js';
 import { bundleWorkflows, createWorker } from '../../workers/worker.js';
 import type { ConcurrencyLimits, JobType } from '../../contract/job-types.js';
+import type { FastifyInstance } from 'fastify';
 import { startDevServer } from '../lib/dev-server.js';
 import { startEmbeddedPostgres } from '../lib/embedded-pg.js';
 import { resolveTemporalCli } from '../lib/temporal-cli.js';
+import { defaultPorts, resolveTemporalServerBinaries, startTemporalServer } from '../lib/temporal-server.js';
 import { createBareActivities, type BareCounter } from './bare-activities.js';
+import { startChild, type Child } from './child.js';
+import { parentPid, pidListeningOn } from './cpu.js';
+import type { ChildSettings } from './worker-child.js';
 import { defaultJobRegistry } from '../../jobs/index.js';
 
 export const TENANT = { id: 'bench-tenant', key: 'bench-tenant-key-0001' } as const;
@@ -45,8 +50,16 @@ export interface RunningWorker {
   stop(): Promise<void>;
 }
 
+export type TemporalKind = 'dev' | 'production';
+
 export interface BenchStack {
   quick: boolean;
+  /** `dev`: the CLI dev server (SQLite file); `production`: temporal-server on the stack's Postgres. */
+  temporalKind: TemporalKind;
+  /** One line saying which Temporal this is and with which settings. */
+  temporalDescription: string;
+  /** The databases temporal-server keeps on the stack's Postgres (production kind only). */
+  temporalDatabases: string[];
   log: (msg: string) => void;
   /** Admin connection string of the server (database `postgres` or the one given). */
   serverUrl: string;
@@ -65,7 +78,19 @@ export interface BenchStack {
   /** Writes a bundle to a file (child-process workers load it instead of bundling: webpack would inflate their RSS). */
   bundleFile(kind: 'product' | 'bare'): Promise<string>;
   jobsClient(taskQueue: string, pool?: pg.Pool): JobsClient;
-  startApp(taskQueue: string): Promise<{ baseUrl: string; jobs: JobsClient; close(): Promise<void> }>;
+  /** The HTTP API in this process; `setup` may add bench-only routes to the same Fastify instance before it listens. */
+  startApp(
+    taskQueue: string,
+    o?: { pool?: pg.Pool; temporal?: Client; setup?: (app: FastifyInstance) => void },
+  ): Promise<{ baseUrl: string; jobs: JobsClient; close(): Promise<void> }>;
+  /** A worker in a process of its own (CPU seconds and Postgres round trips counted apart). */
+  startWorkerChild(
+    kind: ChildSettings['kind'],
+    taskQueue: string,
+    o?: { databaseUrl?: string; activitySlots?: number; limits?: Record<JobType, ConcurrencyLimits> },
+  ): Promise<Child>;
+  /** Process IDs for CPU accounting: this process (API, submitters), Postgres's postmaster, the Temporal server. */
+  pids(): Promise<{ bench: number; postgres?: number; temporal?: number }>;
   startProductWorker(
     taskQueue: string,
     o?: { limits?: Record<JobType, ConcurrencyLimits>; connection?: NativeConnection; databaseUrl?: string },
@@ -84,7 +109,8 @@ export interface BenchStack {
   stop(): Promise<void>;
 }
 
-export async function startStack(o: { quick: boolean; log: (msg: string) => void }): Promise<BenchStack> {
+export async function startStack(o: { quick: boolean; log: (msg: string) => void; temporal?: TemporalKind }): Promise<BenchStack> {
+  const temporalKind = o.temporal ?? 'dev';
   const { log } = o;
   // The SDK's own lines (worker state changes) would drown the report.
   Runtime.install({ logger: new DefaultLogger('ERROR') });
@@ -109,8 +135,33 @@ export async function startStack(o: { quick: boolean; log: (msg: string) => void
       closers.push(() => epg.stop());
       return epg.url;
     };
+    let temporalPid: () => number | undefined = () => undefined;
+    let temporalDatabases: string[] = [];
+    let temporalDescription = config.temporalAddress ? `Temporal at ${config.temporalAddress}` : '';
+    const startProduction = async (pgUrl: string): Promise<string> => {
+      const binaries = await resolveTemporalServerBinaries({ log, allowGoInstall: true });
+      const dbs = { temporal: `temporal_bench_${uid()}`, visibility: `temporal_vis_bench_${uid()}` };
+      temporalDatabases = [dbs.temporal, dbs.visibility];
+      if (config.databaseUrl) closers.push(() => dropDatabases(pgUrl, temporalDatabases));
+      const server = await startTemporalServer({
+        binaries,
+        rootDir: path.join(tmpDir, 'temporal-server'),
+        databaseUrl: pgUrl,
+        databases: dbs,
+        ports: defaultPorts(0),
+        namespace: config.temporalNamespace,
+        retentionHours: 24,
+        log: () => undefined,
+      });
+      closers.push(() => server.stop());
+      temporalPid = () => server.pid();
+      temporalDescription =
+        "temporal-server v1.29.1 (production shape: 4 history shards, Postgres persistence and visibility on the stack's Postgres, scripts/lib/temporal-server-config.ts)";
+      return server.address;
+    };
     const startTemporal = async (): Promise<string> => {
       if (config.temporalAddress) return config.temporalAddress;
+      temporalDescription = 'Temporal dev server (CLI) with a tuned SQLite file (WAL, synchronous=NORMAL) and DEV_SERVER_DYNAMIC_CONFIG';
       const dev = await startDevServer({
         cliPath,
         port: 0,
@@ -122,10 +173,14 @@ export async function startStack(o: { quick: boolean; log: (msg: string) => void
       closers.push(() => dev.stop());
       return dev.address;
     };
-    const [serverUrl, temporalAddress] = await Promise.all([startPg(), startTemporal()]);
+    let serverUrl: string;
+    let temporalAddress: string;
+    if (temporalKind === 'production' && !config.temporalAddress) {
+      serverUrl = await startPg();
+      temporalAddress = await startProduction(serverUrl);
+    } else [serverUrl, temporalAddress] = await Promise.all([startPg(), startTemporal()]);
     log(
-      `stack: ${config.databaseUrl ? 'Postgres from DATABASE_URL' : 'embedded Postgres (durable settings)'}, ` +
-        `${config.temporalAddress ? `Temporal at ${temporalAddress}` : 'Temporal dev server (tuned SQLite file)'}`,
+      `stack: ${config.databaseUrl ? 'Postgres from DATABASE_URL' : 'embedded Postgres (durable settings)'}, ` + `${temporalDescription}`,
     );
 
     const silentLogger = createLogger('bench', 'silent');
@@ -179,8 +234,12 @@ export async function startStack(o: { quick: boolean; log: (msg: string) => void
     const jobsClient = (taskQueue: string, p = benchPool): JobsClient =>
       createJobsClient({ jobs: defaultJobRegistry, pool: p, temporal, taskQueue });
 
+    let postgresPid: number | undefined;
     const stack: BenchStack = {
       quick: o.quick,
+      temporalKind,
+      temporalDescription,
+      temporalDatabases,
       log,
       serverUrl,
       databaseUrl,
@@ -200,17 +259,47 @@ export async function startStack(o: { quick: boolean; log: (msg: string) => void
       bareBundle: bundles.bare,
       async bundleFile(kind) {
         const file = path.join(tmpDir, `${kind}-bundle.js`);
+        if (
+          await fs.stat(file).then(
+            () => true,
+            () => false,
+          )
+        )
+          return file;
         const b = (await bundles[kind]()) as { code: string };
         await fs.writeFile(file, b.code);
         return file;
       },
       jobsClient,
-      async startApp(taskQueue) {
-        const jobs = jobsClient(taskQueue);
+      async pids() {
+        if (postgresPid === undefined) {
+          const r = await benchPool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+          postgresPid = parentPid(r.rows[0]!.pid);
+        }
+        const port = Number(temporalAddress.split(':').at(-1));
+        return { bench: process.pid, postgres: postgresPid, temporal: temporalPid() ?? pidListeningOn(port) };
+      },
+      async startWorkerChild(kind, taskQueue, w = {}) {
+        return startChild(stack, {
+          kind,
+          temporalAddress,
+          namespace: config.temporalNamespace,
+          taskQueue,
+          bundlePath: await stack.bundleFile(kind),
+          activitySlots: w.activitySlots ?? ACTIVITY_SLOTS,
+          databaseUrl: w.databaseUrl ?? databaseUrl,
+          providerUrl: sim.url,
+          limits: w.limits ?? RAISED_LIMITS,
+        });
+      },
+      async startApp(taskQueue, a = {}) {
+        const appPool = a.pool ?? benchPool;
+        const appTemporal = a.temporal ?? temporal;
+        const jobs = createJobsClient({ jobs: defaultJobRegistry, pool: appPool, temporal: appTemporal, taskQueue });
         const app = buildApp({
           jobTypes: defaultJobRegistry,
-          pool: benchPool,
-          temporal,
+          pool: appPool,
+          temporal: appTemporal,
           jobs,
           log: silentLogger,
           adminApiKey: ADMIN_KEY,
@@ -218,6 +307,7 @@ export async function startStack(o: { quick: boolean; log: (msg: string) => void
           webhookSecrets: {},
           taskQueue,
         });
+        a.setup?.(app as unknown as FastifyInstance);
         await app.listen({ port: 0, host: '127.0.0.1' });
         const addr = app.server.address();
         return { baseUrl: `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`, jobs, close: () => app.close() };
@@ -273,6 +363,16 @@ export async function startStack(o: { quick: boolean; log: (msg: string) => void
   } catch (err) {
     await stop();
     throw err;
+  }
+}
+
+async function dropDatabases(url: string, names: string[]): Promise<void> {
+  const a = new pg.Client({ connectionString: url });
+  await a.connect();
+  try {
+    for (const n of names) await a.query(`DROP DATABASE IF EXISTS ${n} WITH (FORCE)`);
+  } finally {
+    await a.end();
   }
 }
 

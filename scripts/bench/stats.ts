@@ -19,8 +19,13 @@ export interface BenchRow {
   unit: string;
   value: Spread | null;
   baseline: { label: string; unit: string; value: Spread | null } | null;
-  /** median(value) / median(baseline); null when either is missing. */
+  /**
+   * The median of the paired ratios (each repeat's value / the same repeat's baseline) when the
+   * row has pairs, otherwise median(value) / median(baseline); null when either is missing.
+   */
   ratio: number | null;
+  /** The paired ratios' spread (one per repeat), when value and baseline were measured in pairs. */
+  ratioSpread?: Spread;
   /** How to read the ratio: 'higher-better' (throughput) or 'lower-better' (latency, memory). */
   sense: 'higher-better' | 'lower-better' | 'info';
   notes?: string;
@@ -63,15 +68,38 @@ export function round(n: number, digits = 3): number {
   return Math.round(n * f) / f;
 }
 
-/** Builds a row; the ratio is computed from the medians. */
-export function row(r: Omit<BenchRow, 'ratio'> & { ratio?: number | null }): BenchRow {
+/** Each repeat's a / b: the pairs were measured side by side, so noise that hits both cancels. */
+export function pairedRatios(a: number[], b: number[]): number[] {
+  if (a.length !== b.length) throw new Error(`paired ratios need as many values as baselines (${a.length} vs ${b.length})`);
+  return a.map((v, i) => v / b[i]!).filter((x) => Number.isFinite(x));
+}
+
+/**
+ * Builds a row. With `paired` (value and baseline measured in the same repeats, in the same
+ * order of samples), the ratio is the median of the paired ratios, with their spread; otherwise
+ * the ratio of the medians.
+ */
+export function row(r: Omit<BenchRow, 'ratio' | 'ratioSpread'> & { ratio?: number | null; paired?: boolean }): BenchRow {
+  const { paired, ...rest } = r;
+  if (paired && r.value && r.baseline?.value && r.ratio === undefined) {
+    const rs = spread(pairedRatios(r.value.samples, r.baseline.value.samples));
+    if (rs.samples.length > 0) return { ...rest, ratio: round(rs.median, 3), ratioSpread: rs };
+  }
   const ratio =
     r.ratio !== undefined
       ? r.ratio
       : r.value && r.baseline?.value && r.baseline.value.median !== 0
         ? r.value.median / r.baseline.value.median
         : null;
-  return { ...r, ratio: ratio === null ? null : round(ratio, 3) };
+  return { ...rest, ratio: ratio === null ? null : round(ratio, 3) };
+}
+
+/**
+ * The order of the sides in repeat `r`: forward in even repeats, reversed in odd ones (ABBA),
+ * so no side always runs first (on a warmer cache) or last (on a bigger file).
+ */
+export function alternate<T>(sides: readonly T[], r: number): T[] {
+  return r % 2 === 0 ? [...sides] : [...sides].reverse();
 }
 
 export function skippedRow(id: string, section: string, figure: string, reason: string): BenchRow {

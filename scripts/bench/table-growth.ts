@@ -1,107 +1,108 @@
-// How intake and claim cost change as the tables grow (they must stay flat: every statement
-// on the hot path is an index lookup). In a database of its own, synthetic finished jobs are
-// bulk-inserted (generate_series) into job_intents, effects and job_attempts up to each size;
-// at each size we time submitJob and the claim-path statement set, and EXPLAIN each statement
-// the hot path runs (the real SQL, captured from the store functions).
+// How intake, the claim path and a metrics scrape change as the tables grow (they must stay
+// flat). Each size gets a FRESH database of its own (so no size runs on a cache the other
+// warmed), filled with synthetic finished jobs (generate_series) in job_intents, effects and
+// job_attempts; the sizes are measured alternately in every repeat. At each size, on the real
+// path: submitJob p50 (timed here); the claim path as the worker's own Postgres time per job
+// (a worker child on that database runs the jobs; its pg.Client#query is wrapped, so whatever
+// statements the product sends are timed, whatever their names); one GET /metrics scrape p50.
+// At the largest size, every statement the worker, the intake, a /metrics scrape and
+// GET /v1/admin/queue-health sent is EXPLAINed, and sequential scans of the big tables flagged.
+import fs from 'node:fs/promises';
+import path from 'node:path';
 import pg from 'pg';
-import { createPool, withTransaction } from '../../lib/db.js';
-import { inputHash } from '../../lib/ids.js';
-import { recordAttempt } from '../../store/attempts.js';
-import { beginEffect, recordEffectSuccess } from '../../store/effects.js';
-import {
-  findIntentByKey,
-  getIntent,
-  insertIntent,
-  loadInput,
-  markRunning,
-  markWorkflowStarted,
-  othersDeferred,
-  writeResultFenced,
-} from '../../store/intents.js';
-import { TENANT, uid, type BenchStack } from './stack.js';
-import { percentiles, row, spread, timed, type BenchRow } from './stats.js';
+import { createPool } from '../../lib/db.js';
+import type { Child } from './child.js';
+import { captureStatements, diffPg, type PgCounters } from './pg-probe.js';
+import { ADMIN_KEY, TENANT, uid, type BenchStack } from './stack.js';
+import { alternate, percentiles, row, spread, timed, waitUntil, type BenchRow } from './stats.js';
 
 const BIG_TABLES = ['job_intents', 'effects', 'job_attempts'];
 
+interface Db {
+  size: number;
+  pool: pg.Pool;
+  child: Child;
+  app: { baseUrl: string; jobs: ReturnType<BenchStack['jobsClient']>; close(): Promise<void> };
+  submit: number[];
+  claim: number[];
+  scrape: number[];
+  roundTrips: number[];
+}
+
 export async function measureTableGrowth(stack: BenchStack): Promise<BenchRow[]> {
-  const sizes = stack.quick ? [200, 1_000] : [1_000, 10_000, 100_000];
-  const m = stack.quick ? 10 : 100;
-  const repeats = stack.quick ? 1 : 3;
-  const url = await stack.createDatabase('growth');
-  const db = createPool(url, stack.silentLogger, 4);
-  const jobs = stack.jobsClient(`bench-growth-noworker-${uid()}`, db);
-  const started: string[] = [];
-  const submitP50 = new Map<number, number[]>();
-  const claimP50 = new Map<number, number[]>();
-  const plans: Record<string, Record<string, string>> = {};
-  let have = 0;
+  const sizes = stack.quick ? [100, 1_000] : [1_000, 100_000];
+  const m = stack.quick ? 8 : 50;
+  const scrapes = stack.quick ? 2 : 5;
+  const repeats = stack.quick ? 2 : 5;
+  const dbs: Db[] = [];
+  let plans: Record<string, string> = {};
   try {
     for (const size of sizes) {
-      const t = await timed(() => bulkInsert(db, have, size));
-      have = size;
-      submitP50.set(size, []);
-      claimP50.set(size, []);
-      for (let r = 0; r < repeats; r++) {
-        const sub: number[] = [];
-        const claim: number[] = [];
-        for (let i = 0; i < m; i++) {
-          const s = await timed(() =>
-            jobs.submitJob({ tenantId: TENANT.id, type: 'summarize', idempotencyKey: `bench-growth-${uid()}`, input: { text: 'growth' } }),
-          );
-          started.push(s.value.jobId);
-          sub.push(s.ms);
-          claim.push((await timed(() => claimPath(db, s.value.jobId))).ms);
-        }
-        submitP50.get(size)!.push(percentiles(sub).p50);
-        claimP50.get(size)!.push(percentiles(claim).p50);
-      }
-      plans[String(size)] = await explainHotPath(db);
+      const url = await stack.createDatabase(`growth_${size}`);
+      const p = createPool(url, stack.silentLogger, 4);
+      const t = await timed(() => bulkInsert(p, 0, size));
+      const queue = `bench-growth-${size}-${uid()}`;
+      const child = await stack.startWorkerChild('product', queue, { databaseUrl: url });
+      const app = await stack.startApp(queue, { pool: p });
+      dbs.push({ size, pool: p, child, app, submit: [], claim: [], scrape: [], roundTrips: [] });
       stack.log(
-        `  table growth ${size} rows (inserted in ${(t.ms / 1000).toFixed(1)} s): submit p50 ${spread(submitP50.get(size)!).median.toFixed(2)} ms, claim set p50 ${spread(claimP50.get(size)!).median.toFixed(2)} ms`,
+        `  table growth: fresh database with ${size.toLocaleString('en')} rows per table (filled in ${(t.ms / 1000).toFixed(1)} s)`,
       );
     }
+    for (const d of dbs) await runJobs(d, 3, `warm-${uid()}`); // warm-up: isolates, connections
+    for (let r = 0; r < repeats; r++) {
+      for (const d of alternate(dbs, r)) {
+        const j = await runJobs(d, m, `r${r}-${uid()}`);
+        d.submit.push(j.submitP50);
+        d.claim.push(j.worker.waitMs / m);
+        d.roundTrips.push(j.worker.roundTrips / m);
+        const sc: number[] = [];
+        for (let i = 0; i < scrapes; i++) sc.push((await timed(() => scrape(d))).ms);
+        d.scrape.push(percentiles(sc).p50);
+      }
+      stack.log(
+        `  table growth repeat ${r + 1}/${repeats}: ${dbs.map((d) => `${d.size}: submit ${d.submit.at(-1)!.toFixed(1)} ms, worker Postgres ${d.claim.at(-1)!.toFixed(1)} ms/job, scrape ${d.scrape.at(-1)!.toFixed(0)} ms`).join('; ')}`,
+      );
+    }
+    plans = await explainAll(stack, dbs.at(-1)!);
   } finally {
-    await db.end();
-    if (!stack.embeddedTemporal) {
-      for (const id of started)
-        await stack.temporal.workflow
-          .getHandle(id)
-          .terminate('benchmark table growth')
-          .catch(() => undefined);
+    for (const d of dbs) {
+      await d.app.close().catch(() => undefined);
+      await d.child.stop().catch(() => undefined);
+      await d.pool.end().catch(() => undefined);
     }
   }
-  const base = sizes[0]!;
+  const base = dbs[0]!;
   const rows: BenchRow[] = [];
-  for (const size of sizes.slice(1)) {
-    rows.push(
+  for (const d of dbs.slice(1)) {
+    const mk = (id: string, figure: string, k: 'submit' | 'claim' | 'scrape', notes?: string) =>
       row({
-        id: `growth.submit.${size}`,
+        id: `growth.${id}.${d.size}`,
         section: 'table growth',
-        figure: `submitJob p50 with ${size.toLocaleString('en')} rows per table`,
+        figure: `${figure} with ${d.size.toLocaleString('en')} rows per table (fresh database)`,
         unit: 'ms',
-        value: spread(submitP50.get(size)!),
-        baseline: { label: `same with ${base.toLocaleString('en')} rows`, unit: 'ms', value: spread(submitP50.get(base)!) },
+        value: spread(d[k]),
+        baseline: { label: `same with ${base.size.toLocaleString('en')} rows, its own fresh database`, unit: 'ms', value: spread(base[k]) },
         sense: 'lower-better',
-      }),
-    );
+        paired: true,
+        ...(notes ? { notes } : {}),
+      });
     rows.push(
-      row({
-        id: `growth.claim.${size}`,
-        section: 'table growth',
-        figure: `claim path p50 (markRunning, beginEffect, recordEffectSuccess, recordAttempt, fenced result) with ${size.toLocaleString('en')} rows`,
-        unit: 'ms',
-        value: spread(claimP50.get(size)!),
-        baseline: { label: `same with ${base.toLocaleString('en')} rows`, unit: 'ms', value: spread(claimP50.get(base)!) },
-        sense: 'lower-better',
-      }),
+      mk('submit', 'submitJob p50', 'submit'),
+      mk(
+        'claim',
+        "claim path: the worker's Postgres time per summarize job (every statement it sent, timed at its client)",
+        'claim',
+        `${spread(d.roundTrips).median.toFixed(1)} round trips per job (${spread(base.roundTrips).median.toFixed(1)} at ${base.size.toLocaleString('en')})`,
+      ),
+      mk('scrape', 'one GET /metrics scrape p50', 'scrape'),
     );
   }
-  const largest = plans[String(sizes.at(-1))] ?? {};
-  const scans = Object.entries(largest).filter(([, p]) => BIG_TABLES.some((t) => p.includes(`Seq Scan on ${t}`)));
+  const scans = Object.entries(plans).filter(([, p]) => BIG_TABLES.some((t) => p.includes(`Seq Scan on ${t}`)));
   rows.push({
     id: 'growth.plans',
     section: 'table growth',
-    figure: `hot-path plans at ${sizes.at(-1)!.toLocaleString('en')} rows`,
+    figure: `plans of every statement the worker, the intake, /metrics and /v1/admin/queue-health sent, at ${sizes.at(-1)!.toLocaleString('en')} rows`,
     unit: '',
     value: null,
     baseline: null,
@@ -109,11 +110,79 @@ export async function measureTableGrowth(stack: BenchStack): Promise<BenchRow[]>
     sense: 'info',
     notes:
       scans.length === 0
-        ? 'no sequential scan on job_intents, effects or job_attempts'
-        : `SEQUENTIAL SCANS: ${scans.map(([k]) => k).join(', ')}`,
-    details: { plans },
+        ? `${Object.keys(plans).length} statements; no sequential scan on ${BIG_TABLES.join(', ')}`
+        : `SEQUENTIAL SCANS of a big table in ${scans.length} of ${Object.keys(plans).length} statements: ${scans.map(([k]) => k.slice(0, 80)).join(' | ')}`,
+    details: { plans, sequentialScans: scans.map(([k]) => k) },
   });
   return rows;
+}
+
+/** m jobs, submitted one after another, until all succeeded; the worker's Postgres counters over them. */
+async function runJobs(d: Db, m: number, tag: string): Promise<{ submitP50: number; worker: PgCounters }> {
+  const w0 = await d.child.fresh();
+  const lat: number[] = [];
+  const ids: string[] = [];
+  for (let i = 0; i < m; i++) {
+    const t = await timed(() =>
+      d.app.jobs.submitJob({
+        tenantId: TENANT.id,
+        type: 'summarize',
+        idempotencyKey: `growth-${tag}-${i}`,
+        input: { text: `growth ${i}` },
+      }),
+    );
+    lat.push(t.ms);
+    ids.push(t.value.jobId);
+  }
+  await waitUntil(
+    `${m} growth jobs (${tag}) to succeed`,
+    async () => {
+      const r = await d.pool.query<{ ok: number; bad: number }>(
+        `SELECT count(*) FILTER (WHERE status = 'succeeded')::int AS ok,
+                count(*) FILTER (WHERE status IN ('dead_lettered', 'cancelled'))::int AS bad
+           FROM job_intents WHERE job_id = ANY($1::text[])`,
+        [ids],
+      );
+      if (r.rows[0]!.bad > 0) throw new Error(`${r.rows[0]!.bad} growth jobs failed: the product is broken`);
+      return r.rows[0]!.ok >= m;
+    },
+    180_000,
+    100,
+  );
+  const w1 = await d.child.fresh();
+  return { submitP50: percentiles(lat).p50, worker: diffPg(w0 as PgCounters, w1 as PgCounters) };
+}
+
+async function scrape(d: Db): Promise<void> {
+  const res = await fetch(`${d.app.baseUrl}/metrics`);
+  await res.text();
+  if (res.status !== 200) throw new Error(`GET /metrics answered ${res.status}`);
+}
+
+/** EXPLAIN of every distinct statement the real paths sent at the largest size. */
+async function explainAll(stack: BenchStack, d: Db): Promise<Record<string, string>> {
+  const file = path.join(stack.tmpDir, `growth-statements-${uid()}.json`);
+  await d.child.command('capture');
+  const stopHere = captureStatements();
+  await runJobs(d, 2, `explain-${uid()}`).catch(() => undefined);
+  await scrape(d);
+  const qh = await fetch(`${d.app.baseUrl}/v1/admin/queue-health`, { headers: { authorization: `Bearer ${ADMIN_KEY}` } });
+  await qh.text();
+  const here = stopHere();
+  await d.child.command(`dump ${file}`);
+  const there = JSON.parse(await fs.readFile(file, 'utf8')) as Array<{ text: string; values?: unknown[] }>;
+  const out: Record<string, string> = {};
+  for (const st of [...here, ...there]) {
+    const key = st.text.replace(/\s+/g, ' ').trim();
+    if (out[key] || !/^(select|with|insert|update|delete)\b/i.test(key) || /pg_stat|pg_current_wal|pg_backend_pid/i.test(key)) continue;
+    try {
+      const r = await d.pool.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) ${st.text}`, st.values);
+      out[key] = describePlan((r.rows[0]!['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0]!.Plan);
+    } catch (err) {
+      out[key] = `(could not EXPLAIN: ${(err as Error).message})`;
+    }
+  }
+  return out;
 }
 
 /** Finished synthetic jobs [from, to): one intent, one effect and two attempts each. */
@@ -141,59 +210,6 @@ async function bulkInsert(db: pg.Pool, from: number, to: number): Promise<void> 
     [from, to],
   );
   for (const t of BIG_TABLES) await db.query(`ANALYZE ${t}`);
-}
-
-/** The statements one summarize attempt runs on its job's rows, in order. */
-async function claimPath(db: pg.Pool, jobId: string): Promise<void> {
-  const startedAt = new Date();
-  await markRunning(db, jobId, 1);
-  const effectKey = `${jobId}:summarize`;
-  await beginEffect(db, {
-    effectKey,
-    jobId,
-    tenantId: TENANT.id,
-    step: 'summarize',
-    requestHash: inputHash('summarize', { text: 'growth' }),
-  });
-  await recordEffectSuccess(db, effectKey, 'req_bench', 'sum_bench', { summary: 'growth' });
-  await recordAttempt(db, { jobId, step: 'summarize', attempt: 1, outcome: 'succeeded', statusCode: 200, startedAt });
-  const ok = await withTransaction(db, (tx) => writeResultFenced(tx, jobId, 1, { summary: 'growth' }, null));
-  if (!ok) throw new Error(`fenced result write refused for a fresh job ${jobId}`);
-}
-
-/** EXPLAIN of each hot-path statement, with the SQL the store functions really send. */
-async function explainHotPath(db: pg.Pool): Promise<Record<string, string>> {
-  const out: Record<string, string> = {};
-  const via = (name: string) =>
-    ({
-      query: async (text: string, params?: unknown[]) => {
-        const r = await db.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) ${text}`, params);
-        out[name] = describePlan((r.rows[0]!['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0]!.Plan);
-        return { rows: [{}], rowCount: 1 };
-      },
-    }) as unknown as pg.Pool;
-  const jobId = 'synthetic-7';
-  const effectKey = `${jobId}:summarize`;
-  await insertIntent(via('insertIntent'), {
-    jobId: `new-${uid()}`,
-    tenantId: TENANT.id,
-    jobType: 'summarize',
-    keyHash: 'k',
-    inputHash: 'i',
-    input: {},
-    priority: 'normal',
-  });
-  await findIntentByKey(via('findIntentByKey (duplicate)'), TENANT.id, 'k');
-  await markWorkflowStarted(via('markWorkflowStarted'), jobId);
-  await getIntent(via('getIntent (admission gate)'), jobId);
-  await othersDeferred(via('othersDeferred (admission gate)'), 'normal', jobId);
-  await loadInput(via('loadInput'), jobId);
-  await markRunning(via('markRunning'), jobId, 1);
-  await beginEffect(via('beginEffect'), { effectKey, jobId, tenantId: TENANT.id, step: 'summarize', requestHash: 'r' });
-  await recordEffectSuccess(via('recordEffectSuccess'), effectKey, null, null, {});
-  await recordAttempt(via('recordAttempt'), { jobId, step: 'summarize', attempt: 1, outcome: 'succeeded', startedAt: new Date() });
-  await writeResultFenced(via('writeResultFenced'), jobId, 2, {}, null);
-  return out;
 }
 
 interface PlanNode {

@@ -2,13 +2,18 @@
 // /proc/<pid>/status. Like workers/main.ts, plus what the measurement needs: the number of
 // activity slots (1,000 jobs run at once only with 1,000 slots), a prebuilt bundle file
 // (bundling here would put webpack's heap into the figure), and for the baseline's worker an
-// in-flight count printed as JSON lines. Settings come as one JSON argument from the bench.
+// in-flight count printed as JSON lines, with this process's Postgres counters (pg-probe.ts);
+// a line on stdin asks for a report at once (`{"seq": n, ...}`). Settings come as one JSON
+// argument from the bench.
+import { createInterface } from 'node:readline';
 import { NativeConnection, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { createPool } from '../../lib/db.js';
 import { createLogger } from '../../lib/logger.js';
 import type { ConcurrencyLimits, JobType } from '../../contract/job-types.js';
 import { createWorker } from '../../workers/worker.js';
 import { createBareActivities, type BareCounter } from './bare-activities.js';
+import { writeFileSync } from 'node:fs';
+import { captureStatements, installPgProbe, snapshotPg } from './pg-probe.js';
 
 export interface ChildSettings {
   kind: 'product' | 'bare';
@@ -23,6 +28,7 @@ export interface ChildSettings {
 }
 
 const s = JSON.parse(process.argv[2] ?? '{}') as ChildSettings;
+installPgProbe();
 Runtime.install({ logger: new DefaultLogger('ERROR') });
 const log = createLogger('bench-worker', 'silent');
 const connection = await NativeConnection.connect({ address: s.temporalAddress });
@@ -52,10 +58,20 @@ const worker =
         maxConcurrentActivityTaskExecutions: s.activitySlots,
         shutdownGraceTime: '10s',
       });
-const report = setInterval(() => process.stdout.write(`${JSON.stringify({ ...counter })}\n`), 250);
+const send = (seq?: number) => process.stdout.write(`${JSON.stringify({ ...counter, ...snapshotPg(), ...(seq ? { seq } : {}) })}\n`);
+const report = setInterval(() => send(), 250);
+// `capture` starts recording statements, `dump <file>` writes them (for EXPLAIN) and stops.
+let stopCapture: (() => unknown[]) | undefined;
+const requests = createInterface({ input: process.stdin }).on('line', (line) => {
+  if (line === 'capture') stopCapture = captureStatements();
+  else if (line.startsWith('dump ')) writeFileSync(line.slice(5), JSON.stringify(stopCapture?.() ?? []));
+  send(Number(line) || undefined);
+});
 for (const sig of ['SIGTERM', 'SIGINT'] as const) process.once(sig, () => worker.shutdown());
 process.stdout.write('READY\n');
 await worker.run();
 clearInterval(report);
+requests.close();
+process.stdin.destroy();
 await connection.close();
 await pool?.end();

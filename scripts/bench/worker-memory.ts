@@ -3,22 +3,11 @@
 // the simulator holds (`{"path": "/v1/summaries", "times": N, "status": 200, "delayMs": hold}`),
 // so all N are inside their activity at the same time. The baseline is the bare worker with N
 // bare workflows whose one activity waits the same time. RSS comes from /proc/<pid>/status.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
 import { upsertTenant } from '../../store/tenants.js';
 import { RAISED_LIMITS, uid, type BenchStack } from './stack.js';
 import { pool, row, sleep, spread, waitUntil, type BenchRow } from './stats.js';
-import type { ChildSettings } from './worker-child.js';
-
-const CHILD = fileURLToPath(new URL('./worker-child.ts', import.meta.url));
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-
-interface Child {
-  proc: ChildProcess;
-  counter: { inFlight: number; peak: number; completed: number };
-  stop(): Promise<void>;
-}
+import { startChild, type Child } from './child.js';
 interface MemRun {
   idleMb: number;
   loadedMb: number;
@@ -42,12 +31,13 @@ export async function measureWorkerMemory(stack: BenchStack): Promise<BenchRow[]
     ];
   const n = stack.quick ? 50 : 1_000;
   const holdMs = stack.quick ? 8_000 : 60_000;
-  const repeats = stack.quick ? 1 : 2;
+  const repeats = stack.quick ? 1 : 3;
   const product: MemRun[] = [];
   const bare: MemRun[] = [];
   for (let r = 0; r < repeats; r++) {
-    product.push(await productRun(stack, n, holdMs));
-    bare.push(await bareRun(stack, n, Math.round(holdMs / 2)));
+    // Alternate which side runs first; both hold their activities equally long.
+    const sides = [async () => product.push(await productRun(stack, n, holdMs)), async () => bare.push(await bareRun(stack, n, holdMs))];
+    for (const side of r % 2 === 0 ? sides : sides.reverse()) await side();
     stack.log(
       `  memory repeat ${r + 1}/${repeats}: product ${product.at(-1)!.loadedMb.toFixed(0)} MB at ${product.at(-1)!.concurrent} running (idle ${product.at(-1)!.idleMb.toFixed(0)}), bare ${bare.at(-1)!.loadedMb.toFixed(0)} MB at ${bare.at(-1)!.concurrent} (idle ${bare.at(-1)!.idleMb.toFixed(0)})`,
     );
@@ -66,6 +56,7 @@ export async function measureWorkerMemory(stack: BenchStack): Promise<BenchRow[]
       value: spread(product.map((x) => x.loadedMb)),
       baseline: { label: `bare worker with ${n} activities in flight`, unit: 'MB', value: spread(bare.map((x) => x.loadedMb)) },
       sense: 'lower-better',
+      paired: true,
       notes: note,
       details: { idleMb: { product: spread(product.map((x) => x.idleMb)), bare: spread(bare.map((x) => x.idleMb)) }, concurrency },
     }),
@@ -173,64 +164,6 @@ async function bareRun(stack: BenchStack, n: number, holdMs: number): Promise<Me
   } finally {
     await child.stop();
   }
-}
-
-async function startChild(stack: BenchStack, settings: ChildSettings): Promise<Child> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify(settings)], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const counter = { inFlight: 0, peak: 0, completed: 0 };
-  const errTail: string[] = [];
-  let ready = false;
-  let exited: string | null = null;
-  const killOnExit = () => proc.kill('SIGKILL');
-  process.once('exit', killOnExit);
-  proc.stderr!.on('data', (b: Buffer) => {
-    errTail.push(b.toString());
-    if (errTail.length > 20) errTail.shift();
-  });
-  let buf = '';
-  proc.stdout!.on('data', (b: Buffer) => {
-    buf += b.toString();
-    let nl: number;
-    while ((nl = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, nl);
-      buf = buf.slice(nl + 1);
-      if (line === 'READY') ready = true;
-      else if (line.startsWith('{')) Object.assign(counter, JSON.parse(line));
-    }
-  });
-  const gone = new Promise<void>((resolve) =>
-    proc.on('exit', (code, sig) => {
-      exited = `exited (code ${code}, signal ${sig})`;
-      resolve();
-    }),
-  );
-  await waitUntil(
-    `the ${settings.kind} worker child to start`,
-    async () => {
-      if (exited) throw new Error(`${settings.kind} worker child ${exited}: ${errTail.join('').slice(-1500)}`);
-      return ready;
-    },
-    90_000,
-    100,
-  ).catch((e: Error) => {
-    proc.kill('SIGKILL');
-    throw e;
-  });
-  return {
-    proc,
-    counter,
-    async stop() {
-      process.off('exit', killOnExit);
-      if (exited) return;
-      proc.kill('SIGTERM');
-      const t = setTimeout(() => proc.kill('SIGKILL'), 20_000);
-      await gone;
-      clearTimeout(t);
-    },
-  };
 }
 
 async function rssMb(pid: number): Promise<number> {

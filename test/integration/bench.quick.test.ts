@@ -16,27 +16,51 @@ interface Row {
   value: { median: number; samples: number[] } | null;
   baseline: { value: { median: number } | null } | null;
   ratio: number | null;
+  ratioSpread?: { samples: number[] };
   skipped?: string;
+  details?: unknown;
 }
 
 /** Measurements that need something outside the product (a binary) may report "not available". */
 const MAY_SKIP = new Set(['machine.pgbench', 'machine.sqlite', 'replay.throughput']);
+/** Each of these has a positive figure, a positive baseline and a finite (paired) ratio. */
 const WITH_BASELINE = [
   'throughput.summarize',
+  'throughput.summarize-vs-twin',
+  'throughput.twin',
   'intake.http.p50',
   'intake.http.p99',
+  'intake.floor.p50',
+  'intake.options.p50',
   'intake.submit.p50',
   'intake.submit.p99',
   'intake.http-duplicate.p50',
   'intake.submit-duplicate.p50',
-  'effects.run-effect.p50',
-  'effects.run-effect-slot.p50',
   'replay.throughput',
+  'replay.peak-in-flight',
+  'replay.single-latency',
   'growth.submit.1000',
   'growth.claim.1000',
+  'growth.scrape.1000',
   'memory.rss',
   'memory.per-job',
   'machine.sqlite-untuned',
+];
+/** Figures without a baseline that must be measured (finite; a difference of two timings may be of either sign). */
+const FIGURES = [
+  'intake.noop.p50',
+  'throughput.commits-per-job',
+  'perjob.round-trips',
+  'perjob.wal',
+  'perjob.upstream',
+  'perjob.cpu.summarize',
+  'perjob.cpu.twin',
+  'perjob.cpu.bare',
+  'perjob.temporal.summarize',
+  'perjob.temporal.twin',
+  'perjob.temporal.bare',
+  'effects.added',
+  'effects.commits-per-effect',
 ];
 
 function runBench(out: string): Promise<{ code: number | null; output: string }> {
@@ -74,9 +98,10 @@ describe('npm run bench -- --quick', () => {
       const { code, output } = await runBench(out);
       expect(code, output.slice(-4000)).toBe(0);
       const results = JSON.parse(await fs.readFile(out, 'utf8')) as {
-        meta: { cores: number; mode: string };
+        meta: { cores: number; mode: string; loadAverage: { start: number[]; end: number[] }; temporal: string };
         rows: Row[];
         errors: unknown[];
+        capacity: string | null;
       };
       expect(results.errors).toEqual([]);
       expect(results.meta.mode).toBe('quick');
@@ -100,8 +125,27 @@ describe('npm run bench -- --quick', () => {
         expect(r!.value!.median, id).toBeGreaterThan(0);
         expect(r!.baseline?.value?.median, id).toBeGreaterThan(0);
         expect(Number.isFinite(r!.ratio), id).toBe(true);
+        if (r!.ratioSpread) expect(r!.ratioSpread.samples.length, id).toBeGreaterThan(0);
       }
-      expect(byId.get('growth.plans')).toBeDefined();
+      for (const id of FIGURES) {
+        const r = byId.get(id);
+        expect(r, `row ${id} missing; rows: ${[...byId.keys()].join(', ')}`).toBeDefined();
+        expect(r!.skipped, id).toBeUndefined();
+        expect(Number.isFinite(r!.value?.median), id).toBe(true);
+      }
+      // Paired ratios: the throughput sides alternate, so each repeat gives one ratio.
+      expect(byId.get('throughput.summarize')!.ratioSpread?.samples.length).toBeGreaterThan(1);
+      // The peak in flight comes from the simulator: a figure, whatever it is.
+      expect(byId.get('replay.peak-in-flight')!.value!.samples.length).toBeGreaterThan(0);
+      // CPU seconds of every process beside the wall time.
+      const cpu = byId.get('perjob.cpu.summarize')!.details as Record<string, { median: number } | null>;
+      for (const p of ['api', 'worker', 'temporal', 'postgres']) expect(Number.isFinite(cpu[p]?.median), `cpu of ${p}`).toBe(true);
+      // The capacity table, generated from the run.
+      expect(results.capacity).toMatch(/\| 1,000 \|/);
+      expect(results.meta.loadAverage.end).toHaveLength(3);
+      const plans = byId.get('growth.plans')!.details as { plans: Record<string, string> };
+      expect(Object.keys(plans.plans).length).toBeGreaterThan(0);
+      expect(Object.values(plans.plans).join('\n')).not.toContain('could not EXPLAIN');
       expect(output).toMatch(/ratio = value \/ baseline/);
     } finally {
       await fs.rm(dir, { recursive: true, force: true });
