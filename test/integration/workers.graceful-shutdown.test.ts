@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { defaultJobRegistry } from '../../jobs/index.js';
 import { createJobsClient, type JobsClient } from '../../services/intake.js';
 import { attemptsForJob } from '../../store/attempts.js';
@@ -11,8 +11,16 @@ const N = 50;
 const LIMITS = JSON.stringify({ summarize: { perTenant: N, global: N } });
 
 // Held calls stay held for minutes (spawning the replacement worker alone takes seconds on a
-// loaded machine): the upstream timeout must not end them first. The lease stays 10 s.
-const BUDGETS = { summarize: { upstreamTimeoutMs: 600_000, startToCloseTimeoutMs: 900_000, scheduleToCloseTimeoutMs: 1_800_000 } };
+// loaded machine): neither the upstream timeout nor a heartbeat starved by the load may end
+// them first. An abandoned attempt still moves on after its lease (60 s).
+const BUDGETS = {
+  summarize: {
+    upstreamTimeoutMs: 600_000,
+    heartbeatTimeoutMs: 60_000,
+    startToCloseTimeoutMs: 900_000,
+    scheduleToCloseTimeoutMs: 1_800_000,
+  },
+};
 
 let h: Harness;
 let jobs: JobsClient;
@@ -21,8 +29,11 @@ beforeAll(async () => {
   h = await startHarness('graceful-shutdown', { workers: 0 });
   jobs = createJobsClient({ jobs: defaultJobRegistry, pool: h.pool, temporal: h.temporal, taskQueue: h.taskQueue, budgets: BUDGETS });
 });
+// A failed test must not leave its workers polling the queue of the next one.
+afterEach(async () => {
+  await Promise.all(procs.splice(0).map((p) => p.kill()));
+});
 afterAll(async () => {
-  await Promise.all(procs.map((p) => p.kill()));
   await h?.close();
 });
 
