@@ -43,6 +43,12 @@ export interface AppDeps {
   version: string;
   /** Jobs task queue for replay workflows (dead letters). Default: the jobs client's queue. */
   taskQueue?: string;
+  /**
+   * How long one scrape's figures (health snapshot, metric totals) are reused by the next
+   * scrapes of this process. Default 1000 ms: one Prometheus and several dashboards polling
+   * at once cost one set of queries. 0: every scrape reads afresh (tests).
+   */
+  metricsCacheMs?: number;
 }
 
 /** 256 KiB: the contract's body limit for job submissions. */
@@ -129,6 +135,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     adminApiKey: admin,
     log: deps.log,
     fallbackTypes: deps.jobTypes.fallbackTypes,
+    metricsCacheMs: deps.metricsCacheMs,
   });
   registerJobRoutes(app, { pool: deps.pool, jobs: deps.jobs });
   registerTimelineRoutes(app, { pool: deps.pool, temporal: deps.temporal, taskQueue: deps.jobs.taskQueue, adminApiKey: admin });
@@ -142,7 +149,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   registerDeadLetterRoutes(app, { deadLetters, adminApiKey: admin });
   registerWebhookRoutes(app, { webhooks: createWebhookService(deps), adminApiKey: admin, webhookSecrets: deps.webhookSecrets }, registry);
   registerScanMetrics(registry, deps.pool);
-  registerTotalMetrics(registry, { pool: deps.pool, jobTypes: deps.jobTypes.names, log: deps.log });
+  registerTotalMetrics(registry, { pool: deps.pool, jobTypes: deps.jobTypes.names, log: deps.log, cacheMs: deps.metricsCacheMs });
   const outbox = createOutboxService({
     pool: deps.pool,
     temporal: deps.temporal,
