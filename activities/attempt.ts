@@ -72,7 +72,12 @@ export async function failAttempt(
   const ctx = Context.current();
   // A cancelled attempt (the job was cancelled, or the server lost its lease) is no failure
   // of the upstream: record nothing, classify nothing, let the SDK report the cancellation.
-  if (err instanceof CancelledFailure || ctx.cancellationSignal.aborted) throw err;
+  // Except at a worker's shutdown deadline: that attempt ends here, so it says so (its row,
+  // the job's `retrying`) and retries on another worker now instead of after its lease.
+  if (err instanceof CancelledFailure || ctx.cancellationSignal.aborted) {
+    if (!ctx.cancellationDetails?.workerShutdown) throw err;
+    err = new RetryableError('the worker shut down before this attempt finished', { errorClass: 'worker_shutdown' }, { cause: err });
+  }
   const info = ctx.info;
   const now = Date.now();
   const lastAttempt = info.retryPolicy?.maximumAttempts ? info.attempt >= info.retryPolicy.maximumAttempts : false;

@@ -18,6 +18,9 @@ export const PACKAGE_VERSION: string = (createRequire(import.meta.url)('../packa
  */
 export type Mode = 'dev' | 'production';
 
+/** See `Config.workerShutdownGraceSeconds`. */
+export const DEFAULT_WORKER_SHUTDOWN_GRACE_SECONDS = 20;
+
 export interface TenantSeed {
   tenantId: string;
   apiKey: string;
@@ -108,6 +111,12 @@ export interface Config {
   concurrencyLimits: Partial<Record<JobType, Partial<ConcurrencyLimits>>>;
   /** Version of the code that ran an attempt (dead-letter evidence). */
   codeVersion: string;
+  /**
+   * How long a worker that got SIGTERM lets its in-flight attempts finish before it cancels
+   * them (`WORKER_SHUTDOWN_GRACE_SECONDS`). Default 20 s: longer than the default upstream
+   * timeout (15 s), so a call in flight ends by itself, and inside Kubernetes' default 30 s.
+   */
+  workerShutdownGraceSeconds: number;
   /** How long each growing table keeps its rows, and the idempotency window (README "Retention"). */
   retention: RetentionConfig;
 }
@@ -336,6 +345,11 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { jobTypes: readonly Jo
       .min(1, 'RETENTION_BATCH_SIZE must be 1-10000')
       .max(10_000, 'RETENTION_BATCH_SIZE must be 1-10000')
       .default(500),
+    WORKER_SHUTDOWN_GRACE_SECONDS: z.coerce
+      .number({ error: 'WORKER_SHUTDOWN_GRACE_SECONDS must be a number of seconds' })
+      .min(0, 'WORKER_SHUTDOWN_GRACE_SECONDS must be 0-3600')
+      .max(3600, 'WORKER_SHUTDOWN_GRACE_SECONDS must be 0-3600')
+      .default(DEFAULT_WORKER_SHUTDOWN_GRACE_SECONDS),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   });
   // Empty strings mean "unset": `FOO= npm start` must not turn into an invalid value.
@@ -394,6 +408,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { jobTypes: readonly Jo
     jobBudgets: perJobType('JOB_BUDGETS', e.JOB_BUDGETS, BUDGET_SCHEMA, opts.jobTypes),
     concurrencyLimits: perJobType('CONCURRENCY_LIMITS', e.CONCURRENCY_LIMITS, LIMITS_SCHEMA, opts.jobTypes),
     codeVersion,
+    workerShutdownGraceSeconds: e.WORKER_SHUTDOWN_GRACE_SECONDS,
     retention: retentionConfig(e.RETENTION_DAYS, e.IDEMPOTENCY_WINDOW_DAYS, e.RETENTION_BATCH_SIZE, e.RETENTION_DAYS_BY_TABLE),
   };
 }

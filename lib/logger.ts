@@ -6,8 +6,8 @@ export type { Logger };
  * Structured JSON logs, UTC timestamps. Redaction is a safety net, not the policy: code
  * never logs raw idempotency keys, secrets or full input in the first place.
  */
-export function createLogger(name: string, level = 'info'): Logger {
-  return pino({
+export function createLogger(name: string, level = 'info', destination?: pino.DestinationStream): Logger {
+  const options: pino.LoggerOptions = {
     name,
     level,
     timestamp: pino.stdTimeFunctions.isoTime,
@@ -34,5 +34,7 @@ export function createLogger(name: string, level = 'info'): Logger {
       ],
       censor: '[redacted]',
     },
-  });
+  };
+  // A destination only where a test reads the lines; processes log to stdout.
+  return destination ? pino(options, destination) : pino(options);
 }

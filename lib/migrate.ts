@@ -1,6 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
+import { isConnectionError } from './db.js';
 
 const SCHEMA_DIR = fileURLToPath(new URL('../schema/', import.meta.url));
 /** Any constant works; it only has to be the same for every migrator of this product. */
@@ -15,6 +16,14 @@ export async function migrate(pool: pg.Pool): Promise<string[]> {
   const files = (await readdir(SCHEMA_DIR)).filter((f) => /^\d{4}_.+\.sql$/.test(f)).sort();
   const client = await pool.connect();
   const applied: string[] = [];
+  // A checked-out client has no pool listener: a session ended meanwhile (a Postgres restart
+  // while this waits for the lock) would emit an uncaught `error` and kill the process. The
+  // failure reaches the caller through its query; the broken client is discarded.
+  let broken: Error | undefined;
+  const onError = (err: Error) => {
+    broken ??= err;
+  };
+  client.on('error', onError);
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
     await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -30,13 +39,17 @@ export async function migrate(pool: pg.Pool): Promise<string[]> {
         await client.query('COMMIT');
         applied.push(file);
       } catch (err) {
-        await client.query('ROLLBACK');
+        await client.query('ROLLBACK').catch(() => undefined);
         throw new Error(`migration ${file} failed: ${(err as Error).message}`, { cause: err });
       }
     }
+  } catch (err) {
+    if (!broken && isConnectionError(err)) broken = err as Error;
+    throw err;
   } finally {
-    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
-    client.release();
+    if (!broken) await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
+    client.removeListener('error', onError);
+    client.release(broken);
   }
   return applied;
 }

@@ -75,13 +75,29 @@ export interface JitterOptions {
 }
 
 /**
- * Full jitter (AWS): `random(0, min(cap, base * 2^attempt))`, with `attempt` starting at 1
- * for the first retry. `random` is injectable for tests. Floored at MIN_RETRY_DELAY_MS so a
- * draw of 0 does not retry in a tight loop.
+ * The narrowest window a jittered delay is drawn from (unless the cap is smaller). Jobs that
+ * fail together (an upstream outage) must not retry together, and the Temporal server fires
+ * retry timers with about a second's granularity: the first retries' textbook windows
+ * (`base * 2` = 1 s) all land in the same second. 60 jobs of a 503 storm put 44 retries
+ * into one second that way; drawn over 5 s they are spread over five or more.
+ */
+export const MIN_JITTER_WINDOW_MS = 5_000;
+
+/** The window of attempt `attempt`'s draw: `min(cap, max(MIN_JITTER_WINDOW_MS, base * 2^attempt))`. */
+export function jitterWindowMs(attempt: number, opts: JitterOptions): number {
+  const exp = opts.baseMs * 2 ** Math.max(0, attempt);
+  return Math.min(opts.capMs, Math.max(MIN_JITTER_WINDOW_MS, exp));
+}
+
+/**
+ * Full jitter (AWS), with `attempt` starting at 1 for the first retry: uniform over
+ * `[MIN_RETRY_DELAY_MS, jitterWindowMs(attempt))`. The floor is the start of the range, not a
+ * clamp: clamping `random(0, w)` put every draw below the floor (a quarter of first retries)
+ * on exactly the same delay. `random` is injectable for tests.
  */
 export function fullJitterMs(attempt: number, opts: JitterOptions, random: () => number = Math.random): number {
-  const exp = Math.min(opts.capMs, opts.baseMs * 2 ** Math.max(0, attempt));
-  return Math.max(MIN_RETRY_DELAY_MS, Math.floor(random() * exp));
+  const window = jitterWindowMs(attempt, opts);
+  return MIN_RETRY_DELAY_MS + Math.floor(random() * Math.max(0, window - MIN_RETRY_DELAY_MS));
 }
 
 export interface DelayDecision {

@@ -1,11 +1,11 @@
 /**
- * `npm run drill [-- --json FILE] [-- --only 1,4]`: the pre-launch failure drill. Starts its
+ * `npm run drill [-- --json FILE] [-- --only 1,4 | 1-10]`: the pre-launch failure drill. Starts its
  * own stack (or uses the one the environment names), runs each checklist item with real
- * faults, prints one PASS/FAIL row per item and exits non-zero on any FAIL.
+ * faults, prints one PASS/FAIL row per item and exits non-zero on any FAIL (in CI also on any SKIP).
  */
 import os from 'node:os';
 import { coreItems } from './drill/items.js';
-import { printTable, writeJson, type DrillRow } from './drill/report.js';
+import { drillExitCode, parseOnly, printTable, writeJson, type DrillRow } from './drill/report.js';
 import { startDrillStack } from './drill/stack.js';
 import { DrillCheckFailed } from './drill/support.js';
 
@@ -14,9 +14,15 @@ function parseArgs(argv: string[]): { json?: string; only?: Set<string> } {
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--json') out.json = argv[++i];
-    else if (a === '--only') out.only = new Set((argv[++i] ?? '').split(','));
-    else if (a === '--help' || a === '-h') {
-      console.log('usage: npm run drill [-- --json FILE] [--only 1,2,...]');
+    else if (a === '--only') {
+      try {
+        out.only = parseOnly(argv[++i] ?? '');
+      } catch (err) {
+        console.error(`drill: ${(err as Error).message}`);
+        process.exit(2);
+      }
+    } else if (a === '--help' || a === '-h') {
+      console.log('usage: npm run drill [-- --json FILE] [--only 1,4 | 1-10]  (CI=true: a SKIP fails the drill)');
       process.exit(0);
     } else {
       console.error(`drill: unknown argument "${a}" (see --help)`);
@@ -31,6 +37,12 @@ function parseArgs(argv: string[]): { json?: string; only?: Set<string> } {
 }
 
 const args = parseArgs(process.argv.slice(2));
+const known = new Set(coreItems.map((i) => i.item.split(' ')[0]!));
+const unknown = [...(args.only ?? [])].filter((n) => !known.has(n));
+if (unknown.length) {
+  console.error(`drill: no item ${unknown.join(', ')} (items: ${[...known].join(', ')})`);
+  process.exit(2);
+}
 const say = (m: string) => console.log(`[drill] ${m}`);
 const started = Date.now();
 say(
@@ -84,4 +96,7 @@ printTable(rows);
 const total = Math.round((Date.now() - started) / 1000);
 console.log(`drill finished in ${total} s on ${os.cpus().length} cores`);
 if (args.json) await writeJson(args.json, rows, { finishedAt: new Date().toISOString(), seconds: total, cores: os.cpus().length });
-process.exit(rows.some((r) => r.verdict === 'FAIL') ? 1 : 0);
+const code = drillExitCode(rows);
+if (code && !rows.some((r) => r.verdict === 'FAIL'))
+  console.log('CI is set: a skipped item fails the drill (select the items that apply with --only)');
+process.exit(code);

@@ -48,6 +48,12 @@ export interface AppDeps {
   version: string;
   /** Jobs task queue for replay workflows (dead letters). Default: the jobs client's queue. */
   taskQueue?: string;
+  /**
+   * How long one scrape's figures (health snapshot, metric totals) are reused by the next
+   * scrapes of this process. Default 1000 ms: one Prometheus and several dashboards polling
+   * at once cost one set of queries. 0: every scrape reads afresh (tests).
+   */
+  metricsCacheMs?: number;
 }
 
 /** 256 KiB: the contract's body limit for job submissions. */
@@ -140,6 +146,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     adminApiKey: admin,
     log: deps.log,
     fallbackTypes: deps.jobTypes.fallbackTypes,
+    metricsCacheMs: deps.metricsCacheMs,
   });
   registerJobRoutes(app, { pool: deps.pool, jobs: deps.jobs });
   registerTimelineRoutes(app, { pool: deps.pool, temporal: deps.temporal, taskQueue: deps.jobs.taskQueue, adminApiKey: admin });
@@ -157,7 +164,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       : createWebhookKeyring(deps.webhookSecrets as Record<string, string[]>);
   registerWebhookRoutes(app, { webhooks: createWebhookService(deps), adminApiKey: admin, webhookKeyring }, registry);
   registerScanMetrics(registry, deps.pool);
-  registerTotalMetrics(registry, { pool: deps.pool, jobTypes: deps.jobTypes.names, log: deps.log });
+  registerTotalMetrics(registry, { pool: deps.pool, jobTypes: deps.jobTypes.names, log: deps.log, cacheMs: deps.metricsCacheMs });
   const outbox = createOutboxService({
     pool: deps.pool,
     temporal: deps.temporal,

@@ -40,17 +40,29 @@ const SEEDED: Partial<Record<keyof typeof TOTAL_METRICS, (t: string) => Array<Re
  * rate() works and every API process reports the same value: aggregate them across
  * instances with max(), never sum(). Postgres down: no samples, the families stay declared.
  */
-export function registerTotalMetrics(registry: Registry, deps: { pool: pg.Pool; jobTypes: readonly string[]; log: Logger }): void {
-  let cached: { at: number; p: Promise<TotalRow[]> } | undefined;
+export function registerTotalMetrics(
+  registry: Registry,
+  deps: { pool: pg.Pool; jobTypes: readonly string[]; log: Logger; cacheMs?: number | undefined },
+): void {
+  // Reused by the scrapes of the next second (`AppDeps.metricsCacheMs`, default 1000 ms).
+  const cacheMs = deps.cacheMs ?? 1_000;
+  // A pending read is shared (the families of one scrape collect at once), so 0 still means one read per scrape.
+  let cached: { at: number; p: Promise<TotalRow[]>; settled?: boolean } | undefined;
   const totals = () => {
-    if (!cached || Date.now() - cached.at > 1_000) {
+    if (!cached || (cached.settled && Date.now() - cached.at >= cacheMs)) {
       cached = {
         at: Date.now(),
         p: collectTotals(deps.pool, {}, (e) => deps.log.warn({ err: e.message }, 'could not advance the metric checkpoint')),
       };
-      cached.p.catch(() => {
-        cached = undefined;
-      });
+      const mine = cached;
+      mine.p.then(
+        () => {
+          mine.settled = true;
+        },
+        () => {
+          if (cached === mine) cached = undefined;
+        },
+      );
     }
     return cached.p;
   };

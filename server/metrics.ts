@@ -258,6 +258,9 @@ function eachRate(h: QueueHealth, set: Setter, f: (x: Flow) => PerWindow): void 
   for (const [t, j] of Object.entries(h.jobTypes)) for (const w of WINDOWS) set({ job_type: t, window: w.key }, f(j.rates)[w.key]);
 }
 
+/** Default reuse of one scrape's figures by the next scrapes of a process (`AppDeps.metricsCacheMs`). */
+export const SCRAPE_CACHE_MS = 1_000;
+
 export interface HealthMetrics {
   /** A submission answered 503: counted here (this process) and in the durable per-minute counter. */
   countRejection(cause: string): void;
@@ -271,15 +274,23 @@ export interface HealthMetrics {
  */
 export function registerHealthMetrics(
   registry: Registry,
-  deps: HealthDeps & { log: Logger; fallbackTypes: readonly JobType[] },
+  deps: HealthDeps & { log: Logger; fallbackTypes: readonly JobType[]; cacheMs?: number | undefined },
 ): HealthMetrics {
-  let cached: { at: number; p: Promise<QueueHealth> } | undefined;
+  const cacheMs = deps.cacheMs ?? SCRAPE_CACHE_MS;
+  // A pending read is shared (the families of one scrape collect at once), so 0 still means one read per scrape.
+  let cached: { at: number; p: Promise<QueueHealth>; settled?: boolean } | undefined;
   const snapshot = () => {
-    if (!cached || Date.now() - cached.at > 1_000) {
+    if (!cached || (cached.settled && Date.now() - cached.at >= cacheMs)) {
       cached = { at: Date.now(), p: flushRejections().then(() => collectQueueHealth(deps)) };
-      cached.p.catch(() => {
-        cached = undefined;
-      });
+      const mine = cached;
+      mine.p.then(
+        () => {
+          mine.settled = true;
+        },
+        () => {
+          if (cached === mine) cached = undefined;
+        },
+      );
     }
     return cached.p;
   };

@@ -22,6 +22,8 @@ export interface AdminDeps {
   adminApiKey: AdminKeys;
   log: Logger;
   fallbackTypes: readonly JobType[];
+  /** See `AppDeps.metricsCacheMs`. Default 1000 ms. */
+  metricsCacheMs?: number | undefined;
 }
 
 /** Admin endpoints for queue health and degradation, the health metrics, and the intake-rejection counter. */
@@ -32,6 +34,7 @@ export function registerAdminRoutes(app: FastifyInstance, registry: Registry, de
     taskQueues: deps.taskQueues,
     log: deps.log,
     fallbackTypes: deps.fallbackTypes,
+    cacheMs: deps.metricsCacheMs,
   });
   const body = degradationBody(deps.fallbackTypes);
 

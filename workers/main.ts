@@ -2,7 +2,7 @@
  * `npm run worker`: one worker process for the configured Temporal, Postgres and upstream.
  * Production runs workers this way, as many processes as the load needs.
  */
-import { NativeConnection } from '@temporalio/worker';
+import { NativeConnection, Runtime } from '@temporalio/worker';
 import { hostname } from 'node:os';
 import { loadConfig } from '../lib/config.js';
 import { createPool } from '../lib/db.js';
@@ -20,6 +20,9 @@ if (!config.databaseUrl || !config.temporalAddress || !config.providerUrl) {
   process.exit(2);
 }
 const pool = createPool(config.databaseUrl, log);
+// The SDK's Runtime would install its own SIGINT/SIGTERM handlers (Runtime.install's default
+// `shutdownSignals`) beside ours; one owner of the signals decides when the process exits.
+Runtime.install({ shutdownSignals: [] });
 const connection = await NativeConnection.connect(await connectionOptions(config, config.temporalAddress));
 const worker = await createWorker({
   connection,
@@ -33,16 +36,26 @@ const worker = await createWorker({
   concurrencyLimits: config.concurrencyLimits,
   jobBudgets: config.jobBudgets,
   identity: `${process.pid}@${hostname()}`,
+  shutdownGraceMs: config.workerShutdownGraceSeconds * 1000,
+});
+// run() resolves once the worker has stopped polling and every in-flight task finished (or
+// was cancelled at the grace deadline); only then may the process exit. Exiting as soon as
+// shutdown() returns abandons the attempts: each waits for its heartbeat timeout and runs again.
+const stopped = worker.run().then(async () => {
+  await connection.close();
+  await pool.end();
+  log.info('worker stopped');
 });
 onShutdown(
-  async () => {
-    log.info('draining the worker');
-    worker.shutdown();
+  async (signal) => {
+    log.info(
+      { signal, graceSeconds: config.workerShutdownGraceSeconds },
+      'draining the worker: polling stopped, in-flight attempts finish',
+    );
+    if (worker.getState() === 'RUNNING') worker.shutdown();
+    await stopped;
   },
   (m) => log.warn(m),
 );
 log.info({ taskQueue: config.taskQueue, namespace: config.temporalNamespace }, 'worker polling');
-await worker.run();
-await connection.close();
-await pool.end();
-log.info('worker stopped');
+await stopped;

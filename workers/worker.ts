@@ -9,6 +9,7 @@ import { createProvider } from '../activities/provider.js';
 import type { ConcurrencyLimits, JobBudgets, JobType } from '../contract/job-types.js';
 import { defaultJobRegistry } from '../jobs/index.js';
 import { modulePath, type JobRegistry } from '../job-api/registry.js';
+import { DEFAULT_WORKER_SHUTDOWN_GRACE_SECONDS } from '../lib/config.js';
 import type { Logger } from '../lib/logger.js';
 
 /** The product's own workflows (schedule trigger, scan, replay); job types add theirs. */
@@ -70,11 +71,21 @@ export interface WorkerOptions {
   identity?: string;
   /** Budget overrides (`JOB_BUDGETS`) for jobs that schedules and the scan start. Default none. */
   jobBudgets?: JobBudgets;
+  /**
+   * After `shutdown()`, how long in-flight attempts may run before they are cancelled
+   * (`WORKER_SHUTDOWN_GRACE_SECONDS`). Default 20 s. A worker whose attempts ignore the
+   * cancel gives up 10 s later (`run()` throws GracefulShutdownPeriodExpiredError).
+   */
+  shutdownGraceMs?: number;
 }
+
+/** Room after the grace time for cancelled attempts to record what they know and report. */
+const SHUTDOWN_FORCE_AFTER_GRACE_MS = 10_000;
 
 export async function createWorker(o: WorkerOptions): Promise<Worker> {
   const jobs = o.jobs ?? defaultJobRegistry;
   const limits = jobs.concurrencyLimits(o.concurrencyLimits);
+  const graceMs = o.shutdownGraceMs ?? DEFAULT_WORKER_SHUTDOWN_GRACE_SECONDS * 1000;
   const activities = createActivities({
     jobs,
     pool: o.pool,
@@ -93,7 +104,10 @@ export async function createWorker(o: WorkerOptions): Promise<Worker> {
     activities,
     ...(o.identity ? { identity: o.identity } : {}),
     maxConcurrentActivityTaskExecutions: o.maxConcurrentActivityTaskExecutions ?? 50,
-    // Let a running attempt finish its current write on shutdown instead of abandoning it.
-    shutdownGraceTime: '10s',
+    // A SIGTERM (a deploy) stops polling at once; in-flight attempts finish within the grace
+    // time instead of being abandoned to a heartbeat timeout and a second attempt. At the
+    // deadline the SDK cancels them (reason WORKER_SHUTDOWN), and they record why they stopped.
+    shutdownGraceTime: graceMs,
+    shutdownForceTime: graceMs + SHUTDOWN_FORCE_AFTER_GRACE_MS,
   });
 }

@@ -24,3 +24,30 @@ export function printTable(rows: DrillRow[]): void {
 export async function writeJson(file: string, rows: DrillRow[], meta: Record<string, unknown>): Promise<void> {
   await writeFile(file, `${JSON.stringify({ ...meta, rows }, null, 2)}\n`);
 }
+
+/**
+ * `--only 1-10,12`: item numbers and ranges. Throws on anything else, so a typo cannot turn
+ * into a drill that runs nothing and passes.
+ */
+export function parseOnly(raw: string): Set<string> {
+  const out = new Set<string>();
+  for (const part of raw.split(',').map((p) => p.trim())) {
+    const range = /^(\d+)-(\d+)$/.exec(part);
+    if (range) {
+      const [from, to] = [Number(range[1]), Number(range[2])];
+      if (from > to) throw new Error(`--only: range "${part}" runs backwards`);
+      for (let n = from; n <= to; n++) out.add(String(n));
+    } else if (/^\d+$/.test(part)) out.add(String(Number(part)));
+    else throw new Error(`--only: "${part}" is not an item number or a range such as 1-10`);
+  }
+  return out;
+}
+
+/**
+ * The drill's exit code: 1 on any FAIL. In CI (`CI` set and not "false") a SKIP fails too: an
+ * item CI does not run must be left out with `--only`, not pass silently as skipped.
+ */
+export function drillExitCode(rows: DrillRow[], env: NodeJS.ProcessEnv = process.env): number {
+  const ci = env.CI !== undefined && env.CI !== '' && env.CI !== 'false' && env.CI !== '0';
+  return rows.some((r) => r.verdict === 'FAIL' || (ci && r.verdict === 'SKIP')) ? 1 : 0;
+}

@@ -95,6 +95,44 @@ describe('withTransaction when its Postgres session ends', () => {
   });
 });
 
+describe('migrate when its Postgres session ends', () => {
+  beforeEach(() => {
+    uncaught.length = 0;
+  });
+
+  it('rejects with a connection error, throws nothing uncaught, and the next migrate runs', async () => {
+    // Another migrator holds the migration lock, so this one waits inside its checked-out client.
+    const blocker = await pool.connect();
+    await blocker.query('SELECT pg_advisory_lock(7210443001)');
+    const waiting = migrate(pool).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    const { pid } = await pollFor(
+      async () =>
+        (
+          await admin.query<{ pid: number }>(
+            `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%pg_advisory_lock(%' AND pid <> pg_backend_pid()`,
+          )
+        ).rows[0],
+    );
+    await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+    const err = await waiting;
+    expect(isConnectionError(err), String(err)).toBe(true);
+    await blocker.query('SELECT pg_advisory_unlock(7210443001)');
+    blocker.release();
+    // Give a late client `error` (the socket closing after the failed query) its turn to surface.
+    await new Promise((r) => setTimeout(r, 200));
+    expect(uncaught.map((e) => e.message)).toEqual([]);
+    // The broken client was discarded: the next migrate and every pooled client (max 2) work.
+    expect(await migrate(pool)).toEqual([]);
+    const both = await Promise.all(
+      [0, 1].map(() => withTransaction(pool, async (tx) => (await tx.query<{ x: number }>('SELECT 3 AS x')).rows[0]!.x)),
+    );
+    expect(both).toEqual([3, 3]);
+  });
+});
+
 async function pollFor<T>(fn: () => Promise<T | undefined>): Promise<T> {
   const deadline = Date.now() + 30_000;
   for (;;) {

@@ -58,8 +58,11 @@ describe('replay control', () => {
 
     expect((await admin(`/v1/dead-letters/replays/${replayId}/pause`, { method: 'POST' })).status).toBe(202);
     const paused = await until(replayId, 'paused and drained', (p) => p.state === 'paused' && p.counts.running === 0);
-    // A bounded observation window: a paused replay starts nothing new.
-    await new Promise((res) => setTimeout(res, 2_500));
+    // A paused replay starts nothing new. Instead of a fixed window: a probe job runs through
+    // the same worker to success (the worker is polling and claiming work meanwhile), and the
+    // replay, whose rate would start its next item every 100 ms, started none.
+    const probe = await h.submit('summarize', { text: 'The worker is polling while the replay is paused.' });
+    await h.waitForStatus(probe.body.jobId, 'succeeded');
     const still = await progress(replayId);
     expect(still).toMatchObject({ state: 'paused', counts: { succeeded: paused.counts.succeeded, running: 0 } });
     expect((await h.simEffects()).inFlight).toBe(0);

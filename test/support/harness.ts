@@ -132,6 +132,8 @@ export async function startHarness(
     postgresUrl?: string;
     fallbackProviderUrl?: string;
     jobTypes?: JobRegistry;
+    /** The API's scrape cache (`AppDeps.metricsCacheMs`); default the product's 1000 ms. */
+    metricsCacheMs?: number;
   } = {},
 ): Promise<Harness> {
   const log = createLogger(`test-${name}`, process.env.TEST_LOG_LEVEL ?? 'silent');
@@ -155,6 +157,7 @@ export async function startHarness(
     temporalUiUrl: 'http://127.0.0.1:8233',
     version: 'test',
     webhookSecrets,
+    ...(opts.metricsCacheMs !== undefined ? { metricsCacheMs: opts.metricsCacheMs } : {}),
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const addr = app.server.address();

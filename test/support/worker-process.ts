@@ -8,6 +8,8 @@ const ENTRY = fileURLToPath(new URL('../../workers/main.ts', import.meta.url));
 export interface WorkerProcess {
   child: ChildProcess;
   output(): string;
+  /** Resolves when the process has exited, by itself or by a signal. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** SIGKILL: no shutdown hook runs, the lease just stops being renewed. */
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
@@ -37,7 +39,9 @@ export async function spawnWorker(h: Harness, env: Record<string, string> = {}):
   child.stderr!.on('data', (d: Buffer) => {
     out += d.toString();
   });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   const deadline = Date.now() + 90_000;
   while (!out.includes('worker polling')) {
     if (child.exitCode !== null) throw new Error(`worker exited early (${child.exitCode}):\n${out.slice(-2000)}`);
@@ -50,6 +54,7 @@ export async function spawnWorker(h: Harness, env: Record<string, string> = {}):
   return {
     child,
     output: () => out,
+    exited,
     async kill(signal = 'SIGKILL') {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       await exited;

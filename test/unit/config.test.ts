@@ -24,6 +24,17 @@ describe('configuration', () => {
     expect(c.seedTenants).toEqual([{ tenantId: 'demo', apiKey: 'demo-key' }]);
   });
 
+  it('gives a stopping worker 20 s to drain by default (WORKER_SHUTDOWN_GRACE_SECONDS), 0-3600', () => {
+    expect(loadConfig({}, { jobTypes: names, mode: 'production' }).workerShutdownGraceSeconds).toBe(20);
+    expect(loadConfig({ WORKER_SHUTDOWN_GRACE_SECONDS: '45' }, { jobTypes: names }).workerShutdownGraceSeconds).toBe(45);
+    expect(() => loadConfig({ WORKER_SHUTDOWN_GRACE_SECONDS: 'long' }, { jobTypes: names })).toThrow(
+      /WORKER_SHUTDOWN_GRACE_SECONDS must be a number of seconds/,
+    );
+    expect(() => loadConfig({ WORKER_SHUTDOWN_GRACE_SECONDS: '-1' }, { jobTypes: names })).toThrow(
+      /WORKER_SHUTDOWN_GRACE_SECONDS must be 0-3600/,
+    );
+  });
+
   it('seeds nothing and has no admin key by default in production', () => {
     const c = loadConfig({}, { jobTypes: names, mode: 'production' });
     expect(c.seedTenants).toEqual([]);

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_BUDGET } from '../../contract/job-types.js';
 import {
   attemptMarginMs,
   chooseDelay,
@@ -6,7 +7,9 @@ import {
   errorClassForStatus,
   exceedsBudget,
   fullJitterMs,
+  jitterWindowMs,
   MAX_RETRY_AFTER_MS,
+  MIN_JITTER_WINDOW_MS,
   MIN_RETRY_DELAY_MS,
   parseRetryAfter,
 } from '../../lib/retry.js';
@@ -54,19 +57,24 @@ describe('Retry-After', () => {
 });
 
 describe('full jitter', () => {
-  it('stays within [floor, min(cap, base * 2^attempt)] over many draws, and spreads over the range', () => {
+  it('stays within [floor, min(cap, max(5 s, base * 2^attempt))] over many draws, and spreads over the range', () => {
     const opts = { baseMs: 500, capMs: 30_000 };
     for (let attempt = 1; attempt <= 12; attempt++) {
-      const ceiling = Math.min(opts.capMs, opts.baseMs * 2 ** attempt);
+      const ceiling = Math.min(opts.capMs, Math.max(MIN_JITTER_WINDOW_MS, opts.baseMs * 2 ** attempt));
+      expect(jitterWindowMs(attempt, opts)).toBe(ceiling);
       const draws = Array.from({ length: 2_000 }, () => fullJitterMs(attempt, opts));
       for (const d of draws) {
         expect(d).toBeGreaterThanOrEqual(MIN_RETRY_DELAY_MS);
-        expect(d).toBeLessThanOrEqual(ceiling);
+        expect(d).toBeLessThan(ceiling);
       }
       // Full jitter, not "exponential plus a little": draws cover the whole range.
       expect(Math.max(...draws)).toBeGreaterThan(ceiling * 0.9);
       expect(Math.min(...draws)).toBeLessThan(Math.max(MIN_RETRY_DELAY_MS, ceiling * 0.1) + 1);
     }
+  });
+  it('never draws past the cap, even when the cap is narrower than the minimum window', () => {
+    expect(jitterWindowMs(1, { baseMs: 400, capMs: 4_000 })).toBe(4_000);
+    expect(fullJitterMs(1, { baseMs: 400, capMs: 4_000 }, () => 0.999999)).toBeLessThan(4_000);
   });
   it('uses the injected random source at both ends', () => {
     expect(fullJitterMs(3, { baseMs: 1000, capMs: 60_000 }, () => 0)).toBe(MIN_RETRY_DELAY_MS);
@@ -75,6 +83,58 @@ describe('full jitter', () => {
   });
   it('prefers Retry-After over jitter', () => {
     expect(chooseDelay(1, 2_000, { baseMs: 100, capMs: 1000 })).toEqual({ delayMs: 2_000, source: 'retry-after' });
+  });
+});
+
+/** A seeded generator (mulberry32): the distribution test sees the same draws on every run. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+describe('jobs that fail together retry apart (a 503 storm)', () => {
+  // 60 jobs fail at the same instant with the default budget. The server fires retry timers
+  // with about a second's granularity: model it by rounding each retry up to its second.
+  const budget = { baseMs: DEFAULT_BUDGET.backoffBaseMs, capMs: DEFAULT_BUDGET.backoffCapMs };
+  const storm = (attempt: number, seed: number) => {
+    const random = seeded(seed);
+    const delays = Array.from({ length: 60 }, () => fullJitterMs(attempt, budget, random));
+    const perSecond = new Map<number, number>();
+    for (const d of delays) perSecond.set(Math.ceil(d / 1000), (perSecond.get(Math.ceil(d / 1000)) ?? 0) + 1);
+    return { delays, busiest: Math.max(...perSecond.values()), seconds: perSecond.size };
+  };
+
+  // Drawn over 5 s, a second expects about 13 of the 60; 26 is over four standard deviations
+  // away (the storm put 44 into one second; the old 1 s window put all 60 into the first).
+  it('spreads each retry round over several timer seconds: no second holds more than 26 of 60 jobs', () => {
+    for (let seed = 1; seed <= 200; seed++) {
+      for (const attempt of [1, 2, 3]) {
+        const { busiest, seconds } = storm(attempt, seed);
+        expect(busiest, `attempt ${attempt}, seed ${seed}`).toBeLessThanOrEqual(26);
+        expect(seconds).toBeGreaterThanOrEqual(5);
+      }
+    }
+  });
+
+  it('puts no pile of retries on the floor: a draw below it is not clamped onto it', () => {
+    const random = seeded(7);
+    const draws = Array.from({ length: 10_000 }, () => fullJitterMs(1, budget, random));
+    expect(draws.filter((d) => d === MIN_RETRY_DELAY_MS).length).toBeLessThan(10);
+    // Uniform over the window: each fifth of it holds about a fifth of the draws.
+    const window = jitterWindowMs(1, budget);
+    for (let k = 0; k < 5; k++) {
+      const lo = MIN_RETRY_DELAY_MS + ((window - MIN_RETRY_DELAY_MS) * k) / 5;
+      const hi = MIN_RETRY_DELAY_MS + ((window - MIN_RETRY_DELAY_MS) * (k + 1)) / 5;
+      const share = draws.filter((d) => d >= lo && d < hi).length / draws.length;
+      expect(share).toBeGreaterThan(0.17);
+      expect(share).toBeLessThan(0.23);
+    }
   });
 });
 
