@@ -15,17 +15,23 @@ export function exitWithParent(): void {
 }
 
 /**
- * Runs `stop` once on SIGINT/SIGTERM (or when the parent of `exitWithParent` dies). A second
- * signal exits at once: an operator who presses Ctrl-C twice means it.
+ * Runs `stop` once on SIGINT/SIGTERM (or when the parent of `exitWithParent` dies). The same
+ * signal a second time exits at once: an operator who presses Ctrl-C twice means it. A
+ * different one does not: Ctrl-C in `npm start` reaches each child as SIGINT from the
+ * terminal and then as SIGTERM from the supervisor, and the worker must go on draining.
  */
 export function onShutdown(stop: (signal: string) => Promise<void>, log: (msg: string) => void): void {
-  let stopping = false;
+  let first: NodeJS.Signals | undefined;
   const handler = (signal: NodeJS.Signals) => {
-    if (stopping) {
+    if (first === signal) {
       log(`${signal} again: exiting now`);
       process.exit(130);
     }
-    stopping = true;
+    if (first) {
+      log(`${signal} while stopping on ${first}: still draining (send ${first} again to exit now)`);
+      return;
+    }
+    first = signal;
     stop(signal).then(
       () => process.exit(0),
       (err: Error) => {

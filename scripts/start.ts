@@ -166,7 +166,14 @@ async function bringUp(): Promise<void> {
   children = [
     superviseChild({ name: 'api', entry: path.join(ROOT, 'server/main.ts'), env: childEnv, log: say }),
     ...Array.from({ length: config.workers }, (_, i) =>
-      superviseChild({ name: `worker-${i + 1}`, entry: path.join(ROOT, 'workers/main.ts'), env: childEnv, log: say }),
+      superviseChild({
+        name: `worker-${i + 1}`,
+        entry: path.join(ROOT, 'workers/main.ts'),
+        env: childEnv,
+        log: say,
+        // The worker drains for its grace time, then the SDK's force margin (workers/worker.ts).
+        killAfterMs: (config.workerShutdownGraceSeconds + 15) * 1000,
+      }),
     ),
   ];
 

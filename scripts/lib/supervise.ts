@@ -11,7 +11,14 @@ export interface Supervised {
  * a killed worker is replaced, as a process manager would do in production. The IPC
  * channel lets the child notice if this parent dies.
  */
-export function superviseChild(o: { name: string; entry: string; env: NodeJS.ProcessEnv; log: (m: string) => void }): Supervised {
+export function superviseChild(o: {
+  name: string;
+  entry: string;
+  env: NodeJS.ProcessEnv;
+  log: (m: string) => void;
+  /** How long `stop()` lets the child drain after SIGTERM before SIGKILL. Default 15 s. */
+  killAfterMs?: number;
+}): Supervised {
   let child: ChildProcess | undefined;
   let stopped = false;
   let failures = 0;
@@ -36,7 +43,7 @@ export function superviseChild(o: { name: string; entry: string; env: NodeJS.Pro
       new Promise<void>((resolve) => {
         stopped = true;
         if (!child || child.exitCode !== null || child.signalCode !== null) return resolve();
-        const kill = setTimeout(() => child?.kill('SIGKILL'), 15_000);
+        const kill = setTimeout(() => child?.kill('SIGKILL'), o.killAfterMs ?? 15_000);
         child.once('exit', () => {
           clearTimeout(kill);
           resolve();
