@@ -19,7 +19,7 @@ if (!config.databaseUrl || !config.temporalAddress || !config.providerUrl) {
   log.fatal('a standalone worker needs DATABASE_URL, TEMPORAL_ADDRESS and PROVIDER_URL (npm start sets them for its own workers)');
   process.exit(2);
 }
-const pool = createPool(config.databaseUrl, log);
+const pool = createPool(config.databaseUrl, log, config.tuning.pgPoolSize);
 const connection = await NativeConnection.connect(await connectionOptions(config, config.temporalAddress));
 const worker = await createWorker({
   connection,
@@ -33,6 +33,12 @@ const worker = await createWorker({
   concurrencyLimits: config.concurrencyLimits,
   jobBudgets: config.jobBudgets,
   identity: `${process.pid}@${hostname()}`,
+  concurrencyTotal: config.tuning.concurrencyTotal,
+  maxConcurrentActivityTaskExecutions: config.tuning.activitySlots,
+  maxConcurrentWorkflowTaskExecutions: config.tuning.workflowSlots,
+  maxCachedWorkflows: config.tuning.cachedWorkflows,
+  maxConcurrentWorkflowTaskPolls: config.tuning.workflowPollers,
+  maxConcurrentActivityTaskPolls: config.tuning.activityPollers,
 });
 onShutdown(
   async () => {
