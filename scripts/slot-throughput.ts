@@ -9,7 +9,7 @@
  *   npx tsx scripts/slot-throughput.ts [--hold 20] [--seconds 8] [--repeats 3]
  */
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -36,6 +36,8 @@ function churn(c: SlotChurn): Promise<{ acquired: number; refused: number }> {
 }
 
 const dir = await mkdtemp(path.join(os.tmpdir(), 'dj-slots-'));
+// Started as root, Postgres runs as its own user: it must be able to enter the directory.
+await chmod(dir, 0o755);
 const pgServer = await startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), log: () => undefined, persistent: true });
 try {
   const pool = new pg.Pool({ connectionString: pgServer.url, max: 2 });
