@@ -2,8 +2,9 @@ import type pg from 'pg';
 import { withTransaction } from '../lib/db.js';
 import { admissionWaitMs } from '../lib/health.js';
 import type { Logger } from '../lib/logger.js';
-import { getSetting, type RampStop } from '../store/degradation.js';
+import type { RampStop } from '../store/degradation.js';
 import {
+  admissionFacts,
   admittedLastMinute,
   findReservation,
   lockAdmissions,
@@ -11,7 +12,7 @@ import {
   reserveSlot,
   type Reservation,
 } from '../store/admissions.js';
-import { getIntent, markAdmitted, markDeferred, othersDeferred } from '../store/intents.js';
+import { markAdmitted, markDeferred } from '../store/intents.js';
 import type { JobArgs, Priority } from '../contract/job-types.js';
 import { haltRampIfFailing } from './ramp-stop.js';
 
@@ -76,21 +77,22 @@ export function createAdmissionActivities(deps: AdmissionDeps) {
 
   return {
     async checkAdmission(args: AdmissionArgs): Promise<AdmissionDecision> {
-      const intent = await getIntent(deps.pool, args.jobId);
+      // One read for the common case (admitted at once): status, setting, reservation, others deferred.
+      const facts = await admissionFacts(deps.pool, args.jobId, args.round, args.priority);
       // The intake commits the intent before the workflow start; only the delete-and-reinsert
       // race in `confirmStarted` (services/intake.ts) can leave a started workflow without it briefly.
-      if (!intent) throw new Error('job intent not visible yet; retrying');
-      if (FINAL.includes(intent.status)) return { decision: 'admit' };
-      const setting = await getSetting(deps.pool);
+      if (!facts.status) throw new Error('job intent not visible yet; retrying');
+      if (FINAL.includes(facts.status)) return { decision: 'admit' };
+      const setting = facts.setting;
       const rate = setting.recoveryRatePerMinute;
       if (setting.pausedPriorities.includes(args.priority)) {
         const reason = pausedReason(args.priority, setting.updatedBy, setting.pausedSince[args.priority], rate);
         await markDeferred(deps.pool, args.jobId, reason);
         return { decision: 'defer', reason };
       }
-      let res = await findReservation(deps.pool, args.jobId, args.round);
+      let res = facts.reservation;
       if (!res) {
-        const resuming = args.round > 0 || intent.status === 'deferred' || (await othersDeferred(deps.pool, args.priority, args.jobId));
+        const resuming = args.round > 0 || facts.status === 'deferred' || facts.othersDeferred;
         if (!resuming) return { decision: 'admit' };
         res = await reserve(args, rate);
       }

@@ -1,7 +1,8 @@
 import { Context } from '@temporalio/activity';
 import type pg from 'pg';
+import type { Db } from '../lib/db.js';
 import type { Logger } from '../lib/logger.js';
-import { releaseSlot, renewSlot, tryAcquireSlot } from '../store/concurrency.js';
+import { forgetEnsuredSlots, releaseSlot, renewSlots, tryAcquireSlot } from '../store/concurrency.js';
 import { markRunning, markWaiting } from '../store/intents.js';
 import { currentFence } from './attempt.js';
 import type { ConcurrencyLimits } from '../contract/job-types.js';
@@ -17,6 +18,8 @@ export interface SlotScope {
   holder: string;
   attempt: number;
   limits: ConcurrencyLimits;
+  /** Cap on upstream calls across every job type and tenant (`CONCURRENCY_TOTAL`). Default: none. */
+  total?: number | undefined;
   /** When the attempt started: a wait moves the job's first execution start past it. */
   attemptStartedAt?: Date;
   /** Told how long this call waited for its slot (0 when one was free): not execution time. */
@@ -24,34 +27,100 @@ export interface SlotScope {
 }
 
 /**
- * Runs `fn` holding one upstream slot for the job's tenant and type. While no slot is free
- * the job shows as waiting (status `queued` with the reason), not failing: waiting uses no
- * retry attempt. The activity keeps heartbeating meanwhile (the caller wraps it), so a
- * cancelled job stops waiting.
+ * The leases this process holds, per pool, renewed together: one UPDATE per tick for all
+ * calls in flight instead of one per call (and one timer instead of one per call).
  */
-export async function withSlot<T>(deps: { pool: pg.Pool; log: Logger }, s: SlotScope, fn: () => Promise<T>): Promise<T> {
-  const ctx = Context.current();
-  const req = {
+const held = new Map<pg.Pool, { ids: Set<string>; timer: NodeJS.Timeout }>();
+
+function hold(pool: pg.Pool, id: string): void {
+  let h = held.get(pool);
+  if (!h) {
+    const ids = new Set<string>();
+    const timer = setInterval(() => {
+      if (ids.size > 0) renewSlots(pool, [...ids], SLOT_TTL_MS).catch(() => undefined);
+    }, RENEW_EVERY_MS);
+    timer.unref();
+    h = { ids, timer };
+    held.set(pool, h);
+  }
+  h.ids.add(id);
+}
+
+function unhold(pool: pg.Pool, id: string): void {
+  const h = held.get(pool);
+  if (!h) return;
+  h.ids.delete(id);
+  if (h.ids.size === 0) {
+    clearInterval(h.timer);
+    held.delete(pool);
+  }
+}
+
+function slotRequest(s: SlotScope) {
+  return {
     jobType: s.jobType,
     tenantId: s.tenantId,
     holder: s.holder,
     perTenant: s.limits.perTenant,
     global: s.limits.global,
+    total: s.total,
     ttlMs: SLOT_TTL_MS,
   };
-  let slot = await tryAcquireSlot(deps.pool, req);
+}
+
+/**
+ * One effect's slot: `tryIn(tx)` tries to take it inside the effect's claim transaction (one
+ * commit fewer when a slot is free), `guard` then runs the call holding it (waiting for one
+ * first if `tryIn` found none or was not called). Call `guard` right after the claim commits:
+ * a slot taken by `tryIn` is released by the guard, and expires by itself otherwise.
+ */
+export function effectSlot(deps: { pool: pg.Pool; log: Logger }, s: SlotScope) {
+  let taken: string | null = null;
+  return {
+    tryIn: async (tx: Db): Promise<void> => {
+      taken = await tryAcquireSlot(tx, slotRequest(s));
+    },
+    guard: <T>(call: (releaseIn: (tx: Db) => Promise<void>) => Promise<T>): Promise<T> => {
+      const pre = taken;
+      taken = null;
+      return withSlot(deps, s, call, pre);
+    },
+  };
+}
+
+/**
+ * Runs `fn` holding one upstream slot for the job's tenant, its type and (with a total cap)
+ * every type. While no slot is free the job shows as waiting (status `queued` with the
+ * reason), not failing: waiting uses no retry attempt. The activity keeps heartbeating
+ * meanwhile (the caller wraps it), so a cancelled job stops waiting.
+ *
+ * `fn` gets `releaseIn(tx)`: the caller frees the slot inside its own transaction (the one
+ * recording the effect's success), so the release costs no commit of its own. If `fn` does not
+ * return normally after using it, the slot is released here as well (releasing twice is harmless).
+ */
+export async function withSlot<T>(
+  deps: { pool: pg.Pool; log: Logger },
+  s: SlotScope,
+  fn: (releaseIn: (tx: Db) => Promise<void>) => Promise<T>,
+  taken?: string | null,
+): Promise<T> {
+  const ctx = Context.current();
+  const req = slotRequest(s);
+  let slot = taken ?? (await tryAcquireSlot(deps.pool, req));
   if (!slot) {
     const waitStarted = Date.now();
     await markWaiting(
       deps.pool,
       s.jobId,
-      `waiting for an upstream slot (at most ${s.limits.perTenant} per tenant, ${s.limits.global} in total for ${s.jobType})`,
+      `waiting for an upstream slot (at most ${s.limits.perTenant} per tenant, ${s.limits.global} in total for ${s.jobType}${s.total !== undefined ? `, ${s.total} across all job types` : ''})`,
       currentFence(),
     );
     deps.log.info({ jobId: s.jobId, jobType: s.jobType }, 'waiting for a concurrency slot');
+    // Slot rows deleted behind this process's back (a reset table) are created again.
+    forgetEnsuredSlots();
     let pause = 100;
     while (!slot) {
-      // Jittered polling: waiters do not wake in lockstep and stampede the lock.
+      // Jittered polling: waiters do not wake in lockstep.
       await ctx.sleep(pause / 2 + Math.random() * pause);
       pause = Math.min(1_000, pause * 1.5);
       slot = await tryAcquireSlot(deps.pool, req);
@@ -65,15 +134,29 @@ export async function withSlot<T>(deps: { pool: pg.Pool; log: Logger }, s: SlotS
       s.attemptStartedAt ? { attemptStartedAt: s.attemptStartedAt } : undefined,
     );
   }
-  const renew = setInterval(() => {
-    renewSlot(deps.pool, slot!, SLOT_TTL_MS).catch(() => undefined);
-  }, RENEW_EVERY_MS);
+  const id = slot;
+  hold(deps.pool, id);
+  let releasedInCaller = false;
   try {
-    return await fn();
+    const result = await fn(async (tx) => {
+      await releaseSlot(tx, id);
+      releasedInCaller = true;
+    });
+    // `fn` returned: the transaction that released the slot committed.
+    if (releasedInCaller) return result;
+    await release(deps, s.jobId, id);
+    return result;
+  } catch (err) {
+    // The caller's transaction may have rolled back its release: release again.
+    await release(deps, s.jobId, id);
+    throw err;
   } finally {
-    clearInterval(renew);
-    await releaseSlot(deps.pool, slot).catch((e: Error) =>
-      deps.log.warn({ jobId: s.jobId, err: e.message }, 'could not release slot; it expires by itself'),
-    );
+    unhold(deps.pool, id);
   }
+}
+
+async function release(deps: { pool: pg.Pool; log: Logger }, jobId: string, id: string): Promise<void> {
+  await releaseSlot(deps.pool, id).catch((e: Error) =>
+    deps.log.warn({ jobId, err: e.message }, 'could not release slot; it expires by itself'),
+  );
 }

@@ -1,5 +1,6 @@
 import { Context } from '@temporalio/activity';
 import type pg from 'pg';
+import { withTransaction, type Db } from '../lib/db.js';
 import { effectKeyFor, inputHash } from '../lib/ids.js';
 import type { Logger } from '../lib/logger.js';
 import { recordAttempt } from '../store/attempts.js';
@@ -36,8 +37,17 @@ export interface EffectSpec {
   startedAt: Date;
   /** The key fixed when the effect was planned (an outbox row's); default `effectScope:step`. */
   effectKey?: string;
-  /** Wraps the upstream call only (not reuse): the concurrency slot. Default: none. */
-  guard?: <T>(call: () => Promise<T>) => Promise<T>;
+  /**
+   * Wraps the upstream call only (not reuse): the concurrency slot. It passes `call` a
+   * function that releases the slot inside the transaction recording the success (one
+   * commit instead of two); on any other path it releases the slot itself. Default: none.
+   */
+  guard?: <T>(call: (releaseIn?: (tx: Db) => Promise<void>) => Promise<T>) => Promise<T>;
+  /**
+   * With `guard`: tries to take its slot inside the claim transaction, for a fresh call (not
+   * a reconciliation, which may end without a call); the guard then uses that slot.
+   */
+  claimSlot?: (tx: Db) => Promise<void>;
   /** Set when the job type declares a fallback upstream: the operator's decision for it (activities/fallback.ts). */
   fallback?: FallbackPlan | undefined;
   /** The job type's upstream declaration (JobTypeInfo.upstream). Default: idempotent by key, no lookup. */
@@ -67,15 +77,43 @@ export async function runEffect(deps: EffectDeps, s: EffectSpec): Promise<Effect
   const attempt = Context.current().info.attempt;
   // Every effect-row write is fenced: a stale attempt (a newer one has started) changes nothing.
   const fence = currentFence();
-  const row = await beginEffect(
-    deps.pool,
-    { effectKey, jobId: s.effectScope, tenantId: s.tenantId, step: s.step, requestHash: inputHash(s.step, s.body) },
-    fence,
-  );
-  if (!row) throw new RetryableError(`stale attempt ${attempt}: a newer attempt of this step has started`, { errorClass: 'stale_attempt' });
   const base = { jobId: s.jobId, step: s.step, attempt, startedAt: s.startedAt };
-  if (row.state === 'succeeded') {
-    await recordAttempt(deps.pool, { ...base, outcome: 'reused' });
+  // Steps 1-3 and the upstream choice in one transaction: one commit before the call, which
+  // is what the fallback rule needs (an effect in doubt stays with the upstream it was sent
+  // to). A refusal found here is thrown after the commit, so the claim stays recorded.
+  const claim = await withTransaction(deps.pool, async (tx) => {
+    const row = await beginEffect(
+      tx,
+      { effectKey, jobId: s.effectScope, tenantId: s.tenantId, step: s.step, requestHash: inputHash(s.step, s.body) },
+      fence,
+    );
+    if (!row) return { kind: 'stale' as const };
+    if (row.state === 'succeeded') {
+      await recordAttempt(tx, { ...base, outcome: 'reused' });
+      return { kind: 'reused' as const, row };
+    }
+    // Only a replay (an operator's decision, after fixing the cause) calls a refused effect again.
+    if (row.state === 'failed' && s.effectScope === s.jobId) return { kind: 'refused' as const };
+    if (row.state === 'failed') await reopenFailedEffect(tx, effectKey);
+    const reconciling = !row.inserted && row.was_in_doubt;
+    if (reconciling) await countReconciliation(tx, effectKey, fence);
+    // Decided after the claim: an effect in doubt stays with the upstream it was sent to.
+    try {
+      const provider = s.fallback ? await upstreamFor(deps, { effectKey, jobId: s.jobId, row, plan: s.fallback }, tx) : deps.provider;
+      if (!reconciling && s.guard) await s.claimSlot?.(tx);
+      return { kind: 'call' as const, row, reconciling, provider };
+    } catch (err) {
+      if (!(err instanceof RetryableError)) throw err;
+      return { kind: 'no-upstream' as const, err };
+    }
+  });
+  if (claim.kind === 'stale')
+    throw new RetryableError(`stale attempt ${attempt}: a newer attempt of this step has started`, { errorClass: 'stale_attempt' });
+  if (claim.kind === 'refused')
+    throw new NonRetryableError(`effect ${s.step} failed permanently before; not calling again`, { errorClass: 'effect_failed' });
+  if (claim.kind === 'no-upstream') throw claim.err;
+  if (claim.kind === 'reused') {
+    const row = claim.row;
     deps.log.info({ jobId: s.jobId, effectKey, step: s.step }, 'effect already applied; reusing stored result');
     return {
       effectKey,
@@ -85,17 +123,9 @@ export async function runEffect(deps: EffectDeps, s: EffectSpec): Promise<Effect
       via: 'reused',
     };
   }
-  if (row.state === 'failed') {
-    // Only a replay (an operator's decision, after fixing the cause) calls a refused effect again.
-    if (s.effectScope === s.jobId)
-      throw new NonRetryableError(`effect ${s.step} failed permanently before; not calling again`, { errorClass: 'effect_failed' });
-    await reopenFailedEffect(deps.pool, effectKey);
+  const { row, reconciling, provider } = claim;
+  if (row.state === 'failed')
     deps.log.info({ jobId: s.jobId, effectKey, step: s.step }, 'replay: calling a previously refused effect again');
-  }
-  const reconciling = !row.inserted && row.was_in_doubt;
-  if (reconciling) await countReconciliation(deps.pool, effectKey, fence);
-  // Decided after the claim: an effect in doubt stays with the upstream it was sent to.
-  const provider = s.fallback ? await upstreamFor(deps, { effectKey, jobId: s.jobId, row, plan: s.fallback }) : deps.provider;
   if (reconciling) {
     const known = await lookUpInDoubt(deps, s, provider, effectKey, fence);
     if (known) {
@@ -107,10 +137,12 @@ export async function runEffect(deps: EffectDeps, s: EffectSpec): Promise<Effect
       return { effectKey, providerId: known.providerId, providerRequestId: known.requestId, response: known.body, via: 'reconciled' };
     }
   }
-  let res;
-  try {
-    const call = () =>
-      provider({
+  // The call, then at once one transaction: the provider's IDs, the attempt's row and (with a
+  // guard) the slot's release. Its own commit: a fence refusal of the effect row only logs.
+  const callAndRecord = async (releaseIn?: (tx: Db) => Promise<void>) => {
+    let res;
+    try {
+      res = await provider({
         path: s.path,
         body: s.body,
         effectKey,
@@ -118,29 +150,37 @@ export async function runEffect(deps: EffectDeps, s: EffectSpec): Promise<Effect
         timeoutMs: s.timeoutMs,
         signal: Context.current().cancellationSignal,
       });
-    res = s.guard ? await s.guard(call) : await call();
-  } catch (err) {
-    if (err instanceof NonRetryableError) await recordEffectFailure(deps.pool, effectKey, null, fence);
-    // 429 and 4xx mean "not applied"; 5xx, timeouts and resets leave the effect in doubt. So
-    // does a 409 "key in progress": the request still running (often our own earlier
-    // attempt's) may apply it, so the next attempt must reconcile, not assume nothing happened.
-    if (
-      err instanceof RetryableError &&
-      err.details.statusCode !== undefined &&
-      err.details.statusCode < 500 &&
-      err.details.errorClass !== 'request_in_progress'
-    )
-      await clearDoubt(deps.pool, effectKey, fence);
-    throw err;
-  }
-  const providerId = typeof res.body.id === 'string' ? res.body.id : null;
-  if (!(await recordEffectSuccess(deps.pool, effectKey, res.requestId, providerId, res.body, fence))) {
+    } catch (err) {
+      if (err instanceof NonRetryableError) await recordEffectFailure(deps.pool, effectKey, null, fence);
+      // 429 and 4xx mean "not applied"; 5xx, timeouts and resets leave the effect in doubt. So
+      // does a 409 "key in progress": the request still running (often our own earlier
+      // attempt's) may apply it, so the next attempt must reconcile, not assume nothing happened.
+      if (
+        err instanceof RetryableError &&
+        err.details.statusCode !== undefined &&
+        err.details.statusCode < 500 &&
+        err.details.errorClass !== 'request_in_progress'
+      )
+        await clearDoubt(deps.pool, effectKey, fence);
+      throw err;
+    }
+    const response = res;
+    const providerId = typeof response.body.id === 'string' ? response.body.id : null;
+    const stored = await withTransaction(deps.pool, async (tx) => {
+      const ok = await recordEffectSuccess(tx, effectKey, response.requestId, providerId, response.body, fence);
+      await recordAttempt(tx, { ...base, outcome: reconciling ? 'reconciled' : 'succeeded', statusCode: response.status });
+      await releaseIn?.(tx);
+      return ok;
+    });
+    return { res: response, providerId, stored };
+  };
+  const { res, providerId, stored } = s.guard ? await s.guard(callAndRecord) : await callAndRecord();
+  if (!stored) {
     deps.log.warn(
       { jobId: s.jobId, effectKey, step: s.step, attempt },
       'stale attempt: a newer attempt superseded it; its effect-row write was refused',
     );
   }
-  await recordAttempt(deps.pool, { ...base, outcome: reconciling ? 'reconciled' : 'succeeded', statusCode: res.status });
   deps.log.info({ jobId: s.jobId, effectKey, step: s.step, providerId, reconciled: reconciling }, 'effect applied');
   return { effectKey, providerId, providerRequestId: res.requestId, response: res.body, via: reconciling ? 'reconciled' : 'executed' };
 }

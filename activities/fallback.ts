@@ -1,7 +1,8 @@
 import type pg from 'pg';
 import { RetryableError } from '../lib/errors.js';
+import type { Db } from '../lib/db.js';
 import type { Logger } from '../lib/logger.js';
-import { getSetting } from '../store/degradation.js';
+import { getSetting, type DegradationSetting } from '../store/degradation.js';
 import { setEffectUpstream, type Upstream } from '../store/effects.js';
 import { setJobUpstream } from '../store/intents.js';
 import type { JobType } from '../contract/job-types.js';
@@ -27,7 +28,12 @@ export interface FallbackPlan {
  */
 export async function fallbackPlan(pool: pg.Pool, jobType: JobType, declaresFallback: boolean): Promise<FallbackPlan | undefined> {
   if (!declaresFallback) return undefined;
-  const s = await getSetting(pool);
+  return planFrom(await getSetting(pool), jobType, true);
+}
+
+/** The plan from a setting the attempt already read (its first statement reads it: activities/job-steps.ts). */
+export function planFrom(s: DegradationSetting, jobType: JobType, declaresFallback: boolean): FallbackPlan | undefined {
+  if (!declaresFallback) return undefined;
   const since = s.fallbackSince[jobType];
   if (!s.fallbackJobTypes.includes(jobType) || !since) return { enabled: false, reason: null };
   return { enabled: true, reason: `the fallback upstream is enabled for ${jobType} by ${since.by} since ${since.at}` };
@@ -74,10 +80,15 @@ export interface UpstreamDeps {
   log: Logger;
 }
 
-/** Chooses the upstream, records the choice on the effect and the job, and returns the adapter to call. */
+/**
+ * Chooses the upstream, records the choice on the effect and the job (on `db`: the effect's
+ * claim transaction, so the choice commits with the claim, before the call), and returns the
+ * adapter to call.
+ */
 export async function upstreamFor(
   deps: UpstreamDeps,
   e: { effectKey: string; jobId: string; row: ClaimedEffect; plan: FallbackPlan },
+  db: Db = deps.pool,
 ): Promise<Provider> {
   const choice = chooseUpstream(e.row, e.plan, deps.fallbackProvider !== undefined);
   const provider = choice.upstream === 'fallback' ? deps.fallbackProvider : deps.provider;
@@ -88,8 +99,8 @@ export async function upstreamFor(
       errorClass: 'fallback_not_configured',
     });
   }
-  await setEffectUpstream(deps.pool, e.effectKey, choice.upstream);
-  await setJobUpstream(deps.pool, e.jobId, choice.upstream, choice.reason);
+  await setEffectUpstream(db, e.effectKey, choice.upstream);
+  await setJobUpstream(db, e.jobId, choice.upstream, choice.reason);
   if (choice.upstream === 'fallback')
     deps.log.warn({ jobId: e.jobId, effectKey: e.effectKey, reason: choice.reason }, 'calling the fallback upstream');
   return provider;

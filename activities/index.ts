@@ -31,12 +31,15 @@ export type SystemActivities = ReturnType<typeof createSystemActivities>;
 /** Every activity a worker registers: the system's and each registered job type's. */
 export function createActivities(deps: ActivityDeps, jobs: JobRegistry = deps.jobs) {
   const all: Record<string, (...args: never[]) => Promise<unknown>> = { ...createSystemActivities(deps) };
+  const steps = new Set<string>();
   for (const m of jobs.modules) {
     for (const [name, fn] of Object.entries(m.activities(deps))) {
       if (name in all) throw new Error(`job type ${m.definition.name}: activity type ${name} is already registered`);
       all[name] = fn;
+      steps.add(name);
     }
   }
-  // Lease tracking wraps every activity; it only records the leased (heartbeating) ones.
-  return withLeaseTracking(deps, all);
+  // Lease tracking wraps every activity; it only records the leased (heartbeating) ones. Job
+  // steps (`runStep`) write their lease rows inside their own transactions.
+  return withLeaseTracking(deps, all, steps);
 }

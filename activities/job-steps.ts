@@ -1,20 +1,22 @@
 import { Context } from '@temporalio/activity';
-import { isConnectionError, withTransaction } from '../lib/db.js';
+import { isConnectionError, withTransaction, type PoolClient } from '../lib/db.js';
 import { RetryableError } from '../lib/errors.js';
 import { effectKeyFor } from '../lib/ids.js';
 import { recordAttempt } from '../store/attempts.js';
 import { insertOutbox } from '../store/outbox.js';
-import { addExecutionSpan, loadInput, markRunning, writeResultFenced } from '../store/intents.js';
+import { leaseEnded, leaseStarted } from '../store/activity-leases.js';
+import { addExecutionSpan, loadInput, startAttempt, writeResultFenced, type AttemptStart } from '../store/intents.js';
 import type { StepArgs } from '../contract/job-types.js';
 import { budgetOf } from '../job-api/define.js';
 import type { ActivityDeps } from './deps.js';
-import { withSlot } from './concurrency.js';
+import { effectSlot } from './concurrency.js';
 import { currentFence, failAttempt, withHeartbeat } from './attempt.js';
 import { runEffect, type EffectResult } from './effects.js';
-import { fallbackPlan } from './fallback.js';
+import { fallbackPlan, planFrom } from './fallback.js';
+import { currentLease } from './lease-tracking.js';
 
 /** What a step needs of the worker's dependencies. */
-export type StepDeps = Pick<ActivityDeps, 'pool' | 'provider' | 'fallbackProvider' | 'log' | 'jobs' | 'limits'>;
+export type StepDeps = Pick<ActivityDeps, 'pool' | 'provider' | 'fallbackProvider' | 'log' | 'jobs' | 'limits' | 'totalConcurrency'>;
 
 export type { StepArgs } from '../contract/job-types.js';
 
@@ -24,6 +26,10 @@ export interface StepContext {
   startedAt: Date;
   effect(step: string, path: string, body: Record<string, unknown>): Promise<EffectResult>;
   input<T>(): Promise<T>;
+  /** Runs in the step's last transaction (`completeWithOutbox`): the span and the lease's end. */
+  finish?: (tx: PoolClient) => Promise<void>;
+  /** Called once that transaction committed. */
+  finished?: () => void;
 }
 
 /** How long an attempt waits, heartbeating, for our own Postgres before it gives up. */
@@ -47,22 +53,62 @@ async function whenDatabaseIsBack(deps: StepDeps, jobId: string, write: () => Pr
   }
 }
 
+/** What a step asks of its first statement. */
+export interface StepOptions {
+  /**
+   * Read the job's input in the attempt's first statement (one round trip fewer) when the
+   * step is sure to need it; otherwise `ctx.input()` reads it when called. Default false.
+   */
+  prefetchInput?: boolean;
+}
+
 /**
  * Wraps one step activity: marks the job running, keeps the lease (heartbeats), and turns
  * every failure into a classified, recorded Temporal failure.
+ *
+ * Postgres cost per attempt: its first transaction writes the lease row (with the step: the
+ * next attempt's evidence if this one dies before its first heartbeat), marks the job
+ * running, and reads the degradation setting (and the input when asked for) in one
+ * statement; each effect commits its claim once before the call and its outcome once after;
+ * `completeWithOutbox` commits the result, the outbox row, the execution span and the lease's
+ * end together.
  */
-export async function runStep<T>(deps: StepDeps, args: StepArgs, step: string, body: (ctx: StepContext) => Promise<T>): Promise<T> {
+export async function runStep<T>(
+  deps: StepDeps,
+  args: StepArgs,
+  step: string,
+  body: (ctx: StepContext) => Promise<T>,
+  opts: StepOptions = {},
+): Promise<T> {
   const startedAt = new Date();
   const attempt = Context.current().info.attempt;
+  const lease = currentLease();
   const definition = deps.jobs.require(args.jobType);
   const budget = budgetOf(definition, args);
   let waitedMs = 0;
+  let start: AttemptStart | undefined;
+  const state: StepState = { spanRecorded: false };
+  const slotFor = (name: string) =>
+    effectSlot(deps, {
+      jobId: args.jobId,
+      jobType: args.jobType,
+      tenantId: args.tenantId,
+      attempt,
+      holder: `${args.jobId}:${name}#${attempt}`,
+      limits: deps.limits[args.jobType] ?? definition.concurrency,
+      total: deps.totalConcurrency,
+      attemptStartedAt: startedAt,
+      onWaited: (ms) => {
+        waitedMs += ms;
+      },
+    });
   const ctx: StepContext = {
     args,
     attempt,
     startedAt,
-    effect: async (name, path, reqBody) =>
-      runEffect(deps, {
+    effect: async (name, path, reqBody) => {
+      const slot = slotFor(name);
+      return runEffect(deps, {
         effectScope: args.effectScope ?? args.jobId,
         jobId: args.jobId,
         tenantId: args.tenantId,
@@ -71,38 +117,37 @@ export async function runStep<T>(deps: StepDeps, args: StepArgs, step: string, b
         body: reqBody,
         timeoutMs: budget.upstreamTimeoutMs,
         startedAt,
-        fallback: await fallbackPlan(deps.pool, args.jobType, definition.fallback),
+        // One setting read per attempt: the one its first statement made.
+        fallback: start
+          ? planFrom(start.setting, args.jobType, definition.fallback)
+          : await fallbackPlan(deps.pool, args.jobType, definition.fallback),
         upstream: definition.upstream,
-        guard: (call) =>
-          withSlot(
-            deps,
-            {
-              jobId: args.jobId,
-              jobType: args.jobType,
-              tenantId: args.tenantId,
-              attempt,
-              holder: `${args.jobId}:${name}#${attempt}`,
-              limits: deps.limits[args.jobType] ?? definition.concurrency,
-              attemptStartedAt: startedAt,
-              onWaited: (ms) => {
-                waitedMs += ms;
-              },
-            },
-            call,
-          ),
-      }),
+        guard: slot.guard,
+        claimSlot: slot.tryIn,
+      });
+    },
     input: async <I>() => {
-      const input = await loadInput(deps.pool, args.jobId);
+      const input = start?.input !== undefined && start.input !== null ? start.input : await loadInput(deps.pool, args.jobId);
       // The intake commits the intent before it starts the workflow, so this is reachable only
       // in the race where a failed concurrent start removed the row and `confirmStarted` writes it again.
       if (input === undefined) throw new RetryableError('job intent not visible yet', { errorClass: 'intent_not_committed' });
       return input as I;
     },
+    finish: async (tx) => {
+      // Folded into the step's last transaction: the span so far (the rest is microseconds),
+      // and the lease's end (the wrapper then writes neither).
+      await addExecutionSpan(tx, args.jobId, Date.now() - startedAt.getTime() - waitedMs, startedAt);
+      if (lease) await leaseEnded(tx, lease.key, 'completed');
+    },
+    finished: () => {
+      state.spanRecorded = true;
+      if (lease) lease.ended = true;
+    },
   };
   let ran = false;
   // Execution time is this span, slot waits excluded; back-offs fall between spans.
   const recordSpan = () =>
-    ran
+    ran && !state.spanRecorded
       ? addExecutionSpan(deps.pool, args.jobId, Date.now() - startedAt.getTime() - waitedMs, startedAt).catch((e: Error) =>
           deps.log.warn({ jobId: args.jobId, err: e.message }, 'could not record execution time'),
         )
@@ -111,7 +156,13 @@ export async function runStep<T>(deps: StepDeps, args: StepArgs, step: string, b
     const result = await withHeartbeat(
       async () => {
         await whenDatabaseIsBack(deps, args.jobId, async () => {
-          await markRunning(deps.pool, args.jobId, attempt, currentFence());
+          start = await withTransaction(deps.pool, async (tx) => {
+            // First, before any other write of this attempt: the fence (store/fence.ts) counts on it.
+            if (lease && !lease.started)
+              await leaseStarted(tx, { ...lease.key, activityType: lease.activityType, startToCloseMs: lease.startToCloseMs, step });
+            return startAttempt(tx, args.jobId, attempt, currentFence(), opts.prefetchInput ?? false);
+          });
+          if (lease) lease.started = true;
         });
         ran = true;
         return body(ctx);
@@ -126,9 +177,15 @@ export async function runStep<T>(deps: StepDeps, args: StepArgs, step: string, b
   }
 }
 
+interface StepState {
+  spanRecorded: boolean;
+}
+
 /**
  * Result and outbox rows in one transaction, fenced by the attempt number: a stale attempt
- * that finishes after a newer one wrote its result changes nothing.
+ * that finishes after a newer one wrote its result changes nothing. The same commit carries
+ * the attempt's execution span and its lease's end. A refused write commits too (the span
+ * and lease rows are evidence either way) and records a `fenced` attempt.
  */
 export async function completeWithOutbox(
   deps: StepDeps,
@@ -147,17 +204,20 @@ export async function completeWithOutbox(
         deliverWithinMs: 15 * 60_000,
       });
     }
+    if (!ok)
+      await recordAttempt(tx, {
+        jobId: ctx.args.jobId,
+        step: 'result',
+        attempt: ctx.attempt,
+        outcome: 'fenced',
+        errorClass: 'stale_attempt',
+        startedAt: ctx.startedAt,
+      });
+    await ctx.finish?.(tx);
     return ok;
   });
+  ctx.finished?.();
   if (!landed) {
-    await recordAttempt(deps.pool, {
-      jobId: ctx.args.jobId,
-      step: 'result',
-      attempt: ctx.attempt,
-      outcome: 'fenced',
-      errorClass: 'stale_attempt',
-      startedAt: ctx.startedAt,
-    });
     deps.log.warn(
       { jobId: ctx.args.jobId, attempt: ctx.attempt },
       'fenced result write refused: a newer attempt already stored its result',

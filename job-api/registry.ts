@@ -23,6 +23,8 @@ export interface ActivityDeps {
   jobs: JobRegistry;
   /** Caps on concurrent upstream calls per job type (config `CONCURRENCY_LIMITS` over each type's defaults). */
   limits: Record<JobType, ConcurrencyLimits>;
+  /** Cap on upstream calls across every job type and tenant (config `CONCURRENCY_TOTAL`). Default: none. */
+  totalConcurrency?: number | undefined;
   /** Budget overrides (`JOB_BUDGETS`) for jobs that schedules and the scan start. */
   jobBudgets?: JobBudgets | undefined;
 }

@@ -119,6 +119,27 @@ export interface Config {
   workerShutdownGraceSeconds: number;
   /** How long each growing table keeps its rows, and the idempotency window (README "Retention"). */
   retention: RetentionConfig;
+  /** Worker and connection tuning (README "Tuning"). */
+  tuning: TuningConfig;
+}
+
+/** Worker and Postgres pool sizing; each default stated (README "Tuning"). */
+export interface TuningConfig {
+  /** `PG_POOL_SIZE`: Postgres connections per API or worker process. Default 10. */
+  pgPoolSize: number;
+  /** `DATABASE_MIGRATION_URL`: a direct connection (not through PgBouncer) for migrations. Default: `DATABASE_URL`. */
+  migrationUrl: string | undefined;
+  /** `CONCURRENCY_TOTAL`: upstream calls in flight across every job type and tenant. Default 128. */
+  concurrencyTotal: number;
+  /** `WORKER_ACTIVITY_SLOTS`: activity attempts one worker runs at once. Default 50. */
+  activitySlots: number;
+  /** `WORKER_WORKFLOW_SLOTS`: workflow tasks one worker runs at once. Default: the SDK's (40). */
+  workflowSlots: number | undefined;
+  /** `WORKER_CACHED_WORKFLOWS`: workflows kept in the worker's sticky cache. Default: the SDK's (from the heap size). */
+  cachedWorkflows: number | undefined;
+  /** `WORKER_WORKFLOW_POLLERS` / `WORKER_ACTIVITY_POLLERS`: concurrent long polls. Default: the SDK's (min(10, slots)). */
+  workflowPollers: number | undefined;
+  activityPollers: number | undefined;
 }
 
 export interface RetentionConfig {
@@ -350,6 +371,17 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { jobTypes: readonly Jo
       .min(0, 'WORKER_SHUTDOWN_GRACE_SECONDS must be 0-3600')
       .max(3600, 'WORKER_SHUTDOWN_GRACE_SECONDS must be 0-3600')
       .default(DEFAULT_WORKER_SHUTDOWN_GRACE_SECONDS),
+    PG_POOL_SIZE: count('PG_POOL_SIZE', 1, 1000).default(10),
+    DATABASE_MIGRATION_URL: z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, 'DATABASE_MIGRATION_URL must start with postgres:// or postgresql://')
+      .optional(),
+    CONCURRENCY_TOTAL: count('CONCURRENCY_TOTAL', 1, 100_000).default(128),
+    WORKER_ACTIVITY_SLOTS: count('WORKER_ACTIVITY_SLOTS', 1, 10_000).default(50),
+    WORKER_WORKFLOW_SLOTS: count('WORKER_WORKFLOW_SLOTS', 2, 10_000).optional(),
+    WORKER_CACHED_WORKFLOWS: count('WORKER_CACHED_WORKFLOWS', 0, 1_000_000).optional(),
+    WORKER_WORKFLOW_POLLERS: count('WORKER_WORKFLOW_POLLERS', 2, 100).optional(),
+    WORKER_ACTIVITY_POLLERS: count('WORKER_ACTIVITY_POLLERS', 1, 100).optional(),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   });
   // Empty strings mean "unset": `FOO= npm start` must not turn into an invalid value.
@@ -410,7 +442,26 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { jobTypes: readonly Jo
     codeVersion,
     workerShutdownGraceSeconds: e.WORKER_SHUTDOWN_GRACE_SECONDS,
     retention: retentionConfig(e.RETENTION_DAYS, e.IDEMPOTENCY_WINDOW_DAYS, e.RETENTION_BATCH_SIZE, e.RETENTION_DAYS_BY_TABLE),
+    tuning: {
+      pgPoolSize: e.PG_POOL_SIZE,
+      migrationUrl: e.DATABASE_MIGRATION_URL,
+      concurrencyTotal: e.CONCURRENCY_TOTAL,
+      activitySlots: e.WORKER_ACTIVITY_SLOTS,
+      workflowSlots: e.WORKER_WORKFLOW_SLOTS,
+      cachedWorkflows: e.WORKER_CACHED_WORKFLOWS,
+      workflowPollers: e.WORKER_WORKFLOW_POLLERS,
+      activityPollers: e.WORKER_ACTIVITY_POLLERS,
+    },
   };
+}
+
+/** A whole number in [min, max], named in the message. */
+function count(name: string, min: number, max: number) {
+  return z.coerce
+    .number({ error: `${name} must be a whole number` })
+    .int(`${name} must be a whole number`)
+    .min(min, `${name} must be ${min}-${max}`)
+    .max(max, `${name} must be ${min}-${max}`);
 }
 
 /**

@@ -1,7 +1,9 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import type pg from 'pg';
+import pg from 'pg';
 import { isConnectionError } from './db.js';
+
+const PgClient = pg.Client;
 
 const SCHEMA_DIR = fileURLToPath(new URL('../schema/', import.meta.url));
 /** Any constant works; it only has to be the same for every migrator of this product. */
@@ -11,10 +13,17 @@ const MIGRATION_LOCK = 7_210_443_001;
  * Forward-only numbered `.sql` files, one transaction each. The advisory lock makes racing
  * migrators (two workers starting at once) take turns; the second sees the rows the first
  * recorded and applies nothing.
+ *
+ * The lock is a session lock held across several transactions, so it needs one server
+ * session for the whole run: behind PgBouncer in transaction mode, pass `directUrl` (a
+ * connection straight to Postgres, config `DATABASE_MIGRATION_URL`) and the migration runs
+ * on a client of its own instead of a pooled one.
  */
-export async function migrate(pool: pg.Pool): Promise<string[]> {
+export async function migrate(pool: pg.Pool, opts: { directUrl?: string | undefined } = {}): Promise<string[]> {
   const files = (await readdir(SCHEMA_DIR)).filter((f) => /^\d{4}_.+\.sql$/.test(f)).sort();
-  const client = await pool.connect();
+  const direct = opts.directUrl ? new PgClient({ connectionString: opts.directUrl }) : undefined;
+  if (direct) await direct.connect();
+  const client: pg.Client | pg.PoolClient = direct ?? (await pool.connect());
   const applied: string[] = [];
   // A checked-out client has no pool listener: a session ended meanwhile (a Postgres restart
   // while this waits for the lock) would emit an uncaught `error` and kill the process. The
@@ -49,7 +58,8 @@ export async function migrate(pool: pg.Pool): Promise<string[]> {
   } finally {
     if (!broken) await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
     client.removeListener('error', onError);
-    client.release(broken);
+    if (direct) await direct.end().catch(() => undefined);
+    else (client as pg.PoolClient).release(broken);
   }
   return applied;
 }

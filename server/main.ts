@@ -22,11 +22,12 @@ if (!config.databaseUrl || !config.temporalAddress) {
   log.fatal('the API needs DATABASE_URL and TEMPORAL_ADDRESS (npm start sets them)');
   process.exit(2);
 }
-const pool = createPool(config.databaseUrl, log);
+const pool = createPool(config.databaseUrl, log, config.tuning.pgPoolSize);
 const temporal = await connectClient(config, config.temporalAddress);
 const { applied } = await prepareStack(pool, {
   tenants: config.seedTenants,
   temporal: { connection: temporal.connection, namespace: config.temporalNamespace },
+  migrationUrl: config.tuning.migrationUrl,
 });
 if (applied.length > 0) log.info({ applied }, 'migrations applied');
 // Schedules are declared in code (services/schedules.ts) and created or updated here, idempotently

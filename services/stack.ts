@@ -22,9 +22,11 @@ export async function prepareStack(
   opts: {
     tenants?: ReadonlyArray<{ tenantId: string; apiKey: string }>;
     temporal?: { connection: Connection; namespace: string };
+    /** A direct Postgres URL for the migration's session lock (`DATABASE_MIGRATION_URL`; behind PgBouncer). */
+    migrationUrl?: string | undefined;
   } = {},
 ): Promise<PreparedStack> {
-  const applied = await migrate(pool);
+  const applied = await migrate(pool, { directUrl: opts.migrationUrl });
   for (const t of opts.tenants ?? []) await upsertTenant(pool, t.tenantId, t.apiKey);
   const searchAttributesAdded = opts.temporal ? await ensureSearchAttributes(opts.temporal.connection, opts.temporal.namespace) : [];
   return { applied, searchAttributesAdded };

@@ -37,6 +37,27 @@ function decode(payloads: { payloads?: unknown[] | null } | null | undefined): u
 
 type HistoryEvent = proto.temporal.api.history.v1.IHistoryEvent;
 
+/** The gate's decision, in words. */
+function gateDecision(result: unknown): string | undefined {
+  const d = result as { decision?: string; reason?: string; waitMs?: number } | undefined;
+  return d?.decision ? `${d.decision}${d.reason ? `: ${d.reason}` : ''}${d.waitMs ? ` (wait ${duration(d.waitMs)})` : ''}` : undefined;
+}
+
+/** The marker name the TypeScript SDK's core gives local activities. */
+const LOCAL_ACTIVITY_MARKER = 'core_local_activity';
+
+/** A local activity's marker: its type (from the marker's `data`), and its outcome. */
+function localActivity(
+  a: proto.temporal.api.history.v1.IMarkerRecordedEventAttributes,
+): { name: string; failed: boolean; detail?: string } | undefined {
+  const data = decode(a.details?.data) as { activity_type?: string; activityType?: string } | undefined;
+  const name = data?.activity_type ?? data?.activityType;
+  if (!name) return undefined;
+  if (a.failure) return { name, failed: true, ...(a.failure.message ? { detail: a.failure.message } : {}) };
+  const detail = name === 'checkAdmission' ? gateDecision(decode(a.details?.result)) : undefined;
+  return { name, failed: false, ...(detail ? { detail } : {}) };
+}
+
 /** One timeline line per history event; activity names resolved through their scheduled event. Payloads are not shown, except the gate's decision. */
 function temporalEvents(events: HistoryEvent[]): TimelineEvent[] {
   const activityOf = new Map<string, string>();
@@ -74,10 +95,7 @@ function temporalEvents(events: HistoryEvent[]): TimelineEvent[] {
       const a = ev.activityTaskCompletedEventAttributes;
       const name = sched(a.scheduledEventId);
       event = `activity completed: ${name}`;
-      if (name === 'checkAdmission') {
-        const d = decode(a.result) as { decision?: string; reason?: string; waitMs?: number } | undefined;
-        if (d?.decision) detail = `${d.decision}${d.reason ? `: ${d.reason}` : ''}${d.waitMs ? ` (wait ${duration(d.waitMs)})` : ''}`;
-      }
+      if (name === 'checkAdmission') detail = gateDecision(decode(a.result));
     } else if (ev.activityTaskFailedEventAttributes) {
       const a = ev.activityTaskFailedEventAttributes;
       event = `activity failed: ${sched(a.scheduledEventId)}`;
@@ -119,8 +137,17 @@ function temporalEvents(events: HistoryEvent[]): TimelineEvent[] {
     else if (ev.upsertWorkflowSearchAttributesEventAttributes) event = 'search attributes updated';
     else if (ev.workflowPropertiesModifiedEventAttributes) event = 'workflow properties modified';
     else if (ev.markerRecordedEventAttributes) {
-      event = 'marker recorded';
-      detail = ev.markerRecordedEventAttributes.markerName ?? undefined;
+      const a = ev.markerRecordedEventAttributes;
+      const local = a.markerName === LOCAL_ACTIVITY_MARKER ? localActivity(a) : undefined;
+      if (local) {
+        // A local activity (the degradation gate since it runs inside the workflow task) is
+        // recorded as a marker: shown like the activity it stands for.
+        event = `activity ${local.failed ? 'failed' : 'completed'}: ${local.name}`;
+        detail = local.detail;
+      } else {
+        event = 'marker recorded';
+        detail = a.markerName ?? undefined;
+      }
     }
     out.push({ at: new Date(at).toISOString(), source: 'temporal', kind: from, event, ...(detail ? { detail } : {}) });
   }

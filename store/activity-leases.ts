@@ -10,32 +10,43 @@ export interface LeaseKey {
   attempt: number;
 }
 
-export async function leaseStarted(db: Db, k: LeaseKey & { activityType: string; startToCloseMs: number }): Promise<void> {
-  await db.query(
-    `INSERT INTO activity_leases (job_id, run_id, activity_id, attempt, activity_type, deadline_at)
-     VALUES ($1, $2, $3, $4, $5, clock_timestamp() + $6 * interval '1 millisecond')
-     ON CONFLICT DO NOTHING`,
-    [k.jobId, k.runId, k.activityId, k.attempt, k.activityType, k.startToCloseMs],
-  );
+/**
+ * The attempt's lease row; `step` is set by a job step (activities/job-steps.ts), which writes
+ * it in its first transaction. Named statement: it is on every attempt's path.
+ */
+export async function leaseStarted(db: Db, k: LeaseKey & { activityType: string; startToCloseMs: number; step?: string }): Promise<void> {
+  await db.query({
+    name: 'lease-started',
+    text: `INSERT INTO activity_leases (job_id, run_id, activity_id, attempt, activity_type, deadline_at, step)
+           VALUES ($1, $2, $3, $4, $5, clock_timestamp() + $6 * interval '1 millisecond', $7)
+           ON CONFLICT DO NOTHING`,
+    values: [k.jobId, k.runId, k.activityId, k.attempt, k.activityType, k.startToCloseMs, k.step ?? null],
+  });
 }
 
 /** An attempt that ends keeps an earlier `lease_expired` verdict: it ended after it lost its lease. */
 export async function leaseEnded(db: Db, k: LeaseKey, outcome: 'completed' | 'failed' | 'cancelled'): Promise<void> {
-  await db.query(
-    `UPDATE activity_leases SET ended_at = clock_timestamp(), outcome = CASE WHEN outcome = 'lease_expired' THEN outcome ELSE $5 END
-      WHERE job_id = $1 AND run_id = $2 AND activity_id = $3 AND attempt = $4 AND ended_at IS NULL`,
-    [k.jobId, k.runId, k.activityId, k.attempt, outcome],
-  );
+  await db.query({
+    name: 'lease-ended',
+    text: `UPDATE activity_leases SET ended_at = clock_timestamp(), outcome = CASE WHEN outcome = 'lease_expired' THEN outcome ELSE $5 END
+            WHERE job_id = $1 AND run_id = $2 AND activity_id = $3 AND attempt = $4 AND ended_at IS NULL`,
+    values: [k.jobId, k.runId, k.activityId, k.attempt, outcome],
+  });
 }
 
-/** Called by attempt N for attempt N-1: no end recorded means its lease expired. Returns true when flagged now. */
-export async function flagLeaseExpired(db: Db, k: LeaseKey, heartbeatDetails: unknown): Promise<boolean> {
-  const r = await db.query(
+/**
+ * Called by attempt N for attempt N-1: no end recorded means its lease expired. Returns
+ * whether it was flagged now, and the step the lost attempt recorded at its start (the step
+ * in its heartbeat details wins; an attempt lost before its first heartbeat has none).
+ */
+export async function flagLeaseExpired(db: Db, k: LeaseKey, heartbeatDetails: unknown): Promise<{ flagged: boolean; step: string | null }> {
+  const r = await db.query<{ step: string | null }>(
     `UPDATE activity_leases SET outcome = 'lease_expired', expired_detected_at = clock_timestamp(), heartbeat_details = $5
-      WHERE job_id = $1 AND run_id = $2 AND activity_id = $3 AND attempt = $4 AND ended_at IS NULL AND outcome IS NULL`,
+      WHERE job_id = $1 AND run_id = $2 AND activity_id = $3 AND attempt = $4 AND ended_at IS NULL AND outcome IS NULL
+      RETURNING step`,
     [k.jobId, k.runId, k.activityId, k.attempt, heartbeatDetails === undefined ? null : JSON.stringify(heartbeatDetails)],
   );
-  return r.rowCount === 1;
+  return { flagged: r.rowCount === 1, step: r.rows[0]?.step ?? null };
 }
 
 // ---- retention ----

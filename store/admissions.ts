@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { Priority } from '../contract/job-types.js';
 import type { Db } from '../lib/db.js';
+import { SETTING_COLUMNS, toSetting, type DegradationSetting, type SettingRow } from './degradation.js';
 import { jobIsLive, olderThan } from './live-jobs.js';
 
 /** The admission ledger of ramped resumes (table admissions): one slot per job and round. */
@@ -27,6 +28,45 @@ export async function findReservation(db: Db, jobId: string, round: number): Pro
     round,
   ]);
   return r.rows[0];
+}
+
+export interface AdmissionFacts {
+  /** The job's status; undefined when its intent is not visible (yet). */
+  status: string | undefined;
+  setting: DegradationSetting;
+  reservation: Reservation | undefined;
+  /** Other jobs of this priority are still deferred: a new one queues behind them. */
+  othersDeferred: boolean;
+}
+
+/**
+ * Everything the degradation gate reads, in one statement (one round trip, one snapshot)
+ * instead of four: the job's status, the one-row setting, this round's reservation, and
+ * whether others of its priority are deferred (served by the partial index of migration 0018).
+ * An exception to one-statement-per-table: it only reads, and it is on every job's path.
+ */
+export async function admissionFacts(db: Db, jobId: string, round: number, priority: Priority): Promise<AdmissionFacts> {
+  const r = await db.query<
+    SettingRow & { status: string | null; slot_at: Date | null; admitted_at: Date | null; now: Date; others_deferred: boolean }
+  >({
+    name: 'admission-facts',
+    text: `SELECT i.status, ${SETTING_COLUMNS('s')}, a.slot_at, a.admitted_at, clock_timestamp() AS now,
+                  EXISTS (SELECT 1 FROM job_intents o WHERE o.status = 'deferred' AND o.priority = $3 AND o.job_id <> $1) AS others_deferred
+             FROM degradation_setting s
+             LEFT JOIN job_intents i ON i.job_id = $1
+             LEFT JOIN admissions a ON a.job_id = $1 AND a.round = $2
+            WHERE s.id = 1`,
+    values: [jobId, round, priority],
+  });
+  const row = r.rows[0]!;
+  return {
+    status: row.status ?? undefined,
+    setting: toSetting(row),
+    reservation: row.slot_at
+      ? { job_id: jobId, round, priority, slot_at: row.slot_at, admitted_at: row.admitted_at, now: row.now }
+      : undefined,
+    othersDeferred: row.others_deferred,
+  };
 }
 
 export async function lockAdmissions(tx: pg.PoolClient): Promise<void> {

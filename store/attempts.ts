@@ -22,10 +22,11 @@ export interface AttemptRecord {
 
 /** Every attempt leaves a row: stacked retries from a second layer would show up here. */
 export async function recordAttempt(db: pg.Pool | pg.PoolClient, a: AttemptRecord): Promise<void> {
-  await db.query(
-    `INSERT INTO job_attempts (job_id, step, attempt, outcome, error_class, status_code, delay_ms, started_at, delay_source)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-    [
+  await db.query({
+    name: 'record-attempt',
+    text: `INSERT INTO job_attempts (job_id, step, attempt, outcome, error_class, status_code, delay_ms, started_at, delay_source)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+    values: [
       a.jobId,
       a.step,
       a.attempt,
@@ -36,7 +37,7 @@ export async function recordAttempt(db: pg.Pool | pg.PoolClient, a: AttemptRecor
       a.startedAt,
       a.delaySource ?? null,
     ],
-  );
+  });
 }
 
 export async function attemptsForJob(db: pg.Pool, jobId: string): Promise<Array<AttemptRecord & { finishedAt: Date }>> {

@@ -1,5 +1,4 @@
-import type pg from 'pg';
-import { withTransaction } from '../lib/db.js';
+import type { Db } from '../lib/db.js';
 
 export interface SlotRequest {
   jobType: string;
@@ -7,42 +6,97 @@ export interface SlotRequest {
   holder: string;
   perTenant: number;
   global: number;
+  /** Cap across every job type and tenant (`CONCURRENCY_TOTAL`). Default: none. */
+  total?: number;
   ttlMs: number;
 }
 
-/**
- * Takes a slot if both caps allow it. Counting and inserting must be one atomic step, or
- * two workers could both see "1 of 2 used" and both take the last slot; a transaction-scoped
- * advisory lock per job type serialises the acquirers (releases and renewals need no lock).
- * Expired leases (their holder died) are swept first, so a dead worker's slot comes back.
- */
-export async function tryAcquireSlot(pool: pg.Pool, r: SlotRequest): Promise<string | null> {
-  return withTransaction(pool, async (tx) => {
-    await tx.query(`SELECT pg_advisory_xact_lock(hashtext('concurrency:' || $1))`, [r.jobType]);
-    await tx.query('DELETE FROM concurrency_leases WHERE job_type = $1 AND expires_at < now()', [r.jobType]);
-    const counts = await tx.query<{ tenant: number; total: number }>(
-      `SELECT count(*) FILTER (WHERE tenant_id = $2)::int AS tenant, count(*)::int AS total
-         FROM concurrency_leases WHERE job_type = $1`,
-      [r.jobType, r.tenantId],
-    );
-    const c = counts.rows[0]!;
-    if (c.tenant >= r.perTenant || c.total >= r.global) return null;
-    const ins = await tx.query<{ id: string }>(
-      `INSERT INTO concurrency_leases (job_type, tenant_id, holder, expires_at)
-       VALUES ($1, $2, $3, now() + ($4 || ' milliseconds')::interval) RETURNING id`,
-      [r.jobType, r.tenantId, r.holder, String(r.ttlMs)],
-    );
-    return ins.rows[0]!.id;
+/** The slot scopes a call needs, each with its cap: its tenant's, its job type's, and (when set) everyone's. */
+export function slotScopes(r: SlotRequest): Array<{ scope: string; cap: number }> {
+  const scopes = [
+    { scope: `type:${r.jobType}:tenant:${r.tenantId}`, cap: r.perTenant },
+    { scope: `type:${r.jobType}`, cap: r.global },
+  ];
+  if (r.total !== undefined) scopes.push({ scope: 'all', cap: r.total });
+  return scopes;
+}
+
+/** Scopes (with their cap) whose rows this process has created or seen: creating them once per process is enough. */
+const ensured = new Set<string>();
+
+/** Forgets the scopes this process created (the rows were deleted, e.g. by a test resetting the table). */
+export function forgetEnsuredSlots(): void {
+  ensured.clear();
+}
+
+/** Creates a scope's slot rows up to its cap; the acquisition calls it once per scope and cap. */
+export async function ensureSlots(db: Db, scope: string, cap: number): Promise<void> {
+  await db.query({
+    name: 'ensure-slots',
+    text: `INSERT INTO concurrency_slots (scope, n) SELECT $1, g FROM generate_series(1, $2::int) g ON CONFLICT DO NOTHING`,
+    values: [scope, cap],
   });
 }
 
-export async function renewSlot(pool: pg.Pool, id: string, ttlMs: number): Promise<void> {
-  await pool.query(`UPDATE concurrency_leases SET expires_at = now() + ($2 || ' milliseconds')::interval WHERE id = $1`, [
-    id,
-    String(ttlMs),
-  ]);
+/**
+ * Takes one free slot in each scope, or none, in one statement. Each scope's free slot is
+ * locked with FOR UPDATE SKIP LOCKED: acquirers of the same scope take different rows instead
+ * of queueing behind one lock, and nothing serialises different job types or tenants. Only
+ * when every scope yielded a slot is the lease inserted and the slots pointed at it; otherwise
+ * the statement changes nothing and its row locks end with it (the caller waits and retries;
+ * a slot locked by an acquirer that then failed reads as taken for that instant only). A slot
+ * whose lease expired (its worker died) is taken over, and that lease row is deleted.
+ * Returns the lease ID, or null when a cap is reached.
+ */
+export async function tryAcquireSlot(db: Db, r: SlotRequest): Promise<string | null> {
+  const scopes = slotScopes(r);
+  for (const s of scopes) {
+    const key = `${s.scope}\u0000${s.cap}`;
+    if (ensured.has(key)) continue;
+    await ensureSlots(db, s.scope, s.cap);
+    ensured.add(key);
+  }
+  const res = await db.query<{ id: string }>({
+    name: `acquire-slots-${scopes.length}`,
+    text: `WITH want AS (SELECT * FROM unnest($1::text[], $2::int[]) AS w(scope, cap)),
+                pick AS (
+                  SELECT f.* FROM want w, LATERAL (
+                    SELECT c.scope, c.n, c.lease_id AS old FROM concurrency_slots c
+                     WHERE c.scope = w.scope AND c.n <= w.cap AND (c.lease_id IS NULL OR c.expires_at < now())
+                     ORDER BY c.n LIMIT 1
+                       FOR UPDATE SKIP LOCKED) f),
+                lease AS (
+                  INSERT INTO concurrency_leases (job_type, tenant_id, holder, expires_at)
+                  SELECT $3, $4, $5, now() + $6 * interval '1 millisecond'
+                   WHERE (SELECT count(*) FROM pick) = ${scopes.length}
+                  RETURNING id, expires_at),
+                take AS (
+                  UPDATE concurrency_slots c SET lease_id = lease.id, expires_at = lease.expires_at FROM lease, pick
+                   WHERE c.scope = pick.scope AND c.n = pick.n
+                  RETURNING pick.old),
+                expired AS (DELETE FROM concurrency_leases d WHERE d.id IN (SELECT old FROM take WHERE old IS NOT NULL))
+           SELECT id::text AS id FROM lease`,
+    values: [scopes.map((s) => s.scope), scopes.map((s) => s.cap), r.jobType, r.tenantId, r.holder, r.ttlMs],
+  });
+  return res.rows[0]?.id ?? null;
 }
 
-export async function releaseSlot(pool: pg.Pool, id: string): Promise<void> {
-  await pool.query('DELETE FROM concurrency_leases WHERE id = $1', [id]);
+/** Renews every lease a worker holds, and their slots, in one statement (one commit per tick, not per call). */
+export async function renewSlots(db: Db, ids: string[], ttlMs: number): Promise<void> {
+  await db.query({
+    name: 'renew-slots',
+    text: `WITH slots AS (UPDATE concurrency_slots SET expires_at = now() + $2 * interval '1 millisecond' WHERE lease_id = ANY($1::bigint[]))
+           UPDATE concurrency_leases SET expires_at = now() + $2 * interval '1 millisecond' WHERE id = ANY($1::bigint[])`,
+    values: [ids, ttlMs],
+  });
+}
+
+/** Frees the lease and its slots in one statement (inside the effect's success transaction, or alone). */
+export async function releaseSlot(db: Db, id: string): Promise<void> {
+  await db.query({
+    name: 'release-slot',
+    text: `WITH gone AS (DELETE FROM concurrency_leases WHERE id = $1::bigint)
+           UPDATE concurrency_slots SET lease_id = NULL, expires_at = NULL WHERE lease_id = $1::bigint`,
+    values: [id],
+  });
 }

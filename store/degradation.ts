@@ -45,7 +45,7 @@ export interface FallbackSince {
   by: string;
 }
 
-interface SettingRow {
+export interface SettingRow {
   paused_priorities: Priority[];
   paused_since: Partial<Record<Priority, string>>;
   recovery_rate_per_minute: number;
@@ -57,7 +57,7 @@ interface SettingRow {
   ramp_halted: RampHalt | null;
 }
 
-const toSetting = (r: SettingRow): DegradationSetting => ({
+export const toSetting = (r: SettingRow): DegradationSetting => ({
   pausedPriorities: r.paused_priorities,
   pausedSince: r.paused_since,
   recoveryRatePerMinute: r.recovery_rate_per_minute,
@@ -68,6 +68,12 @@ const toSetting = (r: SettingRow): DegradationSetting => ({
   updatedBy: r.updated_by,
   updatedAt: r.updated_at.toISOString(),
 });
+
+/** The setting's columns, for hot-path statements that read it beside their own row (`SettingRow`). */
+export const SETTING_COLUMNS = (alias: string): string =>
+  ['paused_priorities', 'paused_since', 'recovery_rate_per_minute', 'updated_by', 'updated_at', 'fallback_job_types', 'fallback_since']
+    .map((c) => `${alias}.${c}`)
+    .join(', ');
 
 export async function getSetting(db: Db): Promise<DegradationSetting> {
   const r = await db.query<SettingRow>('SELECT * FROM degradation_setting WHERE id = 1');

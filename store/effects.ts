@@ -33,8 +33,9 @@ export async function beginEffect(
 ): Promise<EffectRow | undefined> {
   // The CTE reads the row as it was before this statement: we need the old `in_doubt`
   // while setting it again for the call this attempt is about to make.
-  const r = await db.query<EffectRow>(
-    `WITH before AS (SELECT in_doubt FROM effects WHERE effect_key = $1)
+  const r = await db.query<EffectRow>({
+    name: 'begin-effect',
+    text: `WITH before AS (SELECT in_doubt FROM effects WHERE effect_key = $1)
      INSERT INTO effects (effect_key, job_id, tenant_id, step, request_hash, attempts)
      VALUES ($1, $2, $3, $4, $5, 1)
      ON CONFLICT (effect_key) DO UPDATE
@@ -42,8 +43,8 @@ export async function beginEffect(
             in_doubt = effects.state = 'pending'
       WHERE ${notSuperseded(6)}
      RETURNING *, (xmax = 0) AS inserted, coalesce((SELECT in_doubt FROM before), false) AS was_in_doubt`,
-    [e.effectKey, e.jobId, e.tenantId, e.step, e.requestHash, ...fenceParams(fence)],
-  );
+    values: [e.effectKey, e.jobId, e.tenantId, e.step, e.requestHash, ...fenceParams(fence)],
+  });
   // No row: a newer attempt of this activity has started; this one must not claim the effect.
   return r.rows[0];
 }
@@ -64,12 +65,13 @@ export async function recordEffectSuccess(
   result: unknown,
   fence?: AttemptFence,
 ): Promise<boolean> {
-  const r = await db.query(
-    `UPDATE effects SET state = 'succeeded', in_doubt = false, provider_request_id = coalesce($2, provider_request_id),
-            provider_id = coalesce($3, provider_id), result = $4, updated_at = now()
-      WHERE effect_key = $1 AND ${notSuperseded(5)}`,
-    [effectKey, providerRequestId, providerId, JSON.stringify(result), ...fenceParams(fence)],
-  );
+  const r = await db.query({
+    name: 'record-effect-success',
+    text: `UPDATE effects SET state = 'succeeded', in_doubt = false, provider_request_id = coalesce($2, provider_request_id),
+                  provider_id = coalesce($3, provider_id), result = $4, updated_at = now()
+            WHERE effect_key = $1 AND ${notSuperseded(5)}`,
+    values: [effectKey, providerRequestId, providerId, JSON.stringify(result), ...fenceParams(fence)],
+  });
   return r.rowCount === 1;
 }
 

@@ -2,6 +2,7 @@ import type { Upstream } from './effects.js';
 import type { JobState, Priority } from '../contract/job-types.js';
 import { fenceParams, notSuperseded, type AttemptFence } from './fence.js';
 import type { Db } from '../lib/db.js';
+import { SETTING_COLUMNS, toSetting, type DegradationSetting, type SettingRow } from './degradation.js';
 
 export interface IntentRow {
   job_id: string;
@@ -122,6 +123,54 @@ export async function markRunning(
   return r.rowCount === 1;
 }
 
+export interface AttemptStart {
+  /** Whether the status write landed (false: a newer attempt superseded this one, or the job finished). */
+  marked: boolean;
+  /** The intent exists (false only in the intake's delete-and-reinsert race). */
+  found: boolean;
+  /** The job's input, when asked for. */
+  input: unknown;
+  /** The degradation setting as this attempt starts (its fallback decision). */
+  setting: DegradationSetting;
+}
+
+/**
+ * An attempt's first statement: `markRunning` (same rules, no slot wait) and, in the same
+ * round trip, the input (only when the step asks for it: it may be 256 KiB) and the one-row
+ * degradation setting the attempt decides its upstream by. The CTE's update does not change
+ * what the outer SELECT reads (input and setting are not touched by it). An exception to one
+ * statement per table, kept here since the row it writes is this table's; a named statement
+ * since every attempt runs it.
+ */
+export async function startAttempt(
+  db: Db,
+  jobId: string,
+  attempt: number,
+  fence: AttemptFence | undefined,
+  withInput: boolean,
+): Promise<AttemptStart> {
+  const r = await db.query<SettingRow & { marked: boolean; found: boolean; input: unknown }>({
+    name: 'start-attempt',
+    text: `WITH upd AS (
+             UPDATE job_intents
+                SET attempts = greatest(attempts, $2),
+                    status = CASE WHEN status IN ${TERMINAL} THEN status ELSE 'running' END,
+                    status_reason = CASE WHEN status IN ${TERMINAL} THEN status_reason END,
+                    next_attempt_at = CASE WHEN status IN ${TERMINAL} THEN next_attempt_at END,
+                    first_started_at = CASE WHEN status IN ${TERMINAL} THEN first_started_at ELSE coalesce(first_started_at, now()) END,
+                    updated_at = now()
+              WHERE job_id = $1 AND (status NOT IN ${TERMINAL} OR attempts < $2) AND ${notSuperseded(3)}
+              RETURNING 1)
+           SELECT EXISTS (SELECT 1 FROM upd) AS marked, i.job_id IS NOT NULL AS found,
+                  CASE WHEN $7::boolean THEN i.input END AS input, ${SETTING_COLUMNS('s')}
+             FROM degradation_setting s LEFT JOIN job_intents i ON i.job_id = $1
+            WHERE s.id = 1`,
+    values: [jobId, attempt, ...fenceParams(fence), withInput],
+  });
+  const row = r.rows[0]!;
+  return { marked: row.marked, found: row.found, input: row.input, setting: toSetting(row) };
+}
+
 /**
  * At the end of each attempt that ran (success or failure): adds its execution span, which
  * begins when the attempt could run (after any slot wait) and ends now. Back-offs between
@@ -130,11 +179,12 @@ export async function markRunning(
 export async function addExecutionSpan(db: Db, jobId: string, spanMs: number, attemptStartedAt: Date): Promise<void> {
   // Not for an attempt that started after the job had finished (its completion was lost and
   // it reused the stored result): the job's execution time was already complete.
-  await db.query(
-    `UPDATE job_intents SET execution_ms = coalesce(execution_ms, 0) + $2
-      WHERE job_id = $1 AND (finished_at IS NULL OR finished_at >= $3)`,
-    [jobId, Math.max(0, Math.round(spanMs)), attemptStartedAt],
-  );
+  await db.query({
+    name: 'add-execution-span',
+    text: `UPDATE job_intents SET execution_ms = coalesce(execution_ms, 0) + $2
+            WHERE job_id = $1 AND (finished_at IS NULL OR finished_at >= $3)`,
+    values: [jobId, Math.max(0, Math.round(spanMs)), attemptStartedAt],
+  });
 }
 
 /** Waiting for a concurrency slot: visible as queued with the reason, never as failing. */
@@ -188,8 +238,9 @@ export async function writeResultFenced(
   result: unknown,
   notificationState: 'pending' | null,
 ): Promise<boolean> {
-  const r = await db.query(
-    `UPDATE job_intents
+  const r = await db.query({
+    name: 'write-result-fenced',
+    text: `UPDATE job_intents
         SET result_fence = $2,
             result = CASE WHEN status = 'succeeded' THEN result ELSE $3 END,
             notification_state = CASE WHEN status = 'succeeded' THEN notification_state ELSE $4 END,
@@ -197,8 +248,8 @@ export async function writeResultFenced(
             updated_at = CASE WHEN status = 'succeeded' THEN updated_at ELSE now() END,
             status = 'succeeded', status_reason = NULL, next_attempt_at = NULL
       WHERE job_id = $1 AND result_fence < $2 AND status NOT IN ('dead_lettered', 'cancelled')`,
-    [jobId, fence, JSON.stringify(result), notificationState],
-  );
+    values: [jobId, fence, JSON.stringify(result), notificationState],
+  });
   return r.rowCount === 1;
 }
 

@@ -19,7 +19,7 @@ if (!config.databaseUrl || !config.temporalAddress || !config.providerUrl) {
   log.fatal('a standalone worker needs DATABASE_URL, TEMPORAL_ADDRESS and PROVIDER_URL (npm start sets them for its own workers)');
   process.exit(2);
 }
-const pool = createPool(config.databaseUrl, log);
+const pool = createPool(config.databaseUrl, log, config.tuning.pgPoolSize);
 // The SDK's Runtime would install its own SIGINT/SIGTERM handlers (Runtime.install's default
 // `shutdownSignals`) beside ours; one owner of the signals decides when the process exits.
 Runtime.install({ shutdownSignals: [] });
@@ -37,6 +37,12 @@ const worker = await createWorker({
   jobBudgets: config.jobBudgets,
   identity: `${process.pid}@${hostname()}`,
   shutdownGraceMs: config.workerShutdownGraceSeconds * 1000,
+  concurrencyTotal: config.tuning.concurrencyTotal,
+  maxConcurrentActivityTaskExecutions: config.tuning.activitySlots,
+  maxConcurrentWorkflowTaskExecutions: config.tuning.workflowSlots,
+  maxCachedWorkflows: config.tuning.cachedWorkflows,
+  maxConcurrentWorkflowTaskPolls: config.tuning.workflowPollers,
+  maxConcurrentActivityTaskPolls: config.tuning.activityPollers,
 });
 // run() resolves once the worker has stopped polling and every in-flight task finished (or
 // was cancelled at the grace deadline); only then may the process exit. Exiting as soon as

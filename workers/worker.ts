@@ -66,8 +66,17 @@ export interface WorkerOptions {
   /** Overrides of each job type's own limits (config `CONCURRENCY_LIMITS`). Default none. */
   concurrencyLimits?: Partial<Record<JobType, Partial<ConcurrencyLimits>>>;
   workflowBundle?: WorkflowBundleOption;
-  /** Concurrent activity attempts per worker. Default 50. */
+  /** Concurrent activity attempts per worker (`WORKER_ACTIVITY_SLOTS`). Default 50. */
   maxConcurrentActivityTaskExecutions?: number;
+  /** Concurrent workflow tasks per worker (`WORKER_WORKFLOW_SLOTS`). Default: the SDK's (40). */
+  maxConcurrentWorkflowTaskExecutions?: number | undefined;
+  /** Sticky workflow cache size (`WORKER_CACHED_WORKFLOWS`). Default: the SDK's (from the heap size). */
+  maxCachedWorkflows?: number | undefined;
+  /** Concurrent workflow / activity task polls (`WORKER_WORKFLOW_POLLERS`, `WORKER_ACTIVITY_POLLERS`). Default: the SDK's. */
+  maxConcurrentWorkflowTaskPolls?: number | undefined;
+  maxConcurrentActivityTaskPolls?: number | undefined;
+  /** Cap on upstream calls across every job type and tenant (`CONCURRENCY_TOTAL`). Default: none. */
+  concurrencyTotal?: number | undefined;
   identity?: string;
   /** Budget overrides (`JOB_BUDGETS`) for jobs that schedules and the scan start. Default none. */
   jobBudgets?: JobBudgets;
@@ -95,7 +104,17 @@ export async function createWorker(o: WorkerOptions): Promise<Worker> {
     limits,
     fallbackProvider: o.fallbackProviderUrl ? createProvider(o.fallbackProviderUrl) : undefined,
     jobBudgets: o.jobBudgets,
+    totalConcurrency: o.concurrencyTotal,
   });
+  // Only the options that were given: the native bridge refuses explicit undefineds.
+  const tuning = Object.fromEntries(
+    Object.entries({
+      maxConcurrentWorkflowTaskExecutions: o.maxConcurrentWorkflowTaskExecutions,
+      maxCachedWorkflows: o.maxCachedWorkflows,
+      maxConcurrentWorkflowTaskPolls: o.maxConcurrentWorkflowTaskPolls,
+      maxConcurrentActivityTaskPolls: o.maxConcurrentActivityTaskPolls,
+    }).filter(([, v]) => v !== undefined),
+  );
   return Worker.create({
     connection: o.connection,
     namespace: o.namespace,
@@ -104,6 +123,7 @@ export async function createWorker(o: WorkerOptions): Promise<Worker> {
     activities,
     ...(o.identity ? { identity: o.identity } : {}),
     maxConcurrentActivityTaskExecutions: o.maxConcurrentActivityTaskExecutions ?? 50,
+    ...tuning,
     // A SIGTERM (a deploy) stops polling at once; in-flight attempts finish within the grace
     // time instead of being abandoned to a heartbeat timeout and a second attempt. At the
     // deadline the SDK cancels them (reason WORKER_SHUTDOWN), and they record why they stopped.

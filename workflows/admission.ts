@@ -1,4 +1,4 @@
-import { condition, proxyActivities, setHandler, sleep } from '@temporalio/workflow';
+import { condition, patched, proxyActivities, proxyLocalActivities, setHandler, sleep } from '@temporalio/workflow';
 import type { SystemActivities } from '../activities/index.js';
 import type { StepArgs } from '../contract/job-types.js';
 import { degradationChangedSignal } from '../contract/messages.js';
@@ -25,10 +25,15 @@ export function deferralPollMs(previousMs: number | null, deferredForMs: number)
  */
 export async function admissionGate(args: StepArgs, phase: (state: 'deferred' | 'running', detail: string) => void): Promise<void> {
   // Bookkeeping-style options: short, retried until Postgres answers (the check is idempotent).
-  const gate = proxyActivities<SystemActivities>({
-    ...BOOKKEEPING_OPTIONS,
-    summary: 'degradation gate: is this priority admitted?',
-  });
+  // A local activity (patched: older runs replay their scheduled activity): the check runs in
+  // the workflow task that follows, so the first step is scheduled in the same completion,
+  // which saves a workflow task and an activity task per job. Re-running it after a lost
+  // workflow task is harmless (reads plus idempotent `markDeferred`/`markAdmitted`), and every
+  // wait stays a durable timer in the workflow.
+  const summary = 'degradation gate: is this priority admitted?';
+  const gate = patched('admission-local-activity')
+    ? proxyLocalActivities<SystemActivities>({ ...BOOKKEEPING_OPTIONS, summary })
+    : proxyActivities<SystemActivities>({ ...BOOKKEEPING_OPTIONS, summary });
   let nudged = false;
   setHandler(degradationChangedSignal, () => {
     nudged = true;

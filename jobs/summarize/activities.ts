@@ -14,16 +14,22 @@ export interface StepOutcome {
 export function createSummarizeActivities(deps: ActivityDeps) {
   return {
     async summarizeText(args: StepArgs): Promise<StepOutcome> {
-      return runStep(deps, args, 'summarize', async (ctx) => {
-        const input = await ctx.input<JobInput<typeof summarize>>();
-        const e = await ctx.effect(summarize.step('summarize'), '/v1/summaries', { text: input.text });
-        const result = { summary: e.response.summary, providerId: e.providerId, providerRequestId: e.providerRequestId };
-        const notification = input.notifyEmail
-          ? { kind: 'email', payload: { to: input.notifyEmail, subject: 'Your summary is ready', body: `Job ${args.jobId} succeeded.` } }
-          : undefined;
-        const resultStored = await completeWithOutbox(deps, ctx, result, notification);
-        return { resultStored, notify: notification !== undefined };
-      });
+      return runStep(
+        deps,
+        args,
+        'summarize',
+        async (ctx) => {
+          const input = await ctx.input<JobInput<typeof summarize>>();
+          const e = await ctx.effect(summarize.step('summarize'), '/v1/summaries', { text: input.text });
+          const result = { summary: e.response.summary, providerId: e.providerId, providerRequestId: e.providerRequestId };
+          const notification = input.notifyEmail
+            ? { kind: 'email', payload: { to: input.notifyEmail, subject: 'Your summary is ready', body: `Job ${args.jobId} succeeded.` } }
+            : undefined;
+          const resultStored = await completeWithOutbox(deps, ctx, result, notification);
+          return { resultStored, notify: notification !== undefined };
+        },
+        { prefetchInput: true },
+      );
     },
   };
 }

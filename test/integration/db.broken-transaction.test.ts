@@ -69,10 +69,11 @@ describe('withTransaction when its Postgres session ends', () => {
 
   it('a slot acquisition whose session ends mid-query fails as a connection error, and the next one takes the slot', async () => {
     const req = { jobType: `t-${Date.now()}`, tenantId: 'a', holder: 'h', perTenant: 1, global: 1, ttlMs: 15_000 };
-    // Hold the job type's advisory lock so the acquisition blocks inside its transaction, then end its session.
+    // Lock the slot table so the acquisition blocks inside its statement, then end its session.
+    // (Acquirers take no lock of their own any more: slot rows are taken with SKIP LOCKED.)
     const blocker = await pool.connect();
     await blocker.query('BEGIN');
-    await blocker.query(`SELECT pg_advisory_xact_lock(hashtext('concurrency:' || $1))`, [req.jobType]);
+    await blocker.query('LOCK TABLE concurrency_slots IN ACCESS EXCLUSIVE MODE');
     const waiting = tryAcquireSlot(pool, req).then(
       () => undefined,
       (e: unknown) => e,
@@ -81,7 +82,7 @@ describe('withTransaction when its Postgres session ends', () => {
       async () =>
         (
           await admin.query<{ pid: number }>(
-            `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%pg_advisory_xact_lock%'`,
+            `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%concurrency_slots%'`,
           )
         ).rows[0],
     );

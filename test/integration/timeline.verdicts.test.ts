@@ -150,7 +150,11 @@ describe('GET /v1/admin/jobs/{jobId}/timeline', () => {
       const t = await verdictMatching(jobId, /^deferred at claim for /);
       expect(t.verdict.words).toMatch(/: low-priority work is paused by alice since .*; it resumes at \d+\/min once the pause is lifted$/);
       expect(t.events.map((e: any) => e.event)).toEqual(expect.arrayContaining(['low priority paused by alice', 'deferred']));
-      const gate = t.events.find((e: any) => e.event === 'activity completed: checkAdmission');
+      // The gate is a local activity: its marker reaches the history when the workflow task that
+      // ran it completes, a moment after its `deferred` row (which the verdict reads) committed.
+      const gate = (await withEvents(jobId, ['activity completed: checkAdmission'])).events.find(
+        (e: any) => e.event === 'activity completed: checkAdmission',
+      );
       expect(gate.detail).toMatch(/^defer: low-priority work is paused by alice/);
       expect((await h.api(`/v1/jobs/${jobId}`)).body.nextStep).toBe('admitted once its priority is resumed, at the recovery rate');
       expect((await admin('/v1/admin/degradation', { method: 'PUT', body: { pausedPriorities: [] } })).status).toBe(200);
