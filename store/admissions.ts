@@ -42,7 +42,7 @@ export interface AdmissionFacts {
 /**
  * Everything the degradation gate reads, in one statement (one round trip, one snapshot)
  * instead of four: the job's status, the one-row setting, this round's reservation, and
- * whether others of its priority are deferred (served by the partial index of migration 0018).
+ * whether others of its priority are deferred (served by the partial index of migration 0016).
  * An exception to one-statement-per-table: it only reads, and it is on every job's path.
  */
 export async function admissionFacts(db: Db, jobId: string, round: number, priority: Priority): Promise<AdmissionFacts> {
