@@ -3,6 +3,7 @@ import { createActivities } from '../../activities/index.js';
 import { createProvider } from '../../activities/provider.js';
 import type { StepArgs } from '../../contract/job-types.js';
 import { defaultJobRegistry } from '../../jobs/index.js';
+import { jitterWindowMs, MIN_RETRY_DELAY_MS } from '../../lib/retry.js';
 import type { StepOutcome, SummarizeActivities } from '../../jobs/summarize/activities.js';
 import { attemptsForJob } from '../../store/attempts.js';
 import type { DrillStack } from './stack.js';
@@ -198,7 +199,10 @@ export const retries: DrillItem = {
     const delays = (await attemptsForJob(s.pool, transient.body.jobId))
       .filter((a) => a.outcome === 'retryable')
       .map((a) => ({ n: a.attempt, d: a.delayMs ?? -1 }));
-    const bounded = delays.every(({ n, d }) => d >= 250 && d <= Math.min(budget.backoffCapMs, budget.backoffBaseMs * 2 ** n));
+    // Full jitter over the product's own window (lib/retry.ts: at least 5 s wide, so jobs that
+    // fail together do not retry in the same second), starting at the floor.
+    const window = (n: number) => jitterWindowMs(n, { baseMs: budget.backoffBaseMs, capMs: budget.backoffCapMs });
+    const bounded = delays.every(({ n, d }) => d >= MIN_RETRY_DELAY_MS && d <= window(n));
     check(delays.length === 3 && bounded, `503 backoff delays ${JSON.stringify(delays)}`);
 
     const permanent: string[] = [];
