@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_KEY, startHarness, uid, type Harness } from '../support/harness.js';
+import { ADMIN_KEY, startHarness, uid, waitFor, type Harness } from '../support/harness.js';
 
 let h: Harness;
 beforeAll(async () => {
@@ -95,6 +95,12 @@ describe('a stale result, only on request and always labelled', () => {
 
   it('a retrying job shows the labelled stale result; once it succeeds, only its own result', async () => {
     expect((await pause([])).status).toBe(200);
+    // The low jobs deferred above are admitted now: let them finish first, or their upstream
+    // calls take this job's two 503s and it never retries (CI saw that once).
+    await waitFor('the jobs deferred earlier to finish', async () => {
+      const r = await h.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM job_intents WHERE finished_at IS NULL`);
+      return r.rows[0]!.n === 0;
+    });
     await h.simFault({ path: '/v1/summaries', times: 2, status: 503, retryAfter: '3' });
     const r = await h.submit('summarize', { text });
     const retrying = await h.waitForStatus(r.body.jobId, 'retrying');

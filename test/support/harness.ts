@@ -74,7 +74,12 @@ export async function createTestDatabase(name: string, base = inject('databaseUr
   return url.toString();
 }
 
-export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 60_000, everyMs = 200): Promise<T> {
+export async function waitFor<T>(
+  what: string | (() => string),
+  fn: () => Promise<T | undefined | false>,
+  timeoutMs = 60_000,
+  everyMs = 200,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -85,7 +90,9 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
       last = err;
     }
     if (Date.now() > deadline)
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${typeof what === 'string' ? what : what()}${last ? `: ${(last as Error).message}` : ''}`,
+      );
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
@@ -241,7 +248,7 @@ export async function startHarness(
       const want = Array.isArray(status) ? status : [status];
       let last: unknown;
       return waitFor(
-        `job ${jobId} to reach ${want.join('|')} (last: ${JSON.stringify(last)})`,
+        () => `job ${jobId} to reach ${want.join('|')} (last: ${JSON.stringify(last)})`,
         async () => {
           const r = await h.api(`/v1/jobs/${jobId}`, { tenant });
           last = r.body?.status;
