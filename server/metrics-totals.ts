@@ -2,6 +2,7 @@
 // monotonic, the same in every API process, so `rate()` and `increase()` work.
 import { Counter, type Metric, type Registry } from 'prom-client';
 import type pg from 'pg';
+import { cachedRead } from '../lib/cached-read.js';
 import type { Logger } from '../lib/logger.js';
 import { collectTotals, HISTOGRAMS, SCAN_REPAIR_KINDS, TIME_BUCKETS, TOTAL_METRICS, type TotalRow } from '../services/metric-totals.js';
 
@@ -46,26 +47,10 @@ export function registerTotalMetrics(
 ): void {
   // Reused by the scrapes of the next second (`AppDeps.metricsCacheMs`, default 1000 ms).
   const cacheMs = deps.cacheMs ?? 1_000;
-  // A pending read is shared (the families of one scrape collect at once), so 0 still means one read per scrape.
-  let cached: { at: number; p: Promise<TotalRow[]>; settled?: boolean } | undefined;
-  const totals = () => {
-    if (!cached || (cached.settled && Date.now() - cached.at >= cacheMs)) {
-      cached = {
-        at: Date.now(),
-        p: collectTotals(deps.pool, {}, (e) => deps.log.warn({ err: e.message }, 'could not advance the metric checkpoint')),
-      };
-      const mine = cached;
-      mine.p.then(
-        () => {
-          mine.settled = true;
-        },
-        () => {
-          if (cached === mine) cached = undefined;
-        },
-      );
-    }
-    return cached.p;
-  };
+  const totals = cachedRead(
+    () => collectTotals(deps.pool, {}, (e) => deps.log.warn({ err: e.message }, 'could not advance the metric checkpoint')),
+    cacheMs,
+  );
   for (const [key, name] of Object.entries(TOTAL_METRICS) as Array<[keyof typeof TOTAL_METRICS, string]>) {
     new Counter({
       name,

@@ -1,5 +1,6 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { JobType } from '../contract/job-types.js';
+import { cachedRead } from '../lib/cached-read.js';
 import type { Logger } from '../lib/logger.js';
 import { addIntakeRejections } from '../store/health.js';
 import { lastScanRunAt } from '../store/scan-runs.js';
@@ -277,23 +278,7 @@ export function registerHealthMetrics(
   deps: HealthDeps & { log: Logger; fallbackTypes: readonly JobType[]; cacheMs?: number | undefined },
 ): HealthMetrics {
   const cacheMs = deps.cacheMs ?? SCRAPE_CACHE_MS;
-  // A pending read is shared (the families of one scrape collect at once), so 0 still means one read per scrape.
-  let cached: { at: number; p: Promise<QueueHealth>; settled?: boolean } | undefined;
-  const snapshot = () => {
-    if (!cached || (cached.settled && Date.now() - cached.at >= cacheMs)) {
-      cached = { at: Date.now(), p: flushRejections().then(() => collectQueueHealth(deps)) };
-      const mine = cached;
-      mine.p.then(
-        () => {
-          mine.settled = true;
-        },
-        () => {
-          if (cached === mine) cached = undefined;
-        },
-      );
-    }
-    return cached.p;
-  };
+  const snapshot = cachedRead(() => flushRejections().then(() => collectQueueHealth(deps)), cacheMs);
   new Gauge({
     name: 'durable_jobs_health_up',
     help: '1 when the health figures could be read from Postgres.',
