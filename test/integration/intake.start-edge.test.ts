@@ -79,6 +79,17 @@ describe('intake: a start whose outcome the client did not hear', () => {
   });
 });
 
+/** The real retention cleanup, with the job finished 40 days ago (past the 30-day period). */
+async function retireFinishedJob(jobId: string): Promise<RetentionReport> {
+  await h.pool.query(`UPDATE job_intents SET finished_at = now() - interval '40 days' WHERE job_id = $1`, [jobId]);
+  const retention = loadConfig({}, { jobTypes: defaultJobRegistry.names, mode: 'dev' }).retention;
+  return (await h.temporal.workflow.execute('retentionCleanup', {
+    taskQueue: h.taskQueue,
+    workflowId: `retention-${uid()}`,
+    args: [{ days: retention.days, batchSize: retention.batchSize }],
+  })) as RetentionReport;
+}
+
 describe('intake: a key whose earlier job retention deleted', () => {
   it('starts a new run under the same job ID instead of claiming a start that did not happen', async () => {
     const key = `reused-after-retention-${uid()}`;
@@ -91,13 +102,7 @@ describe('intake: a key whose earlier job retention deleted', () => {
 
     // The real retention cleanup, with the job finished 40 days ago (past the 30-day period):
     // the job's rows go, its closed run stays in Temporal (the namespace's own retention).
-    await h.pool.query(`UPDATE job_intents SET finished_at = now() - interval '40 days' WHERE job_id = $1`, [jobId]);
-    const retention = loadConfig({}, { jobTypes: defaultJobRegistry.names, mode: 'dev' }).retention;
-    const report = (await h.temporal.workflow.execute('retentionCleanup', {
-      taskQueue: h.taskQueue,
-      workflowId: `retention-${uid()}`,
-      args: [{ days: retention.days, batchSize: retention.batchSize }],
-    })) as RetentionReport;
+    const report = await retireFinishedJob(jobId);
     expect(report.job_intents).toBe(1);
     expect(await intentOf(jobId)).toBeUndefined();
 
@@ -118,13 +123,7 @@ describe('intake: a key whose earlier job retention deleted', () => {
     await h.waitForStatus(jobId, 'succeeded');
     await h.temporal.workflow.getHandle(jobId).result();
     const firstRun = (await h.temporal.workflow.getHandle(jobId).describe()).runId;
-    await h.pool.query(`UPDATE job_intents SET finished_at = now() - interval '40 days' WHERE job_id = $1`, [jobId]);
-    const retention = loadConfig({}, { jobTypes: defaultJobRegistry.names, mode: 'dev' }).retention;
-    await h.temporal.workflow.execute('retentionCleanup', {
-      taskQueue: h.taskQueue,
-      workflowId: `retention-${uid()}`,
-      args: [{ days: retention.days, batchSize: retention.batchSize }],
-    });
+    await retireFinishedJob(jobId);
     // What a lost start of the new submission leaves: its intent, committed, never started
     // (created 30 minutes on, so it is clearly younger than the closed run; the scan runs "in an hour").
     await insertIntent(h.pool, {
