@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import type pg from 'pg';
 import { withTransaction } from '../lib/db.js';
+import { execution } from '../lib/temporal.js';
 import type { Logger } from '../lib/logger.js';
 import {
   deadLetterForJob,
@@ -175,13 +176,16 @@ export function createDeadLetterActivities(deps: DeadLetterDeps) {
    * Claims one dead letter for a replay and creates the new job execution
    * `<jobId>-replay-<n>` (its own intent row: no key, input copied, linked by replay_of).
    * Idempotent per replay request: a retried call returns the job it already created.
-   * `takeOverFrom`: a closed replay request this one re-sends; a dead letter it left
-   * `replaying` is taken over with its replay job (started if it never was, else awaited).
+   * `takeOver` (the fast path's callers, which can await a job started by someone else): a
+   * dead letter left `replaying` by a closed replay request (`takeOverFrom` names the one the
+   * request re-sends; any other is described first) is taken over with its replay job,
+   * started if it never was, else awaited.
    */
   async function prepareReplay(a: {
     deadLetterId: string;
     replayId: string;
     actor: string;
+    takeOver?: boolean;
     takeOverFrom?: string;
   }): Promise<ReplayPreparation> {
     return withTransaction(deps.pool, async (tx) => {
@@ -201,18 +205,29 @@ export function createDeadLetterActivities(deps: DeadLetterDeps) {
           args: { ...args, jobId: dl.replay_job_id, effectScope: dl.job_id },
         };
       }
-      if (dl.state === 'replaying' && a.takeOverFrom && dl.replay_job_id && (await takeOverReplay(tx, dl.id, a.takeOverFrom, a.replayId))) {
+      // The request names the closed replay it re-sends; a dead letter it did not know was
+      // held (a closed replay's late prepare can commit after the request read it as `open`:
+      // Temporal does not stop a terminated workflow's running activities) is taken over too,
+      // once its holder is seen closed.
+      const heldJob = a.takeOver && dl.state === 'replaying' && dl.replay_id !== a.replayId ? dl.replay_job_id : null;
+      const from =
+        heldJob &&
+        dl.replay_id &&
+        (a.takeOverFrom === dl.replay_id || (await execution(Context.current().client, dl.replay_id)).kind !== 'running')
+          ? dl.replay_id
+          : undefined;
+      if (heldJob && from && (await takeOverReplay(tx, dl.id, from, a.replayId))) {
         await insertAction(tx, {
           deadLetterId: dl.id,
           action: 'replay_taken_over',
           actor: a.actor,
-          details: { replayId: a.replayId, from: a.takeOverFrom, replayJobId: dl.replay_job_id },
+          details: { replayId: a.replayId, from, replayJobId: heldJob },
         });
         return {
           kind: 'start',
-          replayJobId: dl.replay_job_id,
+          replayJobId: heldJob,
           workflowType,
-          args: { ...args, jobId: dl.replay_job_id, effectScope: dl.job_id },
+          args: { ...args, jobId: heldJob, effectScope: dl.job_id },
           takenOver: true,
         };
       }

@@ -1,7 +1,8 @@
 import { Context } from '@temporalio/activity';
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { startJobWorkflow } from '../services/start-job.js';
 import { withTransaction } from '../lib/db.js';
+import { execution } from '../lib/temporal.js';
 import { endReplay, insertAction, listStuckReplays, replayStartedBy, type DeadLetterRow } from '../store/dead-letters.js';
 import { getIntent } from '../store/intents.js';
 import { claimStalePendingSignal, listPendingSignals, setSignalOutcome } from '../store/webhook-deliveries.js';
@@ -9,19 +10,6 @@ import { toEvent, transcriptionCompletedSignal, TRANSCRIPTION_COMPLETED } from '
 import { withHeartbeat } from './attempt.js';
 import type { StepArgs } from '../contract/job-types.js';
 import type { ActivityDeps } from './deps.js';
-
-type Execution = { kind: 'absent' } | { kind: 'running' } | { kind: 'closed'; status: string };
-
-/** The latest run of a workflow ID: absent (never started, or past retention), running or closed. */
-async function execution(client: Client, workflowId: string): Promise<Execution> {
-  try {
-    const d = await client.workflow.getHandle(workflowId).describe();
-    return d.status.name === 'RUNNING' ? { kind: 'running' } : { kind: 'closed', status: d.status.name };
-  } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return { kind: 'absent' };
-    throw err;
-  }
-}
 
 export interface ReplayRepairs {
   started: number;

@@ -1,4 +1,4 @@
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { SEARCH_ATTRIBUTE_NAMES } from '../contract/messages.js';
 import type { Config } from './config.js';
@@ -73,5 +73,18 @@ export async function temporalAcceptsJobs(connection: Connection, namespace: str
     );
   } catch (err) {
     if ((err as { code?: number }).code !== 5) throw err; // 5 = NOT_FOUND: history answered
+  }
+}
+
+export type Execution = { kind: 'absent' } | { kind: 'running' } | { kind: 'closed'; status: string };
+
+/** The latest run of a workflow ID: absent (never started, or past retention), running or closed. */
+export async function execution(client: Client, workflowId: string): Promise<Execution> {
+  try {
+    const d = await client.workflow.getHandle(workflowId).describe();
+    return d.status.name === 'RUNNING' ? { kind: 'running' } : { kind: 'closed', status: d.status.name };
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return { kind: 'absent' };
+    throw err;
   }
 }

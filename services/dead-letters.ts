@@ -18,6 +18,7 @@ import {
 import type { JobRegistry } from '../job-api/registry.js';
 import { UNAVAILABLE_RETRY_AFTER_SECONDS, withTransaction } from '../lib/db.js';
 import { NotFoundError, StateConflictError, UnavailableError } from '../lib/errors.js';
+import { execution } from '../lib/temporal.js';
 import { effectKeyFor, inputHash } from '../lib/ids.js';
 import {
   actionsFor,
@@ -184,9 +185,8 @@ export interface ReplayPlan {
 /** True while the replay request's workflow runs (then it, and only it, ends its replays). */
 async function replayRunning(temporal: Client, replayId: string): Promise<boolean> {
   try {
-    return (await temporal.workflow.getHandle(replayId).describe()).status.name === 'RUNNING';
+    return (await execution(temporal, replayId)).kind === 'running';
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return false;
     throw new UnavailableError('Temporal cannot say whether an earlier replay still runs', UNAVAILABLE_RETRY_AFTER_SECONDS, {
       dependency: 'temporal',
       cause: err,

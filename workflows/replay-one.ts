@@ -95,7 +95,7 @@ export async function replayOneFast(a: ReplayArgs, s: ReplayState, id: string): 
   };
   try {
     const takeOverFrom = a.takeOver?.[id];
-    const prep = await local.prepareReplay({ deadLetterId: id, replayId: a.replayId, actor: a.requestedBy, takeOverFrom });
+    const prep = await local.prepareReplay({ deadLetterId: id, replayId: a.replayId, actor: a.requestedBy, takeOver: true, takeOverFrom });
     if (prep.kind === 'skip') {
       Object.assign(item, { status: 'skipped', detail: prep.reason, ...(prep.replayJobId ? { replayJobId: prep.replayJobId } : {}) });
       s.finished('skipped');

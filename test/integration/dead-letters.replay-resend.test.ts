@@ -40,28 +40,40 @@ describe('re-sending a replay request after its workflow was terminated', () => 
     const body = { ids, concurrency: 2, batchSize: 10, ratePerMinute: 600 };
     const first = await admin('/v1/dead-letters/replay', { body });
     expect(first.status).toBe(202);
+    // At most `concurrency` (2) dead letters move at a time, so three open ones leave at least one
+    // that the re-sent request must replay itself.
     await waitFor(
-      'one replayed, one replaying and one still open',
+      'one replayed, one replaying and three still open',
       async () => {
         const m = await states(ids);
-        return withState(m, 'replayed').length >= 1 && withState(m, 'replaying').length >= 1 && withState(m, 'open').length >= 1;
+        return withState(m, 'replayed').length >= 1 && withState(m, 'replaying').length >= 1 && withState(m, 'open').length >= 3;
       },
       120_000,
       100,
     );
     await h.temporal.workflow.getHandle(first.body.replayId).terminate('operator killed the replay mid-way (test)');
     const before = await states(ids);
-    const replayed = withState(before, 'replayed');
-    const replaying = withState(before, 'replaying');
-    const open = withState(before, 'open');
-    expect(replayed.length + replaying.length + open.length).toBe(N);
+    expect(withState(before, 'replayed').length + withState(before, 'replaying').length + withState(before, 'open').length).toBe(N);
 
     const again = await admin('/v1/dead-letters/replay', { body });
     expect(again.status).toBe(202);
-    expect(again.body.count).toBe(replaying.length + open.length);
-    expect(again.body.skipped.map((s: any) => s.deadLetterId).sort()).toEqual(replayed);
+    // A local activity the terminated workflow had in flight still commits after the terminate
+    // (Temporal does not stop it): a late prepare moves an `open` dead letter to `replaying`, a
+    // late finish moves a `replaying` one to `replayed`. So the re-sent request's own report is
+    // the partition, checked against the snapshot by the moves that can happen: at most one step
+    // along open → replaying → replayed.
+    const replayed: string[] = again.body.skipped.map((s: any) => s.deadLetterId).sort();
+    const replaying: string[] = again.body.takenOver.map((t: any) => t.deadLetterId).sort();
+    const open = ids.filter((id) => !replayed.includes(id) && !replaying.includes(id)).sort();
+    expect(again.body.count).toBe(N - replayed.length);
+    expect(replayed.length).toBeGreaterThanOrEqual(1);
+    expect(replaying.length).toBeGreaterThanOrEqual(1);
+    expect(open.length).toBeGreaterThanOrEqual(1);
+    for (const id of replayed) expect(['replayed', 'replaying']).toContain(before.get(id));
+    for (const id of replaying) expect(['replaying', 'open']).toContain(before.get(id));
+    for (const id of open) expect(before.get(id)).toBe('open');
+    for (const id of withState(before, 'replayed')) expect(replayed).toContain(id);
     for (const s of again.body.skipped) expect(s.replayJobId).toBe(`${dls.find((d) => d.id === s.deadLetterId)!.jobId}-replay-1`);
-    expect(again.body.takenOver.map((t: any) => t.deadLetterId).sort()).toEqual(replaying);
     expect(again.body.takenOver.every((t: any) => t.from === first.body.replayId)).toBe(true);
 
     const p = await waitFor(
