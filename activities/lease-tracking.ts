@@ -88,11 +88,11 @@ export function withLeaseTracking<T extends object>(
           );
           // A job step's lost attempt also goes into job_attempts: counting attempts there must count it.
           const hb = (info.heartbeatDetails as { step?: unknown } | undefined)?.step;
-          const step = typeof hb === 'string' ? hb : lost.step;
-          if (step) await bestEffort(deps, key, () => recordLostAttempt(deps.pool, { ...key, attempt: info.attempt - 1 }, step));
+          const step = typeof hb === 'string' ? hb : undefined;
+          await bestEffort(deps, key, () => recordLostAttempt(deps.pool, { ...key, attempt: info.attempt - 1 }, step));
         }
       }
-      const end = async (outcome: 'completed' | 'failed' | 'cancelled') => {
+      const end = async (outcome: 'completed' | 'failed' | 'cancelled' | 'lease_expired') => {
         if (!scope.started) await start();
         if (!scope.ended) await bestEffort(deps, key, () => leaseEnded(deps.pool, key, outcome));
       };
@@ -101,7 +101,18 @@ export function withLeaseTracking<T extends object>(
         await end('completed');
         return result;
       } catch (err) {
-        await end(err instanceof CancelledFailure ? 'cancelled' : 'failed');
+        // Temporal timed out this attempt's heartbeat (a slow or cut-off worker that lives on):
+        // it lost its lease as surely as a dead worker's, and the next attempt, starting after
+        // this end, would find nothing to flag. So it records the loss itself (once per attempt).
+        const d = Context.current().cancellationDetails;
+        if (d?.timedOut || d?.notFound) {
+          await end('lease_expired');
+          await bestEffort(deps, key, () => recordLostAttempt(deps.pool, key));
+          deps.log.warn(
+            { jobId: key.jobId, activityType: info.activityType, attempt: key.attempt },
+            'attempt lost its lease (heartbeat timed out)',
+          );
+        } else await end(err instanceof CancelledFailure ? 'cancelled' : 'failed');
         throw err;
       }
     };

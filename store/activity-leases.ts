@@ -24,11 +24,15 @@ export async function leaseStarted(db: Db, k: LeaseKey & { activityType: string;
   });
 }
 
-/** An attempt that ends keeps an earlier `lease_expired` verdict: it ended after it lost its lease. */
-export async function leaseEnded(db: Db, k: LeaseKey, outcome: 'completed' | 'failed' | 'cancelled'): Promise<void> {
+/**
+ * An attempt that ends keeps an earlier `lease_expired` verdict: it ended after it lost its
+ * lease. It says `lease_expired` itself when Temporal timed out its heartbeat while it ran.
+ */
+export async function leaseEnded(db: Db, k: LeaseKey, outcome: 'completed' | 'failed' | 'cancelled' | 'lease_expired'): Promise<void> {
   await db.query({
     name: 'lease-ended',
-    text: `UPDATE activity_leases SET ended_at = clock_timestamp(), outcome = CASE WHEN outcome = 'lease_expired' THEN outcome ELSE $5 END
+    text: `UPDATE activity_leases SET ended_at = clock_timestamp(), outcome = CASE WHEN outcome = 'lease_expired' THEN outcome ELSE $5 END,
+                   expired_detected_at = CASE WHEN $5 = 'lease_expired' THEN coalesce(expired_detected_at, clock_timestamp()) ELSE expired_detected_at END
             WHERE job_id = $1 AND run_id = $2 AND activity_id = $3 AND attempt = $4 AND ended_at IS NULL`,
     values: [k.jobId, k.runId, k.activityId, k.attempt, outcome],
   });

@@ -51,20 +51,24 @@ export async function attemptsForJob(db: pg.Pool, jobId: string): Promise<Array<
 }
 
 /**
- * The attempt that lost its lease, as the next attempt found it: started when its lease row
- * did, ended when the loss was detected. Called only right after `flagLeaseExpired` flagged
- * it, which happens once per attempt, so it is recorded once.
+ * An attempt that lost its lease gets a row from its lease row: its worker died (recorded by
+ * the next attempt) or Temporal timed out its heartbeat while the worker lived (recorded by
+ * the attempt itself when it hears it). `step`: from the heartbeat details when known, else
+ * the lease row's. At most one row per step attempt, whoever records it first.
  */
 export async function recordLostAttempt(
   db: pg.Pool | pg.PoolClient,
   k: { jobId: string; runId: string; activityId: string; attempt: number },
-  step: string,
+  step?: string,
 ): Promise<void> {
   await db.query(
     `INSERT INTO job_attempts (job_id, step, attempt, outcome, error_class, started_at, finished_at)
-     SELECT job_id, $5, attempt, 'lease_expired', 'lease_lost', started_at, coalesce(expired_detected_at, now())
-       FROM activity_leases WHERE job_id = $1 AND run_id = $2 AND activity_id = $3 AND attempt = $4`,
-    [k.jobId, k.runId, k.activityId, k.attempt, step],
+     SELECT l.job_id, coalesce($5, l.step), l.attempt, 'lease_expired', 'lease_lost', l.started_at,
+            coalesce(l.expired_detected_at, l.ended_at, now())
+       FROM activity_leases l
+      WHERE l.job_id = $1 AND l.run_id = $2 AND l.activity_id = $3 AND l.attempt = $4 AND coalesce($5, l.step) IS NOT NULL
+        AND NOT EXISTS (SELECT 1 FROM job_attempts a WHERE a.job_id = l.job_id AND a.step = coalesce($5, l.step) AND a.attempt = l.attempt)`,
+    [k.jobId, k.runId, k.activityId, k.attempt, step ?? null],
   );
 }
 
