@@ -1,6 +1,5 @@
-// Locates (or builds) a Go binary pinned to a module version: today `temporal-server` and
-// `temporal-sql-tool` (temporal-server.ts). Same order and same safety as the Temporal CLI
-// resolver (temporal-cli.ts):
+// Locates (or builds) a Go binary pinned to a module version: the Temporal CLI (temporal-cli.ts),
+// `temporal-server` and `temporal-sql-tool` (temporal-server.ts). The order:
 //   1. an explicit path (an environment variable): it must exist and run, else we throw;
 //   2. the binary's name on PATH;
 //   3. the cached binary: `${XDG_CACHE_HOME || ~/.cache}/durable-jobs/<cacheDir>/<version>/<name>`;
@@ -20,6 +19,8 @@ import { isAlive } from './child-cleanup.js';
 export interface GoBinarySpec {
   /** File name on PATH and in the cache, e.g. `temporal-server`. */
   name: string;
+  /** How messages name it (default `name`), e.g. `Temporal CLI`. */
+  label?: string;
   /** Go package to install, e.g. `go.temporal.io/server/cmd/server`. */
   goPackage: string;
   /** Module version, e.g. `v1.29.1`. */
@@ -42,7 +43,21 @@ export interface ResolveGoBinaryOptions {
 }
 
 const PROGRESS_EVERY_MS = 30_000;
+/** A build on a slow 2-core machine takes ~10-20 minutes; give waiters a generous bound. */
 const LOCK_WAIT_MAX_MS = 60 * 60_000;
+
+/** Nothing found, and nothing built: `go` is missing, or building was not allowed. */
+export class GoBinaryNotFoundError extends Error {
+  constructor(
+    message: string,
+    readonly goMissing: boolean,
+  ) {
+    super(message);
+    this.name = 'GoBinaryNotFoundError';
+  }
+}
+
+const labelOf = (spec: GoBinarySpec): string => spec.label ?? spec.name;
 
 export function goBinaryCachePath(spec: GoBinarySpec): string {
   const xdg = process.env.XDG_CACHE_HOME;
@@ -52,12 +67,13 @@ export function goBinaryCachePath(spec: GoBinarySpec): string {
 
 export async function resolveGoBinary(spec: GoBinarySpec, opts: ResolveGoBinaryOptions): Promise<string> {
   const { log } = opts;
+  const label = labelOf(spec);
   if (opts.explicitPath !== undefined && opts.explicitPath !== '') {
     const p = path.resolve(opts.explicitPath);
     if (!(await isExecutableFile(p))) throw new Error(`${spec.envVar}=${opts.explicitPath}: not an executable file`);
     const version = await binaryVersion(p);
     if (version === null) throw new Error(`${spec.envVar}=${opts.explicitPath}: \`${spec.name} --version\` failed`);
-    log(`${spec.name}: ${p} (${version}, from ${spec.envVar})`);
+    log(`${label}: ${p} (${version}, from ${spec.envVar})`);
     return p;
   }
 
@@ -65,10 +81,10 @@ export async function resolveGoBinary(spec: GoBinarySpec, opts: ResolveGoBinaryO
   if (onPath) {
     const version = await binaryVersion(onPath);
     if (version !== null) {
-      log(`${spec.name}: ${onPath} (${version}, from PATH)`);
+      log(`${label}: ${onPath} (${version}, from PATH)`);
       return onPath;
     }
-    log(`${spec.name} on PATH (${onPath}) does not run; ignoring it`);
+    log(`${label} on PATH (${onPath}) does not run; ignoring it`);
   }
 
   const cached = goBinaryCachePath(spec);
@@ -78,9 +94,9 @@ export async function resolveGoBinary(spec: GoBinarySpec, opts: ResolveGoBinaryO
   const hint =
     `set ${spec.envVar}, put ${spec.name} on PATH, or install Go >= 1.25 so that it can be built ` +
     `(go install ${spec.goPackage}@${spec.version})`;
-  if (opts.allowGoInstall === false) throw new Error(`${spec.name} not found: ${hint}`);
+  if (opts.allowGoInstall === false) throw new GoBinaryNotFoundError(`${label} not found: ${hint}`, false);
   const go = await whichExecutable('go');
-  if (!go) throw new Error(`${spec.name} not found and \`go\` is not on PATH: ${hint}`);
+  if (!go) throw new GoBinaryNotFoundError(`${label} not found and \`go\` is not on PATH: ${hint}`, true);
   return buildWithGo(spec, go, cached, log);
 }
 
@@ -90,10 +106,10 @@ async function usableCached(spec: GoBinarySpec, cached: string, log: (msg: strin
   if (!(await isExecutableFile(cached))) return null;
   const version = await binaryVersion(cached);
   if (version !== null) {
-    log(`${spec.name}: ${cached} (${version}, cached build)`);
+    log(`${labelOf(spec)}: ${cached} (${version}, cached build)`);
     return cached;
   }
-  log(`cached ${spec.name} at ${cached} does not run; rebuilding it`);
+  log(`cached ${labelOf(spec)} at ${cached} does not run; rebuilding it`);
   await fs.rm(cached, { force: true });
   return null;
 }
@@ -108,14 +124,14 @@ async function buildWithGo(spec: GoBinarySpec, go: string, cached: string, log: 
     if (await tryLock(lockDir)) break;
     const owner = await lockOwner(lockDir);
     if (owner !== null && (owner <= 0 || !isAlive(owner))) {
-      log(`removing stale ${spec.name} build lock (pid ${owner} is gone)`);
+      log(`removing stale ${labelOf(spec)} build lock (pid ${owner} is gone)`);
       await fs.rm(lockDir, { recursive: true, force: true });
       continue;
     }
-    if (Date.now() - started > LOCK_WAIT_MAX_MS) throw new Error(`timed out waiting for another ${spec.name} build (lock ${lockDir})`);
+    if (Date.now() - started > LOCK_WAIT_MAX_MS) throw new Error(`timed out waiting for another ${labelOf(spec)} build (lock ${lockDir})`);
     if (Date.now() - lastWaitLog >= PROGRESS_EVERY_MS) {
       lastWaitLog = Date.now();
-      log(`waiting for another process (pid ${owner ?? '?'}) building ${spec.name}… ${Math.round((Date.now() - started) / 1000)}s`);
+      log(`waiting for another process (pid ${owner ?? '?'}) building ${labelOf(spec)}… ${Math.round((Date.now() - started) / 1000)}s`);
     }
     await sleep(2_000);
     const found = await usableCached(spec, cached, log);
@@ -131,7 +147,7 @@ async function buildWithGo(spec: GoBinarySpec, go: string, cached: string, log: 
       const version = await binaryVersion(built);
       if (version === null) throw new Error(`the freshly built ${built} does not run`);
       await fs.rename(built, cached); // atomic publish: a reader never sees a half-written file
-      log(`${spec.name} ${version} built in ${Math.round((Date.now() - started) / 1000)}s: ${cached}`);
+      log(`${labelOf(spec)} ${version} built in ${Math.round((Date.now() - started) / 1000)}s: ${cached}`);
       return cached;
     } finally {
       await fs.rm(gobin, { recursive: true, force: true });
@@ -142,7 +158,7 @@ async function buildWithGo(spec: GoBinarySpec, go: string, cached: string, log: 
 }
 
 function runGoInstall(spec: GoBinarySpec, go: string, gobin: string, log: (msg: string) => void): Promise<void> {
-  log(`building ${spec.name} ${spec.version} with go install (${spec.buildHint})…`);
+  log(`building ${labelOf(spec)} ${spec.version} with go install (${spec.buildHint})…`);
   const args = ['install', '-v', ...(spec.goFlags ?? []), `${spec.goPackage}@${spec.version}`];
   const started = Date.now();
   return new Promise((resolve, reject) => {
@@ -172,7 +188,7 @@ function runGoInstall(spec: GoBinarySpec, go: string, gobin: string, log: (msg: 
     child.stderr.on('data', onData);
     const timer = setInterval(() => {
       log(
-        `still building ${spec.name}… ${Math.round((Date.now() - started) / 1000)}s (${downloaded} modules downloaded, ${compiled} packages compiled)`,
+        `still building ${labelOf(spec)}… ${Math.round((Date.now() - started) / 1000)}s (${downloaded} modules downloaded, ${compiled} packages compiled)`,
       );
     }, PROGRESS_EVERY_MS);
     timer.unref();
@@ -191,7 +207,7 @@ function runGoInstall(spec: GoBinarySpec, go: string, gobin: string, log: (msg: 
     child.on('close', (code, signal) => {
       cleanup();
       if (code === 0) {
-        log(`go install ${spec.name} finished in ${Math.round((Date.now() - started) / 1000)}s (${compiled} packages compiled)`);
+        log(`go install ${labelOf(spec)} finished in ${Math.round((Date.now() - started) / 1000)}s (${compiled} packages compiled)`);
         resolve();
       } else {
         reject(
