@@ -208,11 +208,24 @@ async function resolveTargets(
 ): Promise<ReplayPlan> {
   if (body.filter) {
     const { limit, state: _open, ...f } = body.filter;
-    return {
-      targets: await listDeadLetters(pool, { ...f, state: 'open', limit: limit ?? 1_000 } satisfies DeadLetterFilter),
+    const max = limit ?? 1_000;
+    const plan: ReplayPlan = {
+      targets: await listDeadLetters(pool, { ...f, state: 'open', limit: max } satisfies DeadLetterFilter),
       takeOver: {},
       skipped: [],
     };
+    // The same filter re-sent after its replay was terminated finishes that replay's work too:
+    // the matching dead letters a closed request left `replaying` are taken over (within the limit).
+    const room = max - plan.targets.length;
+    if (room > 0) {
+      const running = new Map<string, boolean>();
+      for (const r of await listDeadLetters(pool, { ...f, state: 'replaying', limit: room } satisfies DeadLetterFilter)) {
+        if (!r.replay_id || !r.replay_job_id) continue;
+        if (!running.has(r.replay_id)) running.set(r.replay_id, await replayRunning(temporal, r.replay_id));
+        if (!running.get(r.replay_id)) plan.takeOver[r.id] = r.replay_id;
+      }
+    }
+    return plan;
   }
   const ids = [...new Set(body.ids!)];
   const rows = await listDeadLetters(pool, { ids, limit: ids.length });

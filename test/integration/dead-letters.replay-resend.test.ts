@@ -62,8 +62,8 @@ describe('re-sending a replay request after its workflow was terminated', () => 
     // late finish moves a `replaying` one to `replayed`. So the re-sent request's own report is
     // the partition, checked against the snapshot by the moves that can happen: at most one step
     // along open → replaying → replayed.
-    const replayed: string[] = again.body.skipped.map((s: any) => s.deadLetterId).sort();
-    const replaying: string[] = again.body.takenOver.map((t: any) => t.deadLetterId).sort();
+    const replayed: string[] = (again.body.skipped ?? []).map((s: any) => s.deadLetterId).sort();
+    const replaying: string[] = (again.body.takenOver ?? []).map((t: any) => t.deadLetterId).sort();
     const open = ids.filter((id) => !replayed.includes(id) && !replaying.includes(id)).sort();
     expect(again.body.count).toBe(N - replayed.length);
     expect(replayed.length).toBeGreaterThanOrEqual(1);
@@ -73,8 +73,8 @@ describe('re-sending a replay request after its workflow was terminated', () => 
     for (const id of replaying) expect(['replaying', 'open']).toContain(before.get(id));
     for (const id of open) expect(before.get(id)).toBe('open');
     for (const id of withState(before, 'replayed')) expect(replayed).toContain(id);
-    for (const s of again.body.skipped) expect(s.replayJobId).toBe(`${dls.find((d) => d.id === s.deadLetterId)!.jobId}-replay-1`);
-    expect(again.body.takenOver.every((t: any) => t.from === first.body.replayId)).toBe(true);
+    for (const s of again.body.skipped ?? []) expect(s.replayJobId).toBe(`${dls.find((d) => d.id === s.deadLetterId)!.jobId}-replay-1`);
+    expect((again.body.takenOver ?? []).every((t: any) => t.from === first.body.replayId)).toBe(true);
 
     const p = await waitFor(
       'the re-sent replay to finish',
@@ -108,5 +108,51 @@ describe('re-sending a replay request after its workflow was terminated', () => 
       expect(sim.byKey[`${jobId}:charge`]).toMatchObject({ applied: 1 });
       expect(sim.byKey[`${jobId}:receipt`]).toMatchObject({ applied: 1 });
     }
+  }, 420_000);
+  it('the same filter re-sent takes over what the terminated request left replaying and replays the rest', async () => {
+    const N = 4;
+    await h.simFault({ path: '/v1/receipts', times: N, status: 400 });
+    const tenant = 'tenant-b';
+    const dls: Array<{ jobId: string; id: string }> = [];
+    for (let i = 0; i < N; i++) {
+      const input = { amountCents: 700, currency: 'EUR', customer: `cus_${uid()}`, receiptEmail: 'y@example.com' };
+      const jobId = (await h.submit('purchase', input, { tenant: 'b' })).body.jobId;
+      dls.push({ jobId, id: (await h.waitForStatus(jobId, 'dead_lettered', 'b')).deadLetterId });
+    }
+    const ids = dls.map((d) => d.id);
+    await h.simFault({ path: '/v1/receipts', times: N, status: 200, delayMs: 3_000 });
+    const body = { filter: { tenantId: tenant, jobType: 'purchase' }, concurrency: 1, batchSize: 10, ratePerMinute: 600 };
+    const first = await admin('/v1/dead-letters/replay', { body });
+    expect(first.status).toBe(202);
+    expect(first.body.count).toBe(N);
+    await waitFor('one replaying by the first request', async () => withState(await states(ids), 'replaying').length >= 1, 120_000, 100);
+    await h.temporal.workflow.getHandle(first.body.replayId).terminate('operator killed the replay mid-way (test)');
+
+    const again = await admin('/v1/dead-letters/replay', { body });
+    expect(again.status).toBe(202);
+    const takenOver: string[] = (again.body.takenOver ?? []).map((t: any) => t.deadLetterId);
+    // Before the change a filter only selected open dead letters: the replaying one stayed so.
+    expect(takenOver.length).toBeGreaterThanOrEqual(1);
+    expect((again.body.takenOver ?? []).every((t: any) => t.from === first.body.replayId)).toBe(true);
+    const p = await waitFor(
+      'the re-sent replay to finish',
+      async () => {
+        const r = await admin(`/v1/dead-letters/replays/${again.body.replayId}`);
+        return ['completed', 'stopped', 'halted'].includes(r.body?.state) ? r.body : undefined;
+      },
+      180_000,
+      500,
+    );
+    expect(p.state).toBe('completed');
+    expect(p.counts).toMatchObject({ failed: 0, running: 0, pending: 0 });
+    for (const { jobId, id } of dls) {
+      expect((await admin(`/v1/dead-letters/${id}`)).body).toMatchObject({
+        state: 'replayed',
+        replayCount: 1,
+        replayJobId: `${jobId}-replay-1`,
+      });
+    }
+    const sim = await h.simEffects();
+    for (const { jobId } of dls) expect(sim.byKey[`${jobId}:receipt`]).toMatchObject({ applied: 1 });
   }, 420_000);
 });
