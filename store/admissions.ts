@@ -113,11 +113,16 @@ export async function markSlotAdmitted(tx: pg.PoolClient, jobId: string, round: 
   ]);
 }
 
-/** Ramped admissions waiting for their slot (reserved, not yet admitted, slot not long past). */
+/**
+ * Ramped admissions waiting for their slot (reserved, not yet admitted, slot not long past).
+ * A paused priority has none: its jobs take a new round when it resumes (a ramp stop or an
+ * operator paused it again), so the slots they held are void.
+ */
 export async function pendingReservations(db: Db): Promise<{ n: number; last_slot: Date | null }> {
   const r = await db.query<{ n: number; last_slot: Date | null }>(
-    `SELECT count(*)::int AS n, max(slot_at) AS last_slot FROM admissions
-      WHERE admitted_at IS NULL AND slot_at > now() - interval '10 minutes'`,
+    `SELECT count(*)::int AS n, max(a.slot_at) AS last_slot FROM admissions a
+      WHERE a.admitted_at IS NULL AND a.slot_at > now() - interval '10 minutes'
+        AND a.priority <> ALL (coalesce((SELECT s.paused_priorities FROM degradation_setting s WHERE s.id = 1), '{}'::text[]))`,
   );
   return r.rows[0]!;
 }

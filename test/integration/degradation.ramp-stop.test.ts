@@ -95,6 +95,9 @@ describe('the ramp after a pause has a stop condition', () => {
       120_000,
       500,
     );
+    // Their ramp slots from before the halt are void (a re-check after a pause takes a new round):
+    // none counts as a pending admission (before: each did for 10 minutes).
+    expect((await health()).degradation.pendingAdmissions).toBe(0);
 
     // An operator's resume clears the halt.
     expect((await admin('/v1/admin/degradation', { method: 'PUT', body: { pausedPriorities: [] } })).status).toBe(200);
