@@ -185,27 +185,34 @@ async function explainAll(stack: BenchStack, d: Db): Promise<Record<string, stri
   return out;
 }
 
-/** Finished synthetic jobs [from, to): one intent, one effect and two attempts each. */
+/**
+ * Finished synthetic jobs [from, to): one intent, one effect and two attempts each, aged like
+ * steady traffic of one job per second: job g was created g + 60 s ago and finished 2 s later.
+ * So every size has the same recent traffic (about 900 jobs in the last 15 minutes) and differs
+ * only in history: the question is how cost grows with the tables, not with the finish rate.
+ */
 async function bulkInsert(db: pg.Pool, from: number, to: number): Promise<void> {
   if (to <= from) return;
+  const at = (offsetS: number) => `now() - make_interval(secs => g + 60 - ${offsetS})`;
   await db.query(
     `INSERT INTO job_intents (job_id, tenant_id, job_type, key_hash, input_hash, input, status, attempts, result, result_fence,
                               workflow_started_at, first_started_at, finished_at, created_at, updated_at)
      SELECT 'synthetic-' || g, $1, 'summarize', md5('key' || g), md5('input' || g), '{"text":"synthetic"}'::jsonb, 'succeeded', 1,
-            '{"summary":"synthetic"}'::jsonb, 1, now(), now(), now(), now() - make_interval(secs => g), now()
+            '{"summary":"synthetic"}'::jsonb, 1, ${at(0)}, ${at(1)}, ${at(2)}, ${at(0)}, ${at(2)}
        FROM generate_series($2::int, $3::int - 1) g`,
     [TENANT.id, from, to],
   );
   await db.query(
-    `INSERT INTO effects (effect_key, job_id, tenant_id, step, state, request_hash, provider_id, result, attempts, in_doubt)
+    `INSERT INTO effects (effect_key, job_id, tenant_id, step, state, request_hash, provider_id, result, attempts, in_doubt,
+                          first_attempt_at, last_attempt_at, updated_at)
      SELECT 'synthetic-' || g || ':summarize', 'synthetic-' || g, $1, 'summarize', 'succeeded', md5('req' || g), 'sum_' || g,
-            '{"summary":"synthetic"}'::jsonb, 1, false
+            '{"summary":"synthetic"}'::jsonb, 1, false, ${at(1)}, ${at(1)}, ${at(2)}
        FROM generate_series($2::int, $3::int - 1) g`,
     [TENANT.id, from, to],
   );
   await db.query(
-    `INSERT INTO job_attempts (job_id, step, attempt, outcome, status_code, started_at)
-     SELECT 'synthetic-' || g, s, 1, 'succeeded', 200, now()
+    `INSERT INTO job_attempts (job_id, step, attempt, outcome, status_code, started_at, finished_at)
+     SELECT 'synthetic-' || g, s, 1, 'succeeded', 200, ${at(1)}, ${at(2)}
        FROM generate_series($1::int, $2::int - 1) g, unnest(ARRAY['summarize', 'result']) s`,
     [from, to],
   );
