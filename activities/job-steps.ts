@@ -4,7 +4,7 @@ import { RetryableError } from '../lib/errors.js';
 import { effectKeyFor } from '../lib/ids.js';
 import { recordAttempt } from '../store/attempts.js';
 import { insertOutbox } from '../store/outbox.js';
-import { leaseEnded, leaseStarted } from '../store/activity-leases.js';
+import { leaseEnded } from '../store/activity-leases.js';
 import { addExecutionSpan, loadInput, startAttempt, writeResultFenced, type AttemptStart } from '../store/intents.js';
 import type { StepArgs } from '../contract/job-types.js';
 import { budgetOf } from '../job-api/define.js';
@@ -156,12 +156,13 @@ export async function runStep<T>(
     const result = await withHeartbeat(
       async () => {
         await whenDatabaseIsBack(deps, args.jobId, async () => {
-          start = await withTransaction(deps.pool, async (tx) => {
-            // First, before any other write of this attempt: the fence (store/fence.ts) counts on it.
-            if (lease && !lease.started)
-              await leaseStarted(tx, { ...lease.key, activityType: lease.activityType, startToCloseMs: lease.startToCloseMs, step });
-            return startAttempt(tx, args.jobId, attempt, currentFence(), opts.prefetchInput ?? false);
-          });
+          // The lease row in the same statement as the attempt's first writes: the fence
+          // (store/fence.ts) counts on it being there no later than they are.
+          const leaseRow =
+            lease && !lease.started
+              ? { ...lease.key, activityType: lease.activityType, startToCloseMs: lease.startToCloseMs, step }
+              : undefined;
+          start = await startAttempt(deps.pool, args.jobId, attempt, currentFence(), opts.prefetchInput ?? false, leaseRow);
           if (lease) lease.started = true;
         });
         ran = true;

@@ -14,7 +14,7 @@ export interface LeaseKey {
  * The attempt's lease row; `step` is set by a job step (activities/job-steps.ts), which writes
  * it in its first transaction. Named statement: it is on every attempt's path.
  */
-export async function leaseStarted(db: Db, k: LeaseKey & { activityType: string; startToCloseMs: number; step?: string }): Promise<void> {
+export async function leaseStarted(db: Db, k: LeaseStart): Promise<void> {
   await db.query({
     name: 'lease-started',
     text: `INSERT INTO activity_leases (job_id, run_id, activity_id, attempt, activity_type, deadline_at, step)
@@ -22,6 +22,29 @@ export async function leaseStarted(db: Db, k: LeaseKey & { activityType: string;
            ON CONFLICT DO NOTHING`,
     values: [k.jobId, k.runId, k.activityId, k.attempt, k.activityType, k.startToCloseMs, k.step ?? null],
   });
+}
+
+/**
+ * `leaseStarted` as a CTE of the statement that starts an attempt (store/intents.ts
+ * `startAttempt`), so the lease row and the attempt's first writes commit together in one
+ * round trip. Parameters `$i..$i+6` (`leaseStartedParams`); all NULL inserts nothing.
+ */
+export function leaseStartedCte(i: number): string {
+  return `lease_started AS (
+             INSERT INTO activity_leases (job_id, run_id, activity_id, attempt, activity_type, deadline_at, step)
+             SELECT $${i}::text, $${i + 1}::text, $${i + 2}::text, $${i + 3}::int, $${i + 4}::text,
+                    clock_timestamp() + $${i + 5}::int * interval '1 millisecond', $${i + 6}::text
+              WHERE $${i}::text IS NOT NULL
+             ON CONFLICT DO NOTHING
+             RETURNING 1)`;
+}
+
+export type LeaseStart = LeaseKey & { activityType: string; startToCloseMs: number; step?: string };
+
+export function leaseStartedParams(k: LeaseStart | undefined): unknown[] {
+  return k
+    ? [k.jobId, k.runId, k.activityId, k.attempt, k.activityType, k.startToCloseMs, k.step ?? null]
+    : [null, null, null, null, null, null, null];
 }
 
 /**

@@ -2,6 +2,7 @@ import type { Upstream } from './effects.js';
 import type { JobState, Priority } from '../contract/job-types.js';
 import { fenceParams, notSuperseded, type AttemptFence } from './fence.js';
 import type { Db } from '../lib/db.js';
+import { leaseStartedCte, leaseStartedParams, type LeaseStart } from './activity-leases.js';
 import { SETTING_COLUMNS, toSetting, type DegradationSetting, type SettingRow } from './degradation.js';
 
 export interface IntentRow {
@@ -140,7 +141,10 @@ export interface AttemptStart {
  * degradation setting the attempt decides its upstream by. The CTE's update does not change
  * what the outer SELECT reads (input and setting are not touched by it). An exception to one
  * statement per table, kept here since the row it writes is this table's; a named statement
- * since every attempt runs it.
+ * since every attempt runs it. With `lease`, the attempt's lease row (store/activity-leases.ts
+ * `leaseStartedCte`) is written by the same statement: one commit and one round trip for the
+ * whole start (it was four: BEGIN, the lease, this, COMMIT). The fence (store/fence.ts) needs
+ * the lease row committed no later than the attempt's first other write; here they commit together.
  */
 export async function startAttempt(
   db: Db,
@@ -148,10 +152,12 @@ export async function startAttempt(
   attempt: number,
   fence: AttemptFence | undefined,
   withInput: boolean,
+  lease?: LeaseStart,
 ): Promise<AttemptStart> {
   const r = await db.query<SettingRow & { marked: boolean; found: boolean; input: unknown }>({
     name: 'start-attempt',
-    text: `WITH upd AS (
+    text: `WITH ${leaseStartedCte(8)},
+           upd AS (
              UPDATE job_intents
                 SET attempts = greatest(attempts, $2),
                     status = CASE WHEN status IN ${TERMINAL} THEN status ELSE 'running' END,
@@ -165,7 +171,7 @@ export async function startAttempt(
                   CASE WHEN $7::boolean THEN i.input END AS input, ${SETTING_COLUMNS('s')}
              FROM degradation_setting s LEFT JOIN job_intents i ON i.job_id = $1
             WHERE s.id = 1`,
-    values: [jobId, attempt, ...fenceParams(fence), withInput],
+    values: [jobId, attempt, ...fenceParams(fence), withInput, ...leaseStartedParams(lease)],
   });
   const row = r.rows[0]!;
   return { marked: row.marked, found: row.found, input: row.input, setting: toSetting(row) };
