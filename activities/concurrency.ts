@@ -68,6 +68,13 @@ function slotRequest(s: SlotScope) {
   };
 }
 
+/** The slot a guarded call holds, for the caller to free in its own statement. */
+export interface SlotRelease {
+  slotId: string;
+  /** The caller's statement that freed it committed. */
+  released(): void;
+}
+
 /**
  * One effect's slot: `tryIn(tx)` tries to take it inside the effect's claim transaction (one
  * commit fewer when a slot is free), `guard` then runs the call holding it (waiting for one
@@ -80,7 +87,7 @@ export function effectSlot(deps: { pool: pg.Pool; log: Logger }, s: SlotScope) {
     tryIn: async (tx: Db): Promise<void> => {
       taken = await tryAcquireSlot(tx, slotRequest(s));
     },
-    guard: <T>(call: (releaseIn: (tx: Db) => Promise<void>) => Promise<T>): Promise<T> => {
+    guard: <T>(call: (release: SlotRelease) => Promise<T>): Promise<T> => {
       const pre = taken;
       taken = null;
       return withSlot(deps, s, call, pre);
@@ -94,14 +101,15 @@ export function effectSlot(deps: { pool: pg.Pool; log: Logger }, s: SlotScope) {
  * reason), not failing: waiting uses no retry attempt. The activity keeps heartbeating
  * meanwhile (the caller wraps it), so a cancelled job stops waiting.
  *
- * `fn` gets `releaseIn(tx)`: the caller frees the slot inside its own transaction (the one
- * recording the effect's success), so the release costs no commit of its own. If `fn` does not
- * return normally after using it, the slot is released here as well (releasing twice is harmless).
+ * `fn` gets the slot's lease ID: the caller frees it in the statement that records the
+ * effect's success (store/effects.ts `recordEffectSuccess`), so the release costs no round trip
+ * of its own, and says so with `released()` once that statement committed. Otherwise (it
+ * threw, or never got that far) the slot is released here (releasing twice is harmless).
  */
 export async function withSlot<T>(
   deps: { pool: pg.Pool; log: Logger },
   s: SlotScope,
-  fn: (releaseIn: (tx: Db) => Promise<void>) => Promise<T>,
+  fn: (release: SlotRelease) => Promise<T>,
   taken?: string | null,
 ): Promise<T> {
   const ctx = Context.current();
@@ -138,11 +146,13 @@ export async function withSlot<T>(
   hold(deps.pool, id);
   let releasedInCaller = false;
   try {
-    const result = await fn(async (tx) => {
-      await releaseSlot(tx, id);
-      releasedInCaller = true;
+    const result = await fn({
+      slotId: id,
+      released: () => {
+        releasedInCaller = true;
+      },
     });
-    // `fn` returned: the transaction that released the slot committed.
+    // `fn` returned: the statement that released the slot committed.
     if (releasedInCaller) return result;
     await release(deps, s.jobId, id);
     return result;

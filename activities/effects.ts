@@ -15,6 +15,7 @@ import {
 import { NonRetryableError, RetryableError } from '../lib/errors.js';
 import { currentFence } from './attempt.js';
 import { upstreamFor, type FallbackPlan } from './fallback.js';
+import type { SlotRelease } from './concurrency.js';
 import type { Provider } from './provider.js';
 
 export interface EffectDeps {
@@ -42,7 +43,7 @@ export interface EffectSpec {
    * function that releases the slot inside the transaction recording the success (one
    * commit instead of two); on any other path it releases the slot itself. Default: none.
    */
-  guard?: <T>(call: (releaseIn?: (tx: Db) => Promise<void>) => Promise<T>) => Promise<T>;
+  guard?: <T>(call: (release?: SlotRelease) => Promise<T>) => Promise<T>;
   /**
    * With `guard`: tries to take its slot inside the claim transaction, for a fresh call (not
    * a reconciliation, which may end without a call); the guard then uses that slot.
@@ -137,9 +138,9 @@ export async function runEffect(deps: EffectDeps, s: EffectSpec): Promise<Effect
       return { effectKey, providerId: known.providerId, providerRequestId: known.requestId, response: known.body, via: 'reconciled' };
     }
   }
-  // The call, then at once one transaction: the provider's IDs, the attempt's row and (with a
+  // The call, then at once one statement: the provider's IDs, the attempt's row and (with a
   // guard) the slot's release. Its own commit: a fence refusal of the effect row only logs.
-  const callAndRecord = async (releaseIn?: (tx: Db) => Promise<void>) => {
+  const callAndRecord = async (release?: SlotRelease) => {
     let res;
     try {
       res = await provider({
@@ -166,12 +167,11 @@ export async function runEffect(deps: EffectDeps, s: EffectSpec): Promise<Effect
     }
     const response = res;
     const providerId = typeof response.body.id === 'string' ? response.body.id : null;
-    const stored = await withTransaction(deps.pool, async (tx) => {
-      const ok = await recordEffectSuccess(tx, effectKey, response.requestId, providerId, response.body, fence);
-      await recordAttempt(tx, { ...base, outcome: reconciling ? 'reconciled' : 'succeeded', statusCode: response.status });
-      await releaseIn?.(tx);
-      return ok;
+    const stored = await recordEffectSuccess(deps.pool, effectKey, response.requestId, providerId, response.body, fence, {
+      attempt: { ...base, outcome: reconciling ? 'reconciled' : 'succeeded', statusCode: response.status },
+      releaseSlotId: release?.slotId ?? null,
     });
+    release?.released();
     return { res: response, providerId, stored };
   };
   const { res, providerId, stored } = s.guard ? await s.guard(callAndRecord) : await callAndRecord();

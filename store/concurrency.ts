@@ -91,7 +91,16 @@ export async function renewSlots(db: Db, ids: string[], ttlMs: number): Promise<
   });
 }
 
-/** Frees the lease and its slots in one statement (inside the effect's success transaction, or alone). */
+/**
+ * `releaseSlot` as CTEs of another statement (the effect's success, store/effects.ts): the
+ * slot is freed by the statement that records the call's outcome. Parameter `$i`; NULL frees nothing.
+ */
+export function releaseSlotCte(i: number): string {
+  return `slot_lease_gone AS (DELETE FROM concurrency_leases WHERE id = $${i}::bigint),
+           slot_freed AS (UPDATE concurrency_slots SET lease_id = NULL, expires_at = NULL WHERE lease_id = $${i}::bigint)`;
+}
+
+/** Frees the lease and its slots in one statement (when the effect's success did not). */
 export async function releaseSlot(db: Db, id: string): Promise<void> {
   await db.query({
     name: 'release-slot',

@@ -1,5 +1,7 @@
 import { fenceParams, notSuperseded, type AttemptFence } from './fence.js';
 import type { Db } from '../lib/db.js';
+import { recordAttemptCte, recordAttemptParams, type AttemptRecord } from './attempts.js';
+import { releaseSlotCte } from './concurrency.js';
 import { jobIsLive, olderThan } from './live-jobs.js';
 
 export interface EffectRow {
@@ -64,13 +66,27 @@ export async function recordEffectSuccess(
   providerId: string | null,
   result: unknown,
   fence?: AttemptFence,
+  also: { attempt?: AttemptRecord; releaseSlotId?: string | null } = {},
 ): Promise<boolean> {
+  // With `also`: the attempt's row and the slot's release in the same statement (one round
+  // trip, one commit: it was BEGIN, these three, COMMIT). They are written whether or not the
+  // fence lets the effect row change, as before: the attempt happened, the slot is free.
   const r = await db.query({
     name: 'record-effect-success',
-    text: `UPDATE effects SET state = 'succeeded', in_doubt = false, provider_request_id = coalesce($2, provider_request_id),
+    text: `WITH ${recordAttemptCte(9)},
+                ${releaseSlotCte(18)}
+           UPDATE effects SET state = 'succeeded', in_doubt = false, provider_request_id = coalesce($2, provider_request_id),
                   provider_id = coalesce($3, provider_id), result = $4, updated_at = now()
             WHERE effect_key = $1 AND ${notSuperseded(5)}`,
-    values: [effectKey, providerRequestId, providerId, JSON.stringify(result), ...fenceParams(fence)],
+    values: [
+      effectKey,
+      providerRequestId,
+      providerId,
+      JSON.stringify(result),
+      ...fenceParams(fence),
+      ...recordAttemptParams(also.attempt),
+      also.releaseSlotId ?? null,
+    ],
   });
   return r.rowCount === 1;
 }
