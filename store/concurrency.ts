@@ -21,8 +21,11 @@ export function slotScopes(r: SlotRequest): Array<{ scope: string; cap: number }
   return scopes;
 }
 
-/** Scopes (with their cap) whose rows this process has created or seen: creating them once per process is enough. */
-const ensured = new Set<string>();
+/**
+ * Scopes (with their cap) whose rows this process has created or is creating: once per
+ * process is enough, and the attempts that start together share that one statement.
+ */
+const ensured = new Map<string, Promise<void>>();
 
 /** Forgets the scopes this process created (the rows were deleted, e.g. by a test resetting the table). */
 export function forgetEnsuredSlots(): void {
@@ -52,9 +55,13 @@ export async function tryAcquireSlot(db: Db, r: SlotRequest): Promise<string | n
   const scopes = slotScopes(r);
   for (const s of scopes) {
     const key = `${s.scope}\u0000${s.cap}`;
-    if (ensured.has(key)) continue;
-    await ensureSlots(db, s.scope, s.cap);
-    ensured.add(key);
+    let made = ensured.get(key);
+    if (!made) {
+      made = ensureSlots(db, s.scope, s.cap);
+      ensured.set(key, made);
+      made.catch(() => ensured.delete(key)); // the next acquisition tries again
+    }
+    await made;
   }
   const res = await db.query<{ id: string }>({
     name: `acquire-slots-${scopes.length}`,
