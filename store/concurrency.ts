@@ -22,10 +22,12 @@ export function slotScopes(r: SlotRequest): Array<{ scope: string; cap: number }
 }
 
 /**
- * Scopes (with their cap) whose rows this process has created or is creating: once per
- * process is enough, and the attempts that start together share that one statement.
+ * Scopes (with their cap) whose rows this process has created or seen: creating them once per
+ * process is enough. Not shared as a promise between concurrent callers: a caller inside a
+ * transaction would wait, holding its connection, for one that needs a pool connection, and a
+ * pool full of such callers never frees one (a pool checkout timeout under load).
  */
-const ensured = new Map<string, Promise<void>>();
+const ensured = new Set<string>();
 
 /** Forgets the scopes this process created (the rows were deleted, e.g. by a test resetting the table). */
 export function forgetEnsuredSlots(): void {
@@ -55,13 +57,9 @@ export async function tryAcquireSlot(db: Db, r: SlotRequest): Promise<string | n
   const scopes = slotScopes(r);
   for (const s of scopes) {
     const key = `${s.scope}\u0000${s.cap}`;
-    let made = ensured.get(key);
-    if (!made) {
-      made = ensureSlots(db, s.scope, s.cap);
-      ensured.set(key, made);
-      made.catch(() => ensured.delete(key)); // the next acquisition tries again
-    }
-    await made;
+    if (ensured.has(key)) continue;
+    await ensureSlots(db, s.scope, s.cap);
+    ensured.add(key);
   }
   const res = await db.query<{ id: string }>({
     name: `acquire-slots-${scopes.length}`,

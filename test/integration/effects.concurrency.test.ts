@@ -53,8 +53,10 @@ describe('concurrency budgets beside the retry budget', () => {
     expect(effects.peakInFlightByTenant['tenant-a']).toBe(2);
     expect(effects.peakInFlight).toBeLessThanOrEqual(3);
     for (const id of ids) expect(effects.byKey[`${id}:summarize`].applied).toBe(1);
-    const failures = await h.pool.query(`SELECT count(*)::int AS n FROM job_attempts WHERE outcome <> 'succeeded'`);
-    expect(failures.rows[0].n).toBe(0);
+    const failures = await h.pool.query(
+      `SELECT outcome, error_class, count(*)::int AS n FROM job_attempts WHERE outcome <> 'succeeded' GROUP BY 1, 2 ORDER BY 1, 2`,
+    );
+    expect(failures.rows).toEqual([]);
     const leases = await h.pool.query('SELECT count(*)::int AS n FROM concurrency_leases');
     expect(leases.rows[0].n).toBe(0);
   });
