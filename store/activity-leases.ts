@@ -33,7 +33,7 @@ export function leaseStartedCte(i: number): string {
   return `lease_started AS (
              INSERT INTO activity_leases (job_id, run_id, activity_id, attempt, activity_type, deadline_at, step)
              SELECT $${i}::text, $${i + 1}::text, $${i + 2}::text, $${i + 3}::int, $${i + 4}::text,
-                    clock_timestamp() + $${i + 5}::int * interval '1 millisecond', $${i + 6}::text
+                    clock_timestamp() + $${i + 5}::float8 * interval '1 millisecond', $${i + 6}::text
               WHERE $${i}::text IS NOT NULL
              ON CONFLICT DO NOTHING
              RETURNING 1)`;
