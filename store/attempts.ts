@@ -84,7 +84,8 @@ export async function attemptsForJob(db: pg.Pool, jobId: string): Promise<Array<
  * An attempt that lost its lease gets a row from its lease row: its worker died (recorded by
  * the next attempt) or Temporal timed out its heartbeat while the worker lived (recorded by
  * the attempt itself when it hears it). `step`: from the heartbeat details when known, else
- * the lease row's. At most one row per step attempt, whoever records it first.
+ * the lease row's. At most one such row per step attempt, whoever records it first (an effect's
+ * own row of the same attempt, written before it was lost, stays beside it).
  */
 export async function recordLostAttempt(
   db: pg.Pool | pg.PoolClient,
@@ -97,7 +98,8 @@ export async function recordLostAttempt(
             coalesce(l.expired_detected_at, l.ended_at, now())
        FROM activity_leases l
       WHERE l.job_id = $1 AND l.run_id = $2 AND l.activity_id = $3 AND l.attempt = $4 AND coalesce($5, l.step) IS NOT NULL
-        AND NOT EXISTS (SELECT 1 FROM job_attempts a WHERE a.job_id = l.job_id AND a.step = coalesce($5, l.step) AND a.attempt = l.attempt)`,
+        AND NOT EXISTS (SELECT 1 FROM job_attempts a WHERE a.job_id = l.job_id AND a.step = coalesce($5, l.step)
+                                                          AND a.attempt = l.attempt AND a.outcome = 'lease_expired')`,
     [k.jobId, k.runId, k.activityId, k.attempt, step ?? null],
   );
 }
