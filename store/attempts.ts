@@ -26,17 +26,7 @@ export async function recordAttempt(db: pg.Pool | pg.PoolClient, a: AttemptRecor
     name: 'record-attempt',
     text: `INSERT INTO job_attempts (job_id, step, attempt, outcome, error_class, status_code, delay_ms, started_at, delay_source)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-    values: [
-      a.jobId,
-      a.step,
-      a.attempt,
-      a.outcome,
-      a.errorClass ?? null,
-      a.statusCode ?? null,
-      a.delayMs ?? null,
-      a.startedAt,
-      a.delaySource ?? null,
-    ],
+    values: recordAttemptParams(a),
   });
 }
 

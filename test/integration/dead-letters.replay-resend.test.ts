@@ -76,15 +76,7 @@ describe('re-sending a replay request after its workflow was terminated', () => 
     for (const s of again.body.skipped ?? []) expect(s.replayJobId).toBe(`${dls.find((d) => d.id === s.deadLetterId)!.jobId}-replay-1`);
     expect((again.body.takenOver ?? []).every((t: any) => t.from === first.body.replayId)).toBe(true);
 
-    const p = await waitFor(
-      'the re-sent replay to finish',
-      async () => {
-        const r = await admin(`/v1/dead-letters/replays/${again.body.replayId}`);
-        return ['completed', 'stopped', 'halted'].includes(r.body?.state) ? r.body : undefined;
-      },
-      180_000,
-      500,
-    );
+    const p = await h.waitForReplay(again.body.replayId, 180_000);
     expect(p).toMatchObject({
       state: 'completed',
       counts: { total: N, succeeded: replaying.length + open.length, skipped: replayed.length, failed: 0, running: 0, pending: 0 },
@@ -134,15 +126,7 @@ describe('re-sending a replay request after its workflow was terminated', () => 
     // Before the change a filter only selected open dead letters: the replaying one stayed so.
     expect(takenOver.length).toBeGreaterThanOrEqual(1);
     expect((again.body.takenOver ?? []).every((t: any) => t.from === first.body.replayId)).toBe(true);
-    const p = await waitFor(
-      'the re-sent replay to finish',
-      async () => {
-        const r = await admin(`/v1/dead-letters/replays/${again.body.replayId}`);
-        return ['completed', 'stopped', 'halted'].includes(r.body?.state) ? r.body : undefined;
-      },
-      180_000,
-      500,
-    );
+    const p = await h.waitForReplay(again.body.replayId, 180_000);
     expect(p.state).toBe('completed');
     expect(p.counts).toMatchObject({ failed: 0, running: 0, pending: 0 });
     for (const { jobId, id } of dls) {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { operatorKey, startHarness, uid, waitFor, type Harness, type TENANTS } from '../support/harness.js';
+import { operatorKey, startHarness, uid, type Harness, type TENANTS } from '../support/harness.js';
 
 let h: Harness;
 beforeAll(async () => {
@@ -27,17 +27,7 @@ async function deadLetteredPurchases(count: number, tenant: keyof typeof TENANTS
   return out;
 }
 
-async function replayFinished(replayId: string, timeoutMs = 120_000): Promise<any> {
-  return waitFor(
-    `replay ${replayId} to finish`,
-    async () => {
-      const p = await admin(`/v1/dead-letters/replays/${replayId}`);
-      return ['completed', 'stopped', 'halted'].includes(p.body?.state) ? p.body : undefined;
-    },
-    timeoutMs,
-    500,
-  );
-}
+const replayFinished = (replayId: string, timeoutMs?: number): Promise<any> => h.waitForReplay(replayId, timeoutMs);
 
 describe('replay of dead letters', () => {
   it('replays 50 dead letters with concurrency 3 and the rate limit; all succeed; originals stay, marked replayed', async () => {

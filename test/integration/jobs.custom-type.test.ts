@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createJobRegistry } from '../../job-api/registry.js';
 import { builtInJobTypes } from '../../jobs/index.js';
 import { reserveAndConfirmJobType } from '../fixtures/jobs/reserve-and-confirm/activities.js';
-import { operatorKey, startHarness, waitFor, type Harness } from '../support/harness.js';
+import { operatorKey, startHarness, type Harness } from '../support/harness.js';
 
 // The fixture type is known only to this registry, which the test passes to the factories
 // (intake, HTTP API, worker): nothing else in the repository names it.
@@ -67,15 +67,7 @@ describe('a job type defined outside the product, registered in one line', () =>
 
     const replay = await admin('/v1/dead-letters/replay', { body: { ids: [failed.deadLetterId] } });
     expect(replay.status).toBe(202);
-    const progress = await waitFor(
-      'the replay to finish',
-      async () => {
-        const p = await admin(`/v1/dead-letters/replays/${replay.body.replayId}`);
-        return ['completed', 'stopped', 'halted'].includes(p.body?.state) ? p.body : undefined;
-      },
-      120_000,
-      500,
-    );
+    const progress = await h.waitForReplay(replay.body.replayId);
     expect(progress.counts.succeeded).toBe(1);
     const replayJob = (await h.api(`/v1/jobs/${jobId}-replay-1`)).body;
     expect(replayJob).toMatchObject({ status: 'succeeded', type: 'reserve-and-confirm', replayOf: jobId });

@@ -6,7 +6,7 @@ import { readFile } from 'node:fs/promises';
 import proto from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { operatorKey, startHarness, waitFor, workflowBundle, type Harness } from '../support/harness.js';
+import { operatorKey, startHarness, workflowBundle, type Harness } from '../support/harness.js';
 
 interface Recorded {
   ids: Record<'summarize' | 'purchase' | 'transcribe', string>;
@@ -59,15 +59,7 @@ describe('jobs recorded before the job-type move', () => {
     ]);
     const replay = await admin('/v1/dead-letters/replay', { ids: [dl.id] });
     expect(replay.status).toBe(202);
-    const done = await waitFor(
-      'the replay to finish',
-      async () => {
-        const p = await admin(`/v1/dead-letters/replays/${replay.body.replayId}`);
-        return ['completed', 'stopped', 'halted'].includes(p.body?.state) ? p.body : undefined;
-      },
-      120_000,
-      500,
-    );
+    const done = await h.waitForReplay(replay.body.replayId);
     expect(done.counts.succeeded).toBe(1);
     const job = (await h.api(`/v1/jobs/${jobId}-replay-1`)).body;
     expect(job).toMatchObject({

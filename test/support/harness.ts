@@ -123,6 +123,8 @@ export interface Harness {
   /** Queues a simulator fault (`POST /__sim/faults`). */
   simFault(body: Record<string, unknown>): Promise<void>;
   waitForStatus(jobId: string, status: string | string[], tenant?: keyof typeof TENANTS, timeoutMs?: number): Promise<any>;
+  /** A replay request's progress (`GET /v1/dead-letters/replays/{id}`) once it ended: completed, stopped or halted. */
+  waitForReplay(replayId: string, timeoutMs?: number): Promise<any>;
   close(): Promise<void>;
 }
 
@@ -255,6 +257,22 @@ export async function startHarness(
           return want.includes(r.body?.status) ? r.body : undefined;
         },
         timeoutMs,
+      );
+    },
+    async waitForReplay(replayId, timeoutMs = 120_000) {
+      let last: unknown;
+      return waitFor(
+        () => `replay ${replayId} to finish (last: ${JSON.stringify(last)})`,
+        async () => {
+          const r = await h.api(`/v1/dead-letters/replays/${replayId}`, {
+            tenant: null,
+            headers: { authorization: `Bearer ${ADMIN_KEY}` },
+          });
+          last = r.body?.state;
+          return ['completed', 'stopped', 'halted'].includes(r.body?.state) ? r.body : undefined;
+        },
+        timeoutMs,
+        500,
       );
     },
     async close() {
