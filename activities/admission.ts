@@ -80,7 +80,7 @@ export function createAdmissionActivities(deps: AdmissionDeps) {
       // One read for the common case (admitted at once): status, setting, reservation, others deferred.
       const facts = await admissionFacts(deps.pool, args.jobId, args.round, args.priority);
       // The intake commits the intent before the workflow start; only the delete-and-reinsert
-      // race in `confirmStarted` (services/intake.ts) can leave a started workflow without it briefly.
+      // race (services/start-marks.ts writes the row again) can leave a started workflow without it briefly.
       if (!facts.status) throw new Error('job intent not visible yet; retrying');
       if (FINAL.includes(facts.status)) return { decision: 'admit' };
       const setting = facts.setting;

@@ -129,7 +129,7 @@ export async function runStep<T>(
     input: async <I>() => {
       const input = start?.input !== undefined && start.input !== null ? start.input : await loadInput(deps.pool, args.jobId);
       // The intake commits the intent before it starts the workflow, so this is reachable only
-      // in the race where a failed concurrent start removed the row and `confirmStarted` writes it again.
+      // in the race where a failed concurrent start removed the row and services/start-marks.ts writes it again.
       if (input === undefined) throw new RetryableError('job intent not visible yet', { errorClass: 'intent_not_committed' });
       return input as I;
     },

@@ -140,6 +140,8 @@ export interface TuningConfig {
   /** `WORKER_WORKFLOW_POLLERS` / `WORKER_ACTIVITY_POLLERS`: concurrent long polls. Default: the SDK's (min(10, slots)). */
   workflowPollers: number | undefined;
   activityPollers: number | undefined;
+  /** `INTAKE_START_MARK_MS`: how long the intake gathers "workflow started" marks into one statement (0: one each, before the answer). Default 100. */
+  startMarkWindowMs: number;
 }
 
 export interface RetentionConfig {
@@ -382,6 +384,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { jobTypes: readonly Jo
     WORKER_CACHED_WORKFLOWS: count('WORKER_CACHED_WORKFLOWS', 0, 1_000_000).optional(),
     WORKER_WORKFLOW_POLLERS: count('WORKER_WORKFLOW_POLLERS', 2, 100).optional(),
     WORKER_ACTIVITY_POLLERS: count('WORKER_ACTIVITY_POLLERS', 1, 100).optional(),
+    INTAKE_START_MARK_MS: count('INTAKE_START_MARK_MS', 0, 10_000).default(100),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   });
   // Empty strings mean "unset": `FOO= npm start` must not turn into an invalid value.
@@ -451,6 +454,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { jobTypes: readonly Jo
       cachedWorkflows: e.WORKER_CACHED_WORKFLOWS,
       workflowPollers: e.WORKER_WORKFLOW_POLLERS,
       activityPollers: e.WORKER_ACTIVITY_POLLERS,
+      startMarkWindowMs: e.INTAKE_START_MARK_MS,
     },
   };
 }

@@ -214,6 +214,13 @@ function sideEffectVerdict(f: StageFacts): StageVerdict {
   };
 }
 
+/**
+ * How long an intent may lack its "workflow started" mark before the verdict calls it stuck:
+ * the intake writes marks in batches (`INTAKE_START_MARK_MS`, default 100 ms), so a fresh
+ * job's mark is normally moments away.
+ */
+export const START_MARK_GRACE_MS = 10_000;
+
 export function stageVerdict(f: StageFacts): StageVerdict {
   if (f.status === 'cancelled') {
     const stage: Stage = f.firstStartedAt ? 'side_effects' : f.workflowStartedAt ? 'claim' : 'intake';
@@ -228,8 +235,18 @@ export function stageVerdict(f: StageFacts): StageVerdict {
   }
   if (f.status === 'dead_lettered') return failedVerdict(f);
   if (f.status === 'succeeded') return completedVerdict(f);
-  if (!f.workflowStartedAt) {
+  // Any state past `queued`, or an attempt, was written by the running workflow: a missing
+  // mark then only says the intake's mark was lost (the scan writes it).
+  if (!f.workflowStartedAt && !f.firstStartedAt && f.status === 'queued') {
     const waited = since(f.createdAt, f.now);
+    if (f.now.getTime() - f.createdAt.getTime() < START_MARK_GRACE_MS)
+      return {
+        stage: 'intake',
+        condition: 'waiting',
+        words: `at intake: accepted ${clock(f.createdAt, f.now)}, its workflow start not recorded yet (${waited})`,
+        figure: waited,
+        nextStep: 'the intake records the workflow start within moments',
+      };
     return {
       stage: 'intake',
       condition: 'stuck',

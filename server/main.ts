@@ -37,7 +37,14 @@ await ensureSchedules(temporal, config.taskQueue, productSchedules(config.retent
   (r) => log.info({ schedules: r }, 'schedules ensured'),
   (err: Error) => log.error({ err: { message: err.message, name: err.name } }, 'could not ensure schedules'),
 );
-const jobs = createJobsClient({ pool, temporal, taskQueue: config.taskQueue, jobs: defaultJobRegistry, budgets: config.jobBudgets });
+const jobs = createJobsClient({
+  pool,
+  temporal,
+  taskQueue: config.taskQueue,
+  jobs: defaultJobRegistry,
+  budgets: config.jobBudgets,
+  startMarkWindowMs: config.tuning.startMarkWindowMs,
+});
 // Webhook secrets rotate without a restart: SIGHUP reads WEBHOOK_SECRETS_FILE again (README "Webhooks").
 const webhookKeyring = createWebhookKeyring(config.webhookSecrets);
 reloadWebhookSecretsOnSighup(
@@ -60,6 +67,8 @@ await app.listen({ port: config.httpPort, host: config.httpHost });
 onShutdown(
   async () => {
     await app.close();
+    // After the last request: its start mark is written before the pool ends.
+    await jobs.close();
     await temporal.connection.close();
     await pool.end();
   },

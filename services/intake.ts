@@ -25,9 +25,9 @@ import {
   insertIntent,
   type IntentRow,
   lastSucceeded,
-  markWorkflowStarted,
   type NewIntent,
 } from '../store/intents.js';
+import { createStartMarks } from './start-marks.js';
 import { toJobStatus, type JobStatus } from './job-status.js';
 import { recordDuplicate } from '../store/timeline.js';
 import { tenantStage } from './timeline.js';
@@ -44,6 +44,12 @@ export interface JobsClientDeps {
   budgets?: JobBudgets;
   /** Retry-After advertised when Temporal or Postgres cannot take the job. Default 5 s. */
   unavailableRetryAfterSeconds?: number;
+  /**
+   * How long the "workflow started" marks of fresh submissions gather before one statement
+   * writes them all (`services/start-marks.ts`; config `INTAKE_START_MARK_MS`). Default 100 ms;
+   * 0 writes each before `submitJob` returns. Call `close()` before ending the pool.
+   */
+  startMarkWindowMs?: number;
 }
 
 export interface SubmitJobRequest {
@@ -106,9 +112,14 @@ function validate(
  * The intake, as a library for backend code that holds a Temporal client. The HTTP API is
  * a thin shell over it. Errors are the coded classes of `lib/errors.ts`.
  */
+/** `startMarkWindowMs`'s default. */
+export const DEFAULT_START_MARK_WINDOW_MS = 100;
+
 export function createJobsClient(deps: JobsClientDeps) {
   const startTimeoutMs = deps.startTimeoutMs ?? 5_000;
   const retryAfter = deps.unavailableRetryAfterSeconds ?? UNAVAILABLE_RETRY_AFTER_SECONDS;
+  const marks = createStartMarks(deps.pool, deps.startMarkWindowMs ?? DEFAULT_START_MARK_WINDOW_MS);
+  const markNow = createStartMarks(deps.pool, 0);
 
   /**
    * Starts the intent's workflow, or finds that it runs. `intentCreatedAt` undefined: the
@@ -117,8 +128,9 @@ export function createJobsClient(deps: JobsClientDeps) {
    * (an existing, unstarted intent) a closed run is this intent's own unless it predates it.
    * A start that failed on the client may still have succeeded on the server (its deadline
    * passed while the server created the run): Temporal is asked, so the answer is the truth.
+   * Returns how it knows the run exists: its own start, or Temporal asked after a failure.
    */
-  async function startWorkflow(base: JobArgs, intentCreatedAt?: Date): Promise<void> {
+  async function startWorkflow(base: JobArgs, intentCreatedAt?: Date): Promise<'started' | 'found'> {
     const definition = deps.jobs.require(base.jobType);
     const rpc = <T>(fn: () => Promise<T>) => deps.temporal.connection.withDeadline(Date.now() + startTimeoutMs, fn);
     const start = (replaceClosed: boolean) =>
@@ -127,16 +139,19 @@ export function createJobsClient(deps: JobsClientDeps) {
     try {
       if (intentCreatedAt === undefined) await start(true);
       else await startExistingIntent(deps.temporal, deps.taskQueue, definition, base, intentCreatedAt, deps.budgets, rpc);
+      return 'started';
     } catch (err) {
       const run = await rpc(() => latestRun(deps.temporal, base.jobId)).catch(() => undefined);
-      if (run && (run.running || run.startTime.getTime() >= attemptAt - CLOCK_SKEW_MS)) return; // it landed
+      if (run && (run.running || run.startTime.getTime() >= attemptAt - CLOCK_SKEW_MS)) return 'found'; // it landed
       throw new UnavailableError('Temporal cannot take the job right now', retryAfter, { dependency: 'temporal', cause: err });
     }
   }
 
   /**
    * Persist first, then start, then confirm. The intent row is committed before Temporal is
-   * called (no pooled connection is held across that call), with `workflow_started_at` NULL.
+   * called (no pooled connection is held across that call), with `workflow_started_at` NULL;
+   * after a clean start the mark joins the next batch (`startMarkWindowMs`), after any other
+   * path to a run it is written before the answer.
    * If the start fails (and Temporal, asked, has no run of it: a start that timed out on the
    * client may have succeeded, and then the job is accepted: 202) the row is removed again and
    * the client hears 503 with nothing left half accepted; a retry with the same key then goes
@@ -157,30 +172,15 @@ export function createJobsClient(deps: JobsClientDeps) {
     };
     const inserted = await pgOr503(() => insertIntent(deps.pool, intent), 'Postgres cannot take the job right now', retryAfter);
     if (!inserted) return replay(intent);
+    let how;
     try {
-      await startWorkflow({ jobId: intent.jobId, tenantId: intent.tenantId, jobType: type, priority });
+      how = await startWorkflow({ jobId: intent.jobId, tenantId: intent.tenantId, jobType: type, priority });
     } catch (err) {
       await deleteUnstartedIntent(deps.pool, intent.jobId).catch(() => undefined);
       throw err;
     }
-    await confirmStarted(intent);
+    await (how === 'started' ? marks : markNow).add(intent);
     return { jobId: intent.jobId, status: 'queued', replayed: false, retryAfterSeconds: POLL_AFTER_SECONDS };
-  }
-
-  /**
-   * Records that the workflow runs. If a concurrent request whose start failed removed the
-   * row meanwhile, it is written again: the workflow exists, so its intent must too. A failure
-   * here is not the client's: the job is durable in Temporal and the scan marks it later.
-   */
-  async function confirmStarted(intent: NewIntent): Promise<void> {
-    try {
-      if (!(await markWorkflowStarted(deps.pool, intent.jobId))) {
-        await insertIntent(deps.pool, intent);
-        await markWorkflowStarted(deps.pool, intent.jobId);
-      }
-    } catch {
-      /* the workflow runs; the compensation scan records the start */
-    }
   }
 
   async function replay(intent: NewIntent & { jobType: JobType }): Promise<SubmitJobResult> {
@@ -202,7 +202,7 @@ export function createJobsClient(deps: JobsClientDeps) {
         { jobId: existing.job_id, tenantId: intent.tenantId, jobType: intent.jobType, priority: existing.priority },
         existing.created_at,
       );
-      await confirmStarted({ ...intent, jobId: existing.job_id });
+      await markNow.add({ ...intent, jobId: existing.job_id });
     }
     return { jobId: existing.job_id, status: existing.status, replayed: true, retryAfterSeconds: POLL_AFTER_SECONDS };
   }
@@ -255,8 +255,11 @@ export function createJobsClient(deps: JobsClientDeps) {
     return toJobStatus(row);
   }
 
+  /** Writes the start marks still gathering; call it before ending the pool. Submitting after it is fine. */
+  const close = () => marks.flush();
+
   // taskQueue: the queue-health report reads Temporal's statistics for it.
-  return { submitJob, getJob, cancelJob, taskQueue: deps.taskQueue };
+  return { submitJob, getJob, cancelJob, close, taskQueue: deps.taskQueue };
 }
 
 export type JobsClient = ReturnType<typeof createJobsClient>;

@@ -82,6 +82,24 @@ export async function markWorkflowStarted(db: Db, jobId: string): Promise<boolea
 }
 
 /**
+ * Many marks in one statement, each with the time its start returned: `agoMs` before this
+ * statement, on the database clock like every other timestamp. Returns the job IDs whose row
+ * exists (marked now or before); a missing one was removed by a concurrent failed start.
+ */
+export async function markWorkflowsStarted(db: Db, marks: Array<{ jobId: string; agoMs: number }>): Promise<Set<string>> {
+  const r = await db.query<{ job_id: string }>({
+    name: 'mark-workflows-started',
+    text: `UPDATE job_intents i
+              SET workflow_started_at = coalesce(i.workflow_started_at, now() - m.ago_ms * interval '1 millisecond')
+             FROM unnest($1::text[], $2::float8[]) AS m(job_id, ago_ms)
+            WHERE i.job_id = m.job_id
+        RETURNING i.job_id`,
+    values: [marks.map((m) => m.jobId), marks.map((m) => m.agoMs)],
+  });
+  return new Set(r.rows.map((row) => row.job_id));
+}
+
+/**
  * Removes an intent whose workflow could not be started, so a client answered 503 leaves
  * nothing behind. Only while unstarted: a concurrent duplicate that did start it wins.
  */

@@ -205,6 +205,7 @@ export async function startDrillStack(say: (m: string) => void): Promise<DrillSt
     async close() {
       await Promise.all(workers.map((w) => w.kill('SIGTERM')));
       await app.close();
+      await jobs.close();
       await connection.close().catch(() => undefined);
       await sim?.close();
       await pool.end();

@@ -277,6 +277,7 @@ export async function startHarness(
     },
     async close() {
       await app.close();
+      await jobs.close();
       for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
       await Promise.allSettled(runs);
       await nativeConnection.close();

@@ -29,6 +29,22 @@ describe('stageVerdict', () => {
     });
   });
 
+  it('intake: a fresh intent whose start mark is still on its way waits; one whose workflow already wrote a state is past intake', () => {
+    const fresh = stageVerdict(base({ workflowStartedAt: null, createdAt: at('12:09:58') }));
+    expect(fresh).toMatchObject({
+      stage: 'intake',
+      condition: 'waiting',
+      words: 'at intake: accepted 12:09:58Z, its workflow start not recorded yet (2 s)',
+    });
+    // Past the grace period it is stuck again.
+    expect(stageVerdict(base({ workflowStartedAt: null, createdAt: at('12:09:49') })).condition).toBe('stuck');
+    // A lost mark: the attempt (or the gate's deferral) shows the workflow runs.
+    const running = stageVerdict(base({ workflowStartedAt: null, status: 'running', firstStartedAt: at('12:00:02'), attempts: 1 }));
+    expect(running).toMatchObject({ stage: 'side_effects', condition: 'running' });
+    const deferred = stageVerdict(base({ workflowStartedAt: null, status: 'deferred', deferredAt: at('12:00:02') }));
+    expect(deferred).toMatchObject({ stage: 'claim', condition: 'waiting' });
+  });
+
   it('claim: no poller on the task queue names it and the wait; with pollers it only waits', () => {
     const v = stageVerdict(
       base({ workflowStartedAt: at('12:06:00'), taskQueue: { name: 'durable-jobs', workflowPollers: 0, activityPollers: 0 } }),

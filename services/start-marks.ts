@@ -1,0 +1,90 @@
+import type pg from 'pg';
+import { insertIntent, markWorkflowStarted, markWorkflowsStarted, type NewIntent } from '../store/intents.js';
+
+/**
+ * Records `workflow_started_at` for intents whose workflow start succeeded, off the request's
+ * path: the marks of one window (`windowMs`) are written in one statement, each with the time
+ * its start returned (the database clock minus how long it waited here). The mark is evidence
+ * (the timeline's intake stage, the guard that stops a failed duplicate from removing a started
+ * job's row): the job itself is already durable in Temporal. A mark lost with the process (a
+ * SIGKILL inside the window, Postgres down at the flush) is written by the compensation scan,
+ * which finds the run (README "Intake").
+ *
+ * `windowMs` 0: each mark is written before the call returns, as one statement of its own.
+ */
+export interface StartMarks {
+  /** Records that this intent's workflow runs; resolves at once unless the window is 0. */
+  add(intent: NewIntent): Promise<void>;
+  /** Writes the pending marks now; the client's `close()`. */
+  flush(): Promise<void>;
+}
+
+/** Marks in one statement at most; more wait for the next. */
+const MAX_BATCH = 500;
+
+export function createStartMarks(pool: pg.Pool, windowMs: number): StartMarks {
+  const pending = new Map<string, { intent: NewIntent; at: number }>();
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+
+  /**
+   * One mark, written again if a concurrent request whose start failed removed the row: the
+   * workflow exists, so its intent must too. Failures are left to the scan.
+   */
+  async function markOne(intent: NewIntent): Promise<void> {
+    try {
+      if (!(await markWorkflowStarted(pool, intent.jobId))) {
+        await insertIntent(pool, intent);
+        await markWorkflowStarted(pool, intent.jobId);
+      }
+    } catch {
+      /* the workflow runs; the compensation scan records the start */
+    }
+  }
+
+  async function writeBatch(): Promise<void> {
+    const batch = [...pending.values()].slice(0, MAX_BATCH);
+    for (const m of batch) pending.delete(m.intent.jobId);
+    const now = Date.now();
+    try {
+      const marked = await markWorkflowsStarted(
+        pool,
+        batch.map((m) => ({ jobId: m.intent.jobId, agoMs: now - m.at })),
+      );
+      for (const m of batch) if (!marked.has(m.intent.jobId)) await markOne(m.intent);
+    } catch {
+      /* Postgres is down: the compensation scan records these starts */
+    }
+  }
+
+  function schedule(): void {
+    if (timer || running || pending.size === 0) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      running = writeBatch().finally(() => {
+        running = undefined;
+        schedule();
+      });
+    }, windowMs);
+  }
+
+  return {
+    async add(intent) {
+      if (windowMs === 0) return markOne(intent);
+      pending.set(intent.jobId, { intent, at: Date.now() });
+      schedule();
+    },
+    async flush() {
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+      while (running || pending.size > 0) {
+        if (running) await running;
+        else {
+          running = writeBatch().finally(() => {
+            running = undefined;
+          });
+        }
+      }
+    },
+  };
+}
