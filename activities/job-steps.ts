@@ -1,10 +1,8 @@
 import { Context } from '@temporalio/activity';
-import { isConnectionError, withTransaction, type PoolClient } from '../lib/db.js';
+import { isConnectionError } from '../lib/db.js';
 import { RetryableError } from '../lib/errors.js';
 import { effectKeyFor } from '../lib/ids.js';
-import { recordAttempt } from '../store/attempts.js';
-import { insertOutbox } from '../store/outbox.js';
-import { leaseEnded } from '../store/activity-leases.js';
+import type { LeaseKey } from '../store/activity-leases.js';
 import { addExecutionSpan, loadInput, startAttempt, writeResultFenced, type AttemptStart } from '../store/intents.js';
 import type { StepArgs } from '../contract/job-types.js';
 import { budgetOf } from '../job-api/define.js';
@@ -26,9 +24,9 @@ export interface StepContext {
   startedAt: Date;
   effect(step: string, path: string, body: Record<string, unknown>): Promise<EffectResult>;
   input<T>(): Promise<T>;
-  /** Runs in the step's last transaction (`completeWithOutbox`): the span and the lease's end. */
-  finish?: (tx: PoolClient) => Promise<void>;
-  /** Called once that transaction committed. */
+  /** What the step's last statement (`completeWithOutbox`) writes beside the result: the span so far and the lease to end. */
+  closing?: () => { spanMs: number; lease: LeaseKey | undefined };
+  /** Called once that statement committed: the wrapper then writes neither again. */
   finished?: () => void;
 }
 
@@ -133,12 +131,8 @@ export async function runStep<T>(
       if (input === undefined) throw new RetryableError('job intent not visible yet', { errorClass: 'intent_not_committed' });
       return input as I;
     },
-    finish: async (tx) => {
-      // Folded into the step's last transaction: the span so far (the rest is microseconds),
-      // and the lease's end (the wrapper then writes neither).
-      await addExecutionSpan(tx, args.jobId, Date.now() - startedAt.getTime() - waitedMs, startedAt);
-      if (lease) await leaseEnded(tx, lease.key, 'completed');
-    },
+    // Folded into the step's last statement: the span so far (the rest is microseconds), and the lease's end.
+    closing: () => ({ spanMs: Date.now() - startedAt.getTime() - waitedMs, lease: lease?.key }),
     finished: () => {
       state.spanRecorded = true;
       if (lease) lease.ended = true;
@@ -183,10 +177,10 @@ interface StepState {
 }
 
 /**
- * Result and outbox rows in one transaction, fenced by the attempt number: a stale attempt
+ * Result and outbox rows in one statement, fenced by the attempt number: a stale attempt
  * that finishes after a newer one wrote its result changes nothing. The same commit carries
- * the attempt's execution span and its lease's end. A refused write commits too (the span
- * and lease rows are evidence either way) and records a `fenced` attempt.
+ * the attempt's execution span and its lease's end. A refused write commits those too (they
+ * are evidence either way) and records a `fenced` attempt.
  */
 export async function completeWithOutbox(
   deps: StepDeps,
@@ -194,28 +188,25 @@ export async function completeWithOutbox(
   result: unknown,
   notification?: { kind: string; payload: Record<string, unknown> },
 ): Promise<boolean> {
-  const landed = await withTransaction(deps.pool, async (tx) => {
-    const ok = await writeResultFenced(tx, ctx.args.jobId, ctx.attempt, result, notification ? 'pending' : null);
-    if (ok && notification) {
-      await insertOutbox(tx, {
-        jobId: ctx.args.jobId,
-        kind: notification.kind,
-        payload: notification.payload,
-        effectKey: effectKeyFor(ctx.args.effectScope ?? ctx.args.jobId, `notify-${notification.kind}`),
-        deliverWithinMs: 15 * 60_000,
-      });
-    }
-    if (!ok)
-      await recordAttempt(tx, {
-        jobId: ctx.args.jobId,
-        step: 'result',
-        attempt: ctx.attempt,
-        outcome: 'fenced',
-        errorClass: 'stale_attempt',
-        startedAt: ctx.startedAt,
-      });
-    await ctx.finish?.(tx);
-    return ok;
+  const closing = ctx.closing?.();
+  const landed = await writeResultFenced(deps.pool, ctx.args.jobId, ctx.attempt, result, notification ? 'pending' : null, {
+    outbox: notification && {
+      jobId: ctx.args.jobId,
+      kind: notification.kind,
+      payload: notification.payload,
+      effectKey: effectKeyFor(ctx.args.effectScope ?? ctx.args.jobId, `notify-${notification.kind}`),
+      deliverWithinMs: 15 * 60_000,
+    },
+    span: closing && { ms: closing.spanMs, attemptStartedAt: ctx.startedAt },
+    lease: closing?.lease,
+    refused: {
+      jobId: ctx.args.jobId,
+      step: 'result',
+      attempt: ctx.attempt,
+      outcome: 'fenced',
+      errorClass: 'stale_attempt',
+      startedAt: ctx.startedAt,
+    },
   });
   ctx.finished?.();
   if (!landed) {

@@ -51,14 +51,29 @@ export function leaseStartedParams(k: LeaseStart | undefined): unknown[] {
  * An attempt that ends keeps an earlier `lease_expired` verdict: it ended after it lost its
  * lease. It says `lease_expired` itself when Temporal timed out its heartbeat while it ran.
  */
-export async function leaseEnded(db: Db, k: LeaseKey, outcome: 'completed' | 'failed' | 'cancelled' | 'lease_expired'): Promise<void> {
-  await db.query({
-    name: 'lease-ended',
-    text: `UPDATE activity_leases SET ended_at = clock_timestamp(), outcome = CASE WHEN outcome = 'lease_expired' THEN outcome ELSE $5 END,
-                   expired_detected_at = CASE WHEN $5 = 'lease_expired' THEN coalesce(expired_detected_at, clock_timestamp()) ELSE expired_detected_at END
-            WHERE job_id = $1 AND run_id = $2 AND activity_id = $3 AND attempt = $4 AND ended_at IS NULL`,
-    values: [k.jobId, k.runId, k.activityId, k.attempt, outcome],
-  });
+export async function leaseEnded(db: Db, k: LeaseKey, outcome: LeaseOutcome): Promise<void> {
+  await db.query({ name: 'lease-ended', text: leaseEndedSql(1), values: leaseEndedParams(k, outcome) });
+}
+
+export type LeaseOutcome = 'completed' | 'failed' | 'cancelled' | 'lease_expired';
+
+function leaseEndedSql(i: number): string {
+  const p = (k: number, type: string) => `$${i + k}::${type}`;
+  return `UPDATE activity_leases SET ended_at = clock_timestamp(), outcome = CASE WHEN outcome = 'lease_expired' THEN outcome ELSE ${p(4, 'text')} END,
+                 expired_detected_at = CASE WHEN ${p(4, 'text')} = 'lease_expired' THEN coalesce(expired_detected_at, clock_timestamp()) ELSE expired_detected_at END
+          WHERE job_id = ${p(0, 'text')} AND run_id = ${p(1, 'text')} AND activity_id = ${p(2, 'text')} AND attempt = ${p(3, 'int')} AND ended_at IS NULL`;
+}
+
+/**
+ * `leaseEnded` as a CTE of the statement that writes the step's result (store/intents.ts
+ * `writeResultFenced`). Parameters `$i..$i+4` (`leaseEndedParams`); all NULL ends nothing.
+ */
+export function leaseEndedCte(i: number): string {
+  return `lease_end AS (${leaseEndedSql(i)})`;
+}
+
+export function leaseEndedParams(k: LeaseKey | undefined, outcome: LeaseOutcome): unknown[] {
+  return k ? [k.jobId, k.runId, k.activityId, k.attempt, outcome] : [null, null, null, null, null];
 }
 
 /**

@@ -22,6 +22,32 @@ export interface OutboxRow {
   delivered_at: Date | null;
 }
 
+export interface NewOutboxRow {
+  jobId: string;
+  kind: string;
+  effectKey: string;
+  payload: unknown;
+  deliverWithinMs: number;
+}
+
+/**
+ * `insertOutbox` as a CTE of the statement that writes the job's result (store/intents.ts
+ * `writeResultFenced`), inserted only `when` the result landed. Parameters `$i..$i+4`
+ * (`insertOutboxParams`); all NULL inserts nothing.
+ */
+export function insertOutboxCte(i: number, when: string): string {
+  const p = (k: number, type: string) => `$${i + k}::${type}`;
+  return `outbox_row AS (
+             INSERT INTO outbox (job_id, kind, effect_key, payload, deliver_by)
+             SELECT ${p(0, 'text')}, ${p(1, 'text')}, ${p(2, 'text')}, ${p(3, 'jsonb')}, now() + ${p(4, 'float8')} * interval '1 millisecond'
+              WHERE ${p(0, 'text')} IS NOT NULL AND ${when}
+             ON CONFLICT (effect_key) DO NOTHING)`;
+}
+
+export function insertOutboxParams(o: NewOutboxRow | undefined): unknown[] {
+  return o ? [o.jobId, o.kind, o.effectKey, JSON.stringify(o.payload), o.deliverWithinMs] : [null, null, null, null, null];
+}
+
 /** Written in the same transaction as the job's result; ON CONFLICT keeps it once per effect key. */
 export async function insertOutbox(
   db: Db,
