@@ -196,8 +196,9 @@ export function createJobsClient(deps: JobsClientDeps) {
     }
     // Evidence for the job's timeline (the time only); never in the way of the answer.
     await recordDuplicate(deps.pool, existing.job_id).catch(() => undefined);
-    if (!existing.workflow_started_at) {
-      // Another request is starting it, or its start was lost: USE_EXISTING makes a second start safe.
+    // Unmarked: another request is starting it, or its start was lost (USE_EXISTING makes a
+    // second start safe); unless this client started it and its mark is still gathering.
+    if (!existing.workflow_started_at && !marks.has(existing.job_id)) {
       await startWorkflow(
         { jobId: existing.job_id, tenantId: intent.tenantId, jobType: intent.jobType, priority: existing.priority },
         existing.created_at,

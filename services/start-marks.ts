@@ -15,6 +15,8 @@ import { insertIntent, markWorkflowStarted, markWorkflowsStarted, type NewIntent
 export interface StartMarks {
   /** Records that this intent's workflow runs; resolves at once unless the window is 0. */
   add(intent: NewIntent): Promise<void>;
+  /** Whether this intent's start succeeded here and its mark is still gathering. */
+  has(jobId: string): boolean;
   /** Writes the pending marks now; the client's `close()`. */
   flush(): Promise<void>;
 }
@@ -26,6 +28,8 @@ export function createStartMarks(pool: pg.Pool, windowMs: number): StartMarks {
   const pending = new Map<string, { intent: NewIntent; at: number }>();
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
+  /** The marks of the batch being written. */
+  const writing = new Set<string>();
 
   /**
    * One mark, written again if a concurrent request whose start failed removed the row: the
@@ -44,7 +48,10 @@ export function createStartMarks(pool: pg.Pool, windowMs: number): StartMarks {
 
   async function writeBatch(): Promise<void> {
     const batch = [...pending.values()].slice(0, MAX_BATCH);
-    for (const m of batch) pending.delete(m.intent.jobId);
+    for (const m of batch) {
+      pending.delete(m.intent.jobId);
+      writing.add(m.intent.jobId);
+    }
     const now = Date.now();
     try {
       const marked = await markWorkflowsStarted(
@@ -54,6 +61,8 @@ export function createStartMarks(pool: pg.Pool, windowMs: number): StartMarks {
       for (const m of batch) if (!marked.has(m.intent.jobId)) await markOne(m.intent);
     } catch {
       /* Postgres is down: the compensation scan records these starts */
+    } finally {
+      for (const m of batch) writing.delete(m.intent.jobId);
     }
   }
 
@@ -74,6 +83,7 @@ export function createStartMarks(pool: pg.Pool, windowMs: number): StartMarks {
       pending.set(intent.jobId, { intent, at: Date.now() });
       schedule();
     },
+    has: (jobId) => pending.has(jobId) || writing.has(jobId),
     async flush() {
       if (timer) clearTimeout(timer);
       timer = undefined;

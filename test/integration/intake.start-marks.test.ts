@@ -65,21 +65,21 @@ describe('intake: "workflow started" marks are written in batches', () => {
     for (const id of ids) await h.temporal.workflow.getHandle(id).terminate('test done');
   });
 
-  it('a duplicate of a job whose mark is still gathering answers with the same job and writes the mark itself', async () => {
-    const jobs = createJobsClient({
-      jobs: defaultJobRegistry,
-      pool: h.pool,
-      temporal: h.temporal,
-      taskQueue: h.taskQueue,
-      startMarkWindowMs: 60_000,
-    });
+  it('a duplicate of a job whose mark is still gathering: the same client answers at once; another starts (finds) it and writes the mark', async () => {
+    const client = () =>
+      createJobsClient({ jobs: defaultJobRegistry, pool: h.pool, temporal: h.temporal, taskQueue: h.taskQueue, startMarkWindowMs: 60_000 });
+    const [api1, api2] = [client(), client()];
     const req = { tenantId: TENANTS.a.id, type: 'summarize', idempotencyKey: `dup-${uid()}`, input: { text: 'Twice. Once.' } };
-    const first = await jobs.submitJob(req);
-    const again = await jobs.submitJob(req);
-    expect(again).toMatchObject({ jobId: first.jobId, replayed: true });
+    const first = await api1.submitJob(req);
+    // The client that started it knows the run exists: no second start, no mark of its own.
+    expect(await api1.submitJob(req)).toMatchObject({ jobId: first.jobId, replayed: true });
+    expect((await marksOf([first.jobId]))[0]?.workflow_started_at).toBeNull();
+    // Another API process cannot know: it asks Temporal (USE_EXISTING finds the run) and marks it.
+    expect(await api2.submitJob(req)).toMatchObject({ jobId: first.jobId, replayed: true });
     expect((await marksOf([first.jobId]))[0]?.workflow_started_at).toBeInstanceOf(Date);
     const done = await h.waitForStatus(first.jobId, 'succeeded');
     expect(done.attempts).toBe(1);
-    await jobs.close();
+    await api1.close();
+    await api2.close();
   });
 });
