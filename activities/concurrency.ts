@@ -1,6 +1,5 @@
 import { Context } from '@temporalio/activity';
 import type pg from 'pg';
-import type { Db } from '../lib/db.js';
 import type { Logger } from '../lib/logger.js';
 import { forgetEnsuredSlots, releaseSlot, renewSlots, tryAcquireSlot } from '../store/concurrency.js';
 import { markRunning, markWaiting } from '../store/intents.js';
@@ -76,16 +75,17 @@ export interface SlotRelease {
 }
 
 /**
- * One effect's slot: `tryIn(tx)` tries to take it inside the effect's claim transaction (one
- * commit fewer when a slot is free), `guard` then runs the call holding it (waiting for one
- * first if `tryIn` found none or was not called). Call `guard` right after the claim commits:
- * a slot taken by `tryIn` is released by the guard, and expires by itself otherwise.
+ * One effect's slot: the effect's claim statement tries to take it (`request`, and `took` with
+ * what it got: one round trip fewer when a slot is free), `guard` then runs the call holding
+ * it (waiting for one first if the claim found none or did not try). Call `guard` right after
+ * the claim: a slot the claim took is released by the guard, and expires by itself otherwise.
  */
 export function effectSlot(deps: { pool: pg.Pool; log: Logger }, s: SlotScope) {
   let taken: string | null = null;
   return {
-    tryIn: async (tx: Db): Promise<void> => {
-      taken = await tryAcquireSlot(tx, slotRequest(s));
+    request: slotRequest(s),
+    took: (id: string | null): void => {
+      taken = id;
     },
     guard: <T>(call: (release: SlotRelease) => Promise<T>): Promise<T> => {
       const pre = taken;

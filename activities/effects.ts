@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import type pg from 'pg';
-import { withTransaction, type Db } from '../lib/db.js';
+import { withTransaction } from '../lib/db.js';
 import { effectKeyFor, inputHash } from '../lib/ids.js';
 import type { Logger } from '../lib/logger.js';
 import { recordAttempt } from '../store/attempts.js';
@@ -11,10 +11,13 @@ import {
   recordEffectFailure,
   recordEffectSuccess,
   reopenFailedEffect,
+  type ClaimedEffectRow,
+  type EffectRow,
 } from '../store/effects.js';
+import type { SlotRequest } from '../store/concurrency.js';
 import { NonRetryableError, RetryableError } from '../lib/errors.js';
 import { currentFence } from './attempt.js';
-import { upstreamFor, type FallbackPlan } from './fallback.js';
+import { chooseUpstream, upstreamFor, type FallbackPlan } from './fallback.js';
 import type { SlotRelease } from './concurrency.js';
 import type { Provider } from './provider.js';
 
@@ -45,10 +48,10 @@ export interface EffectSpec {
    */
   guard?: <T>(call: (release?: SlotRelease) => Promise<T>) => Promise<T>;
   /**
-   * With `guard`: tries to take its slot inside the claim transaction, for a fresh call (not
-   * a reconciliation, which may end without a call); the guard then uses that slot.
+   * With `guard`: the slot the claim statement tries to take for a fresh call (not a
+   * reconciliation, which may end without a call); `took` hands the guard what it got.
    */
-  claimSlot?: (tx: Db) => Promise<void>;
+  claimSlot?: { request: SlotRequest; took(id: string | null): void };
   /** Set when the job type declares a fallback upstream: the operator's decision for it (activities/fallback.ts). */
   fallback?: FallbackPlan | undefined;
   /** The job type's upstream declaration (JobTypeInfo.upstream). Default: idempotent by key, no lookup. */
@@ -79,35 +82,27 @@ export async function runEffect(deps: EffectDeps, s: EffectSpec): Promise<Effect
   // Every effect-row write is fenced: a stale attempt (a newer one has started) changes nothing.
   const fence = currentFence();
   const base = { jobId: s.jobId, step: s.step, attempt, startedAt: s.startedAt };
-  // Steps 1-3 and the upstream choice in one transaction: one commit before the call, which
-  // is what the fallback rule needs (an effect in doubt stays with the upstream it was sent
-  // to). A refusal found here is thrown after the commit, so the claim stays recorded.
-  const claim = await withTransaction(deps.pool, async (tx) => {
-    const row = await beginEffect(
-      tx,
-      { effectKey, jobId: s.effectScope, tenantId: s.tenantId, step: s.step, requestHash: inputHash(s.step, s.body) },
-      fence,
-    );
-    if (!row) return { kind: 'stale' as const };
-    if (row.state === 'succeeded') {
-      await recordAttempt(tx, { ...base, outcome: 'reused' });
-      return { kind: 'reused' as const, row };
-    }
-    // Only a replay (an operator's decision, after fixing the cause) calls a refused effect again.
-    if (row.state === 'failed' && s.effectScope === s.jobId) return { kind: 'refused' as const };
-    if (row.state === 'failed') await reopenFailedEffect(tx, effectKey);
-    const reconciling = !row.inserted && row.was_in_doubt;
-    if (reconciling) await countReconciliation(tx, effectKey, fence);
-    // Decided after the claim: an effect in doubt stays with the upstream it was sent to.
-    try {
-      const provider = s.fallback ? await upstreamFor(deps, { effectKey, jobId: s.jobId, row, plan: s.fallback }, tx) : deps.provider;
-      if (!reconciling && s.guard) await s.claimSlot?.(tx);
-      return { kind: 'call' as const, row, reconciling, provider };
-    } catch (err) {
-      if (!(err instanceof RetryableError)) throw err;
-      return { kind: 'no-upstream' as const, err };
-    }
-  });
+  // Steps 1-3, and for an effect sent afresh its upstream choice and slot, in one statement:
+  // one commit before the call, which is what the fallback rule needs (an effect in doubt
+  // stays with the upstream it was sent to). A refusal found here is thrown after the
+  // commit, so the claim stays recorded. The rarer paths (reuse, reconciliation, a replayed
+  // refusal) add their writes in a transaction of their own, still before any call.
+  const afresh = s.fallback
+    ? chooseUpstream({ inserted: true, was_in_doubt: false }, s.fallback, deps.fallbackProvider !== undefined)
+    : undefined;
+  const claimed = await beginEffect(
+    deps.pool,
+    { effectKey, jobId: s.effectScope, tenantId: s.tenantId, step: s.step, requestHash: inputHash(s.step, s.body) },
+    fence,
+    {
+      upstream: afresh,
+      replay: s.effectScope !== s.jobId,
+      jobId: s.jobId,
+      slot: s.guard ? s.claimSlot?.request : undefined,
+    },
+  );
+  s.claimSlot?.took(claimed?.slot_id ?? null);
+  const claim = await decideClaim(deps, s, claimed, { effectKey, fence, base, afresh });
   if (claim.kind === 'stale')
     throw new RetryableError(`stale attempt ${attempt}: a newer attempt of this step has started`, { errorClass: 'stale_attempt' });
   if (claim.kind === 'refused')
@@ -183,6 +178,57 @@ export async function runEffect(deps: EffectDeps, s: EffectSpec): Promise<Effect
   }
   deps.log.info({ jobId: s.jobId, effectKey, step: s.step, providerId, reconciled: reconciling }, 'effect applied');
   return { effectKey, providerId, providerRequestId: res.requestId, response: res.body, via: reconciling ? 'reconciled' : 'executed' };
+}
+
+type Claim =
+  | { kind: 'stale' }
+  | { kind: 'reused'; row: EffectRow }
+  | { kind: 'refused' }
+  | { kind: 'no-upstream'; err: RetryableError }
+  | { kind: 'call'; row: EffectRow; reconciling: boolean; provider: Provider };
+
+/** What the claimed row means for this attempt, with the writes the rarer paths need (one transaction). */
+async function decideClaim(
+  deps: EffectDeps,
+  s: EffectSpec,
+  row: ClaimedEffectRow | undefined,
+  c: {
+    effectKey: string;
+    fence: ReturnType<typeof currentFence>;
+    base: { jobId: string; step: string; attempt: number; startedAt: Date };
+    afresh: { upstream: 'primary' | 'fallback'; reason: string | null } | undefined;
+  },
+): Promise<Claim> {
+  if (!row) return { kind: 'stale' };
+  if (row.state === 'succeeded') {
+    await recordAttempt(deps.pool, { ...c.base, outcome: 'reused' });
+    return { kind: 'reused', row };
+  }
+  // Only a replay (an operator's decision, after fixing the cause) calls a refused effect again.
+  if (row.state === 'failed' && s.effectScope === s.jobId) return { kind: 'refused' };
+  const reconciling = !row.inserted && row.was_in_doubt;
+  const chosen = (upstream: 'primary' | 'fallback') => (upstream === 'fallback' ? deps.fallbackProvider : deps.provider)!;
+  if (!reconciling && row.state !== 'failed') {
+    // Sent afresh: the claim recorded the upstream (when the type declares a fallback).
+    if (c.afresh?.upstream === 'fallback')
+      deps.log.warn({ jobId: s.jobId, effectKey: c.effectKey, reason: c.afresh.reason }, 'calling the fallback upstream');
+    return { kind: 'call', row, reconciling, provider: chosen(c.afresh?.upstream ?? 'primary') };
+  }
+  return withTransaction(deps.pool, async (tx) => {
+    if (row.state === 'failed') await reopenFailedEffect(tx, c.effectKey);
+    if (reconciling) await countReconciliation(tx, c.effectKey, c.fence);
+    // Decided after the claim: an effect in doubt stays with the upstream it was sent to.
+    if (!reconciling) return { kind: 'call' as const, row, reconciling, provider: chosen(c.afresh?.upstream ?? 'primary') };
+    try {
+      const provider = s.fallback
+        ? await upstreamFor(deps, { effectKey: c.effectKey, jobId: s.jobId, row, plan: s.fallback }, tx)
+        : deps.provider;
+      return { kind: 'call' as const, row, reconciling, provider };
+    } catch (err) {
+      if (!(err instanceof RetryableError)) throw err;
+      return { kind: 'no-upstream' as const, err };
+    }
+  });
 }
 
 /**

@@ -121,7 +121,7 @@ export async function runStep<T>(
           : await fallbackPlan(deps.pool, args.jobType, definition.fallback),
         upstream: definition.upstream,
         guard: slot.guard,
-        claimSlot: slot.tryIn,
+        claimSlot: slot,
       });
     },
     input: async <I>() => {

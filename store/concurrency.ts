@@ -54,36 +54,55 @@ export async function ensureSlots(db: Db, scope: string, cap: number): Promise<v
  * Returns the lease ID, or null when a cap is reached.
  */
 export async function tryAcquireSlot(db: Db, r: SlotRequest): Promise<string | null> {
+  await ensureSlotRows(db, r);
   const scopes = slotScopes(r);
-  for (const s of scopes) {
+  const res = await db.query<{ id: string }>({
+    name: `acquire-slots-${scopes.length}`,
+    text: `WITH ${acquireSlotCtes(1, scopes.length)}
+           SELECT id::text AS id FROM slot_lease`,
+    values: acquireSlotParams(r),
+  });
+  return res.rows[0]?.id ?? null;
+}
+
+/** Creates the slot rows of the request's scopes the first time this process needs them. */
+export async function ensureSlotRows(db: Db, r: SlotRequest): Promise<void> {
+  for (const s of slotScopes(r)) {
     const key = `${s.scope}\u0000${s.cap}`;
     if (ensured.has(key)) continue;
     await ensureSlots(db, s.scope, s.cap);
     ensured.add(key);
   }
-  const res = await db.query<{ id: string }>({
-    name: `acquire-slots-${scopes.length}`,
-    text: `WITH want AS (SELECT * FROM unnest($1::text[], $2::int[]) AS w(scope, cap)),
-                pick AS (
-                  SELECT f.* FROM want w, LATERAL (
+}
+
+/**
+ * `tryAcquireSlot`'s statement as CTEs of another (the effect's claim, store/effects.ts), taken
+ * only `when` it holds; the lease ID is `SELECT id FROM slot_lease`. Parameters `$i..$i+5`
+ * (`acquireSlotParams`); `scopes` is `slotScopes(r).length`. Call `ensureSlotRows` first.
+ */
+export function acquireSlotCtes(i: number, scopes: number, when = 'true'): string {
+  return `slot_want AS (SELECT * FROM unnest($${i}::text[], $${i + 1}::int[]) AS w(scope, cap)),
+                slot_pick AS (
+                  SELECT f.* FROM slot_want w, LATERAL (
                     SELECT c.scope, c.n, c.lease_id AS old FROM concurrency_slots c
-                     WHERE c.scope = w.scope AND c.n <= w.cap AND (c.lease_id IS NULL OR c.expires_at < now())
+                     WHERE c.scope = w.scope AND c.n <= w.cap AND (c.lease_id IS NULL OR c.expires_at < now()) AND ${when}
                      ORDER BY c.n LIMIT 1
                        FOR UPDATE SKIP LOCKED) f),
-                lease AS (
+                slot_lease AS (
                   INSERT INTO concurrency_leases (job_type, tenant_id, holder, expires_at)
-                  SELECT $3, $4, $5, now() + $6 * interval '1 millisecond'
-                   WHERE (SELECT count(*) FROM pick) = ${scopes.length}
+                  SELECT $${i + 2}::text, $${i + 3}::text, $${i + 4}::text, now() + $${i + 5}::float8 * interval '1 millisecond'
+                   WHERE (SELECT count(*) FROM slot_pick) = ${scopes}
                   RETURNING id, expires_at),
-                take AS (
-                  UPDATE concurrency_slots c SET lease_id = lease.id, expires_at = lease.expires_at FROM lease, pick
-                   WHERE c.scope = pick.scope AND c.n = pick.n
-                  RETURNING pick.old),
-                expired AS (DELETE FROM concurrency_leases d WHERE d.id IN (SELECT old FROM take WHERE old IS NOT NULL))
-           SELECT id::text AS id FROM lease`,
-    values: [scopes.map((s) => s.scope), scopes.map((s) => s.cap), r.jobType, r.tenantId, r.holder, r.ttlMs],
-  });
-  return res.rows[0]?.id ?? null;
+                slot_take AS (
+                  UPDATE concurrency_slots c SET lease_id = slot_lease.id, expires_at = slot_lease.expires_at FROM slot_lease, slot_pick
+                   WHERE c.scope = slot_pick.scope AND c.n = slot_pick.n
+                  RETURNING slot_pick.old),
+                slot_expired AS (DELETE FROM concurrency_leases d WHERE d.id IN (SELECT old FROM slot_take WHERE old IS NOT NULL))`;
+}
+
+export function acquireSlotParams(r: SlotRequest): unknown[] {
+  const scopes = slotScopes(r);
+  return [scopes.map((s) => s.scope), scopes.map((s) => s.cap), r.jobType, r.tenantId, r.holder, r.ttlMs];
 }
 
 /** Renews every lease a worker holds, and their slots, in one statement (one commit per tick, not per call). */

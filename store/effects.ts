@@ -1,7 +1,7 @@
 import { fenceParams, notSuperseded, type AttemptFence } from './fence.js';
 import type { Db } from '../lib/db.js';
 import { recordAttemptCte, recordAttemptParams, type AttemptRecord } from './attempts.js';
-import { releaseSlotCte } from './concurrency.js';
+import { acquireSlotCtes, acquireSlotParams, ensureSlotRows, releaseSlotCte, slotScopes, type SlotRequest } from './concurrency.js';
 import { jobIsLive, olderThan } from './live-jobs.js';
 
 export interface EffectRow {
@@ -27,28 +27,90 @@ export interface EffectRow {
  * (retries, redeliveries after a crash, replays) find the existing row and learn whether a
  * previous attempt may already have reached the upstream. The unique key makes a second
  * row impossible.
+ *
+ * With `claim`, the same statement also does what the call needs when the effect is to be
+ * sent afresh (new, or not in doubt, or a refused one a replay sends again): it records the
+ * upstream chosen for such an effect on the effect and on the job (activities/fallback.ts),
+ * and takes the concurrency slot (for a new or not-in-doubt pending effect). One round trip
+ * and one commit, where a transaction of four statements and BEGIN/COMMIT was. An effect in
+ * doubt gets neither here: its upstream is where it was sent (the caller decides), and a
+ * reconciliation may end without a call.
  */
 export async function beginEffect(
   db: Db,
   e: { effectKey: string; jobId: string; tenantId: string; step: string; requestHash: string },
   fence?: AttemptFence,
-): Promise<EffectRow | undefined> {
+  claim: EffectClaim = {},
+): Promise<ClaimedEffectRow | undefined> {
+  const slot = claim.slot;
+  if (slot) await ensureSlotRows(db, slot);
+  const scopes = slot ? slotScopes(slot).length : 0;
+  const up = claim.upstream;
   // The CTE reads the row as it was before this statement: we need the old `in_doubt`
   // while setting it again for the call this attempt is about to make.
-  const r = await db.query<EffectRow>({
-    name: 'begin-effect',
-    text: `WITH before AS (SELECT in_doubt FROM effects WHERE effect_key = $1)
-     INSERT INTO effects (effect_key, job_id, tenant_id, step, request_hash, attempts)
-     VALUES ($1, $2, $3, $4, $5, 1)
-     ON CONFLICT (effect_key) DO UPDATE
-        SET attempts = effects.attempts + 1, last_attempt_at = now(), updated_at = now(),
-            in_doubt = effects.state = 'pending'
-      WHERE ${notSuperseded(6)}
-     RETURNING *, (xmax = 0) AS inserted, coalesce((SELECT in_doubt FROM before), false) AS was_in_doubt`,
-    values: [e.effectKey, e.jobId, e.tenantId, e.step, e.requestHash, ...fenceParams(fence)],
+  const r = await db.query<ClaimedEffectRow>({
+    name: `begin-effect-${scopes}`,
+    text: `WITH before AS (SELECT in_doubt FROM effects WHERE effect_key = $1),
+     claimed AS (
+       INSERT INTO effects (effect_key, job_id, tenant_id, step, request_hash, attempts, upstream)
+       VALUES ($1, $2, $3, $4, $5, 1, coalesce($10::text, 'primary'))
+       ON CONFLICT (effect_key) DO UPDATE
+          SET attempts = effects.attempts + 1, last_attempt_at = now(), updated_at = now(),
+              in_doubt = effects.state = 'pending',
+              upstream = CASE WHEN $10::text IS NOT NULL
+                                   AND ((effects.state = 'pending' AND NOT effects.in_doubt) OR (effects.state = 'failed' AND $12::bool))
+                              THEN $10::text ELSE effects.upstream END
+        WHERE ${notSuperseded(6)}
+       RETURNING *, (xmax = 0) AS inserted, coalesce((SELECT in_doubt FROM before), false) AS was_in_doubt),
+     afresh AS (SELECT 1 FROM claimed WHERE (state = 'pending' AND (inserted OR NOT was_in_doubt)) OR (state = 'failed' AND $12::bool)),
+     job_upstream AS (
+       UPDATE job_intents SET upstream = $10::text, upstream_reason = $11::text, updated_at = now()
+        WHERE job_id = $13 AND $10::text IS NOT NULL AND EXISTS (SELECT 1 FROM afresh)
+          AND upstream IS DISTINCT FROM 'fallback'
+          AND (upstream IS DISTINCT FROM $10::text OR upstream_reason IS DISTINCT FROM $11::text))${
+            slot
+              ? `,
+     ${acquireSlotCtes(14, scopes, `EXISTS (SELECT 1 FROM claimed WHERE state = 'pending' AND (inserted OR NOT was_in_doubt))`)}`
+              : ''
+          }
+     SELECT claimed.*, ${slot ? '(SELECT id::text FROM slot_lease)' : 'NULL::text'} AS slot_id,
+            EXISTS (SELECT 1 FROM afresh) AND $10::text IS NOT NULL AS upstream_recorded
+       FROM claimed`,
+    values: [
+      e.effectKey,
+      e.jobId,
+      e.tenantId,
+      e.step,
+      e.requestHash,
+      ...fenceParams(fence),
+      up?.upstream ?? null,
+      up?.reason ?? null,
+      claim.replay ?? false,
+      claim.jobId ?? e.jobId,
+      ...(slot ? acquireSlotParams(slot) : []),
+    ],
   });
   // No row: a newer attempt of this activity has started; this one must not claim the effect.
   return r.rows[0];
+}
+
+/** What `beginEffect` also does for an effect sent afresh. */
+export interface EffectClaim {
+  /** The upstream for an effect sent afresh, and the job's reason (undefined: the type declares no fallback; nothing recorded). */
+  upstream?: { upstream: Upstream; reason: string | null };
+  /** A replay: a refused effect is sent again. */
+  replay?: boolean;
+  /** The job whose upstream is recorded (a replay job's own ID; the effect belongs to the original). Default `e.jobId`. */
+  jobId?: string;
+  /** The concurrency slot to take. */
+  slot?: SlotRequest;
+}
+
+export interface ClaimedEffectRow extends EffectRow {
+  /** The slot taken, or null (none asked for, none free, or the effect is not sent afresh). */
+  slot_id: string | null;
+  /** The claim recorded `claim.upstream` (the effect is sent afresh). */
+  upstream_recorded: boolean;
 }
 
 export async function countReconciliation(db: Db, effectKey: string, fence?: AttemptFence): Promise<void> {

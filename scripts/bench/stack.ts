@@ -313,7 +313,11 @@ export async function startStack(o: { quick: boolean; log: (msg: string) => void
         a.setup?.(app as unknown as FastifyInstance);
         await app.listen({ port: 0, host: '127.0.0.1' });
         const addr = app.server.address();
-        return { baseUrl: `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`, jobs, close: () => app.close().then(() => jobs.close()) };
+        return {
+          baseUrl: `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`,
+          jobs,
+          close: () => app.close().then(() => jobs.close()),
+        };
       },
       async startProductWorker(taskQueue, w = {}) {
         const workerPool = createPool(w.databaseUrl ?? databaseUrl, silentLogger); // production's default pool size
