@@ -30,7 +30,7 @@ export async function measureEffectCost(stack: BenchStack): Promise<BenchRow[]> 
   const jobs = stack.jobsClient(pq);
   const series = { product: [] as number[], twin: [] as number[], commits: [] as number[] };
   const perRepeat = { product: [] as number[], twin: [] as number[], added: [] as number[], commits2: [] as number[] };
-  const counts = { effectCommits: [] as number[], writeCommits: [] as number[], roundTrips: [] as number[] };
+  const counts = { effectCommits: [] as number[], writeCommits: [] as number[], roundTrips: [] as number[], pgWaitMs: [] as number[] };
   let stepType = '';
   try {
     const runProduct = async (tag: string): Promise<number> => {
@@ -96,6 +96,7 @@ export async function measureEffectCost(stack: BenchStack): Promise<BenchRow[]> 
       counts.effectCommits.push(productPart.effectCommits / m);
       counts.writeCommits.push(productPart.writeCommits / m);
       counts.roundTrips.push(productPart.roundTrips / m);
+      counts.pgWaitMs.push(productPart.waitMs / m);
       stack.log(
         `  effects repeat ${r + 1}/${repeats}: step activity p50 ${pp.toFixed(1)} ms, twin's call activity ${tp.toFixed(1)} ms, two commits ${perRepeat.commits2.at(-1)!.toFixed(2)} ms; ${counts.effectCommits.at(-1)!.toFixed(1)} effect-ledger commits per job`,
       );
@@ -115,8 +116,8 @@ export async function measureEffectCost(stack: BenchStack): Promise<BenchRow[]> 
       baseline: { label: 'two one-row commits p50, same Postgres, same run', unit: 'ms', value: commitsSpread },
       sense: 'lower-better',
       paired: true,
-      notes: `activity '${stepType}' ${spread(perRepeat.product).median.toFixed(1)} ms vs twin ${spread(perRepeat.twin).median.toFixed(1)} ms (history event times)`,
-      details: { stepActivityMs: spread(perRepeat.product), twinCallActivityMs: spread(perRepeat.twin) },
+      notes: `activity '${stepType}' ${spread(perRepeat.product).median.toFixed(1)} ms vs twin ${spread(perRepeat.twin).median.toFixed(1)} ms (history event times); the worker waited ${spread(counts.pgWaitMs).median.toFixed(2)} ms per job on Postgres (its statements timed at its client, the gate's read included)`,
+      details: { stepActivityMs: spread(perRepeat.product), twinCallActivityMs: spread(perRepeat.twin), workerPgWaitMs: spread(counts.pgWaitMs) },
     }),
     row({
       id: 'effects.commits-per-effect',

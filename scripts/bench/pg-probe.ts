@@ -69,8 +69,10 @@ export function installPgProbe(): void {
   const txOf = new WeakMap<object, TxState>();
   proto.query = function (this: object, ...args: unknown[]) {
     const text = textOf(args[0]);
-    // A Submittable (cursor, stream) or a callback call: count it, leave its flow alone.
-    const callback = args.some((a) => typeof a === 'function');
+    // A callback call (pg.Pool#query makes one): timed by wrapping the callback. A Submittable
+    // (cursor, stream): counted, not timed.
+    const cb = args.findIndex((a) => typeof a === 'function');
+    const callback = cb >= 0;
     pgCounters.roundTrips++;
     if (captured && text) {
       const values = Array.isArray(args[1]) ? (args[1] as unknown[]) : (args[0] as { values?: unknown[] })?.values;
@@ -99,6 +101,13 @@ export function installPgProbe(): void {
       } else end(true, wrote, effects);
     }
     const t0 = performance.now();
+    if (callback) {
+      const fn = args[cb] as (...r: unknown[]) => unknown;
+      args[cb] = (...r: unknown[]) => {
+        pgCounters.waitMs += performance.now() - t0;
+        return fn(...r);
+      };
+    }
     const result = original.apply(this, args);
     if (!callback && result && typeof (result as Promise<unknown>).then === 'function') {
       (result as Promise<unknown>).then(
