@@ -7,7 +7,7 @@
  *   npm run bench -- --quick           tiny sizes, same code paths (CI smoke test); writes nothing
  *   npm run bench -- --out FILE        also (or instead) write the results to FILE
  *   npm run bench -- --only a,b        only these sections: throughput, intake, effects, replay,
- *                                      growth, memory, machine
+ *                                      growth, memory, slots, machine
  *   npm run bench -- --temporal production   the same sections on temporal-server on Postgres
  *                                      (the production shape) instead of the CLI dev server
  *
@@ -18,6 +18,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { measureEffectCost } from './bench/effects-cost.js';
+import { measureSlots } from './bench/slots.js';
 import { measureIntake } from './bench/intake.js';
 import { measureMachineLimits } from './bench/machine-limits.js';
 import { capacityTable, type PerJob } from './bench/costs.js';
@@ -31,7 +32,7 @@ import { measureThroughput } from './bench/throughput.js';
 import { measureWorkerMemory } from './bench/worker-memory.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const SECTIONS = ['throughput', 'intake', 'effects', 'replay', 'growth', 'memory', 'machine'] as const;
+const SECTIONS = ['throughput', 'intake', 'effects', 'replay', 'growth', 'memory', 'slots', 'machine'] as const;
 type Section = (typeof SECTIONS)[number];
 
 function parseArgs(argv: string[]): { quick: boolean; out: string | null; only: Set<Section>; temporal: TemporalKind } {
@@ -101,6 +102,7 @@ async function main(): Promise<number> {
     await section('replay', () => measureReplay(stack));
     await section('growth', () => measureTableGrowth(stack));
     await section('memory', () => measureWorkerMemory(stack));
+    await section('slots', () => measureSlots(stack));
     await section('machine', async () => {
       const m = await measureMachineLimits(stack);
       pgbenchTps = m.pgbenchTps;
