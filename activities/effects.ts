@@ -207,18 +207,19 @@ async function decideClaim(
   // Only a replay (an operator's decision, after fixing the cause) calls a refused effect again.
   if (row.state === 'failed' && s.effectScope === s.jobId) return { kind: 'refused' };
   const reconciling = !row.inserted && row.was_in_doubt;
-  const chosen = (upstream: 'primary' | 'fallback') => (upstream === 'fallback' ? deps.fallbackProvider : deps.provider)!;
-  if (!reconciling && row.state !== 'failed') {
-    // Sent afresh: the claim recorded the upstream (when the type declares a fallback).
-    if (c.afresh?.upstream === 'fallback')
-      deps.log.warn({ jobId: s.jobId, effectKey: c.effectKey, reason: c.afresh.reason }, 'calling the fallback upstream');
-    return { kind: 'call', row, reconciling, provider: chosen(c.afresh?.upstream ?? 'primary') };
-  }
+  // Sent afresh: the claim recorded the upstream (when the type declares a fallback); the
+  // fallback is chosen only when this worker has one (chooseUpstream).
+  const afresh = (): Provider => {
+    if (c.afresh?.upstream !== 'fallback') return deps.provider;
+    deps.log.warn({ jobId: s.jobId, effectKey: c.effectKey, reason: c.afresh.reason }, 'calling the fallback upstream');
+    return deps.fallbackProvider!;
+  };
+  if (!reconciling && row.state !== 'failed') return { kind: 'call', row, reconciling, provider: afresh() };
   return withTransaction(deps.pool, async (tx) => {
     if (row.state === 'failed') await reopenFailedEffect(tx, c.effectKey);
     if (reconciling) await countReconciliation(tx, c.effectKey, c.fence);
     // Decided after the claim: an effect in doubt stays with the upstream it was sent to.
-    if (!reconciling) return { kind: 'call' as const, row, reconciling, provider: chosen(c.afresh?.upstream ?? 'primary') };
+    if (!reconciling) return { kind: 'call' as const, row, reconciling, provider: afresh() };
     try {
       const provider = s.fallback
         ? await upstreamFor(deps, { effectKey: c.effectKey, jobId: s.jobId, row, plan: s.fallback }, tx)

@@ -108,12 +108,13 @@ function validate(
   return { definition, type: definition.name, input: parsed.data, priority: priority.data };
 }
 
+/** `startMarkWindowMs`'s default. */
+export const DEFAULT_START_MARK_WINDOW_MS = 100;
+
 /**
  * The intake, as a library for backend code that holds a Temporal client. The HTTP API is
  * a thin shell over it. Errors are the coded classes of `lib/errors.ts`.
  */
-/** `startMarkWindowMs`'s default. */
-export const DEFAULT_START_MARK_WINDOW_MS = 100;
 
 export function createJobsClient(deps: JobsClientDeps) {
   const startTimeoutMs = deps.startTimeoutMs ?? 5_000;

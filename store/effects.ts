@@ -73,9 +73,7 @@ export async function beginEffect(
      ${acquireSlotCtes(14, scopes, `EXISTS (SELECT 1 FROM claimed WHERE state = 'pending' AND (inserted OR NOT was_in_doubt))`)}`
               : ''
           }
-     SELECT claimed.*, ${slot ? '(SELECT id::text FROM slot_lease)' : 'NULL::text'} AS slot_id,
-            EXISTS (SELECT 1 FROM afresh) AND $10::text IS NOT NULL AS upstream_recorded
-       FROM claimed`,
+     SELECT claimed.*, ${slot ? '(SELECT id::text FROM slot_lease)' : 'NULL::text'} AS slot_id FROM claimed`,
     values: [
       e.effectKey,
       e.jobId,
@@ -109,8 +107,6 @@ export interface EffectClaim {
 export interface ClaimedEffectRow extends EffectRow {
   /** The slot taken, or null (none asked for, none free, or the effect is not sent afresh). */
   slot_id: string | null;
-  /** The claim recorded `claim.upstream` (the effect is sent afresh). */
-  upstream_recorded: boolean;
 }
 
 export async function countReconciliation(db: Db, effectKey: string, fence?: AttemptFence): Promise<void> {

@@ -49,10 +49,7 @@ export function insertOutboxParams(o: NewOutboxRow | undefined): unknown[] {
 }
 
 /** Written in the same transaction as the job's result; ON CONFLICT keeps it once per effect key. */
-export async function insertOutbox(
-  db: Db,
-  o: { jobId: string; kind: string; effectKey: string; payload: unknown; deliverWithinMs: number },
-): Promise<void> {
+export async function insertOutbox(db: Db, o: NewOutboxRow): Promise<void> {
   await db.query(
     `INSERT INTO outbox (job_id, kind, effect_key, payload, deliver_by)
      VALUES ($1, $2, $3, $4, now() + ($5 || ' milliseconds')::interval)
