@@ -117,7 +117,11 @@ export async function measureEffectCost(stack: BenchStack): Promise<BenchRow[]> 
       sense: 'lower-better',
       paired: true,
       notes: `activity '${stepType}' ${spread(perRepeat.product).median.toFixed(1)} ms vs twin ${spread(perRepeat.twin).median.toFixed(1)} ms (history event times); the worker waited ${spread(counts.pgWaitMs).median.toFixed(2)} ms per job on Postgres (its statements timed at its client, the gate's read included)`,
-      details: { stepActivityMs: spread(perRepeat.product), twinCallActivityMs: spread(perRepeat.twin), workerPgWaitMs: spread(counts.pgWaitMs) },
+      details: {
+        stepActivityMs: spread(perRepeat.product),
+        twinCallActivityMs: spread(perRepeat.twin),
+        workerPgWaitMs: spread(counts.pgWaitMs),
+      },
     }),
     row({
       id: 'effects.commits-per-effect',
