@@ -18,6 +18,12 @@ export type { ReplayArgs } from './replay-state.js';
  * continue-as-new, takes the fast path (local prepare and finish, slot freed at the child's end).
  */
 const FAST_PATH_PATCH = 'replay-fast-path';
+/**
+ * Decided once, like the fast path: a batch no longer waits for the previous one to finish;
+ * its replays start as slots free, so the cap stays busy across batch boundaries (older runs
+ * kept a barrier after each batch, which left slots idle while a batch's last replays ran).
+ */
+const NO_BARRIER_PATCH = 'replay-no-batch-barrier';
 
 /**
  * One replay request: replays dead letters in small batches, with bounded concurrency and
@@ -28,6 +34,7 @@ const FAST_PATH_PATCH = 'replay-fast-path';
 export async function replayDeadLetters(a: ReplayArgs): Promise<ReplayProgress> {
   const s = new ReplayState(a);
   const one = patched(FAST_PATH_PATCH) ? replayOneFast : replayOne;
+  const barrier = !patched(NO_BARRIER_PATCH);
   setHandler(replayAddSignal, ({ ids }) => s.add(ids));
   setHandler(replayPauseSignal, () => {
     s.paused = true;
@@ -39,7 +46,7 @@ export async function replayDeadLetters(a: ReplayArgs): Promise<ReplayProgress> 
   setHandler(replayProgressQuery, () => s.progress());
 
   try {
-    await runBatches(a, s, one);
+    await runBatches(a, s, one, barrier);
   } catch (err) {
     if (!isCancellation(err)) throw err;
     s.stop('replay workflow cancelled');
@@ -50,12 +57,22 @@ export async function replayDeadLetters(a: ReplayArgs): Promise<ReplayProgress> 
   return s.progress();
 }
 
-async function runBatches(a: ReplayArgs, s: ReplayState, one: typeof replayOne): Promise<void> {
+async function runBatches(a: ReplayArgs, s: ReplayState, one: typeof replayOne, barrier: boolean): Promise<void> {
+  // Without the barrier: the replays started and not yet finished, and the first error one threw
+  // (a replay records its own outcome and does not throw; an error here is a bug, and fails the
+  // workflow as `Promise.all` did).
+  const inFlight = new Set<Promise<void>>();
+  let failure: { err: unknown } | undefined;
+  const drain = async () => {
+    while (inFlight.size > 0) await Promise.all(inFlight);
+    if (failure) throw failure.err;
+  };
   for (;;) {
+    if (failure) throw failure.err;
     await condition(() => s.stopping() || !s.paused);
     if (s.stopping()) return;
     if (s.queue.length === 0) {
-      if (!a.keepOpenSeconds || !(await condition(() => s.queue.length > 0 || s.stopping(), a.keepOpenSeconds * 1000))) return;
+      if (!a.keepOpenSeconds || !(await condition(() => s.queue.length > 0 || s.stopping(), a.keepOpenSeconds * 1000))) return drain();
       continue;
     }
     const batch = s.queue.splice(0, s.opts.batchSize);
@@ -72,10 +89,23 @@ async function runBatches(a: ReplayArgs, s: ReplayState, one: typeof replayOne):
       s.n.running++;
       s.n.peak = Math.max(s.n.peak, s.n.running);
       // A started replay always reports its outcome, even if this workflow is cancelled.
-      runs.push(CancellationScope.nonCancellable(() => one(a, s, batch[i]!)));
+      const run = CancellationScope.nonCancellable(() => one(a, s, batch[i]!));
+      if (barrier) runs.push(run);
+      else {
+        inFlight.add(run);
+        run.then(
+          () => inFlight.delete(run),
+          (err: unknown) => {
+            inFlight.delete(run);
+            failure ??= { err };
+          },
+        );
+      }
     }
     await Promise.all(runs);
     if (workflowInfo().continueAsNewSuggested && !s.stopping()) {
+      // The new run starts with nothing in flight: the replays it would not know of finish here first.
+      await drain();
       await continueAsNew<typeof replayDeadLetters>({ ...a, deadLetterIds: [], carried: s.carried() });
     }
   }
