@@ -48,6 +48,7 @@ export function createStartMarks(pool: pg.Pool, windowMs: number): StartMarks {
 
   async function writeBatch(): Promise<void> {
     const batch = [...pending.values()].slice(0, MAX_BATCH);
+    if (batch.length === 0) return;
     for (const m of batch) {
       pending.delete(m.intent.jobId);
       writing.add(m.intent.jobId);
@@ -85,8 +86,11 @@ export function createStartMarks(pool: pg.Pool, windowMs: number): StartMarks {
     },
     has: (jobId) => pending.has(jobId) || writing.has(jobId),
     async flush() {
-      if (timer) clearTimeout(timer);
-      timer = undefined;
+      const stopTimer = () => {
+        if (timer) clearTimeout(timer);
+        timer = undefined;
+      };
+      stopTimer();
       while (running || pending.size > 0) {
         if (running) await running;
         else {
@@ -95,6 +99,8 @@ export function createStartMarks(pool: pg.Pool, windowMs: number): StartMarks {
           });
         }
       }
+      // A batch the timer started may have scheduled another before it ended: nothing is left for it.
+      stopTimer();
     },
   };
 }
