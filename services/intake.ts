@@ -27,7 +27,7 @@ import {
   lastSucceeded,
   type NewIntent,
 } from '../store/intents.js';
-import { createStartMarks } from './start-marks.js';
+import { createStartMarks, markStarted } from './start-marks.js';
 import { toJobStatus, type JobStatus } from './job-status.js';
 import { recordDuplicate } from '../store/timeline.js';
 import { tenantStage } from './timeline.js';
@@ -120,7 +120,6 @@ export function createJobsClient(deps: JobsClientDeps) {
   const startTimeoutMs = deps.startTimeoutMs ?? 5_000;
   const retryAfter = deps.unavailableRetryAfterSeconds ?? UNAVAILABLE_RETRY_AFTER_SECONDS;
   const marks = createStartMarks(deps.pool, deps.startMarkWindowMs ?? DEFAULT_START_MARK_WINDOW_MS);
-  const markNow = createStartMarks(deps.pool, 0);
 
   /**
    * Starts the intent's workflow, or finds that it runs. `intentCreatedAt` undefined: the
@@ -180,7 +179,7 @@ export function createJobsClient(deps: JobsClientDeps) {
       await deleteUnstartedIntent(deps.pool, intent.jobId).catch(() => undefined);
       throw err;
     }
-    await (how === 'started' ? marks : markNow).add(intent);
+    await (how === 'started' ? marks.add(intent) : markStarted(deps.pool, intent));
     return { jobId: intent.jobId, status: 'queued', replayed: false, retryAfterSeconds: POLL_AFTER_SECONDS };
   }
 
@@ -204,7 +203,7 @@ export function createJobsClient(deps: JobsClientDeps) {
         { jobId: existing.job_id, tenantId: intent.tenantId, jobType: intent.jobType, priority: existing.priority },
         existing.created_at,
       );
-      await markNow.add({ ...intent, jobId: existing.job_id });
+      await markStarted(deps.pool, { ...intent, jobId: existing.job_id });
     }
     return { jobId: existing.job_id, status: existing.status, replayed: true, retryAfterSeconds: POLL_AFTER_SECONDS };
   }

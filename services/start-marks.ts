@@ -24,27 +24,27 @@ export interface StartMarks {
 /** Marks in one statement at most; more wait for the next. */
 const MAX_BATCH = 500;
 
+/**
+ * One mark, now: written again if a concurrent request whose start failed removed the row (the
+ * workflow exists, so its intent must too). Failures are left to the scan.
+ */
+export async function markStarted(pool: pg.Pool, intent: NewIntent): Promise<void> {
+  try {
+    if (!(await markWorkflowStarted(pool, intent.jobId))) {
+      await insertIntent(pool, intent);
+      await markWorkflowStarted(pool, intent.jobId);
+    }
+  } catch {
+    /* the workflow runs; the compensation scan records the start */
+  }
+}
+
 export function createStartMarks(pool: pg.Pool, windowMs: number): StartMarks {
   const pending = new Map<string, { intent: NewIntent; at: number }>();
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
   /** The marks of the batch being written. */
   const writing = new Set<string>();
-
-  /**
-   * One mark, written again if a concurrent request whose start failed removed the row: the
-   * workflow exists, so its intent must too. Failures are left to the scan.
-   */
-  async function markOne(intent: NewIntent): Promise<void> {
-    try {
-      if (!(await markWorkflowStarted(pool, intent.jobId))) {
-        await insertIntent(pool, intent);
-        await markWorkflowStarted(pool, intent.jobId);
-      }
-    } catch {
-      /* the workflow runs; the compensation scan records the start */
-    }
-  }
 
   async function writeBatch(): Promise<void> {
     const batch = [...pending.values()].slice(0, MAX_BATCH);
@@ -59,7 +59,7 @@ export function createStartMarks(pool: pg.Pool, windowMs: number): StartMarks {
         pool,
         batch.map((m) => ({ jobId: m.intent.jobId, agoMs: now - m.at })),
       );
-      for (const m of batch) if (!marked.has(m.intent.jobId)) await markOne(m.intent);
+      for (const m of batch) if (!marked.has(m.intent.jobId)) await markStarted(pool, m.intent);
     } catch {
       /* Postgres is down: the compensation scan records these starts */
     } finally {
@@ -80,7 +80,7 @@ export function createStartMarks(pool: pg.Pool, windowMs: number): StartMarks {
 
   return {
     async add(intent) {
-      if (windowMs === 0) return markOne(intent);
+      if (windowMs === 0) return markStarted(pool, intent);
       pending.set(intent.jobId, { intent, at: Date.now() });
       schedule();
     },
