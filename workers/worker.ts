@@ -14,6 +14,8 @@ import type { Logger } from '../lib/logger.js';
 
 /** The product's own workflows (schedule trigger, scan, replay); job types add theirs. */
 export const SYSTEM_WORKFLOWS_PATH = modulePath(new URL('../workflows/index.ts', import.meta.url));
+/** Modules every workflow shares instead of evaluating its own copy (`workflows/shared-modules.ts`). */
+const SHARED_MODULES_PATH = modulePath(new URL('../workflows/shared-modules.ts', import.meta.url));
 
 /**
  * The bundle's entry for a registry: the system workflows and each job type's workflow
@@ -44,7 +46,11 @@ export async function writeWorkflowsEntry(jobs: JobRegistry): Promise<string> {
 
 /** Bundle once and share: bundling takes seconds, and every worker in a process can reuse it. */
 export async function bundleWorkflows(jobs: JobRegistry = defaultJobRegistry): Promise<WorkflowBundleOption> {
-  const { code } = await bundleWorkflowCode({ workflowsPath: await writeWorkflowsEntry(jobs), logger: quietBundlerLogger });
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: await writeWorkflowsEntry(jobs),
+    preloadModules: [SHARED_MODULES_PATH],
+    logger: quietBundlerLogger,
+  });
   return { code };
 }
 

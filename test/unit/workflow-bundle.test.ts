@@ -1,0 +1,17 @@
+// The worker's workflow bundle loads zod once per workflow thread (the bundler's preloadModules,
+// workflows/shared-modules.ts) instead of once per workflow in the cache: evaluated per workflow
+// it was most of a running job's worker memory (bench/README.md, worker memory). The bundler
+// drops a require whose result is unused from a package that declares no side effects, as zod
+// does: this checks that the preload really loads zod, not an empty function.
+import { describe, expect, it } from 'vitest';
+import { bundleWorkflows } from '../../workers/worker.js';
+
+describe('the workflow bundle', () => {
+  it('loads zod in the preload, before any workflow, so every workflow shares one copy', async () => {
+    const { code } = (await bundleWorkflows()) as { code: string };
+    const preload = /exports\.preloadModules = function preloadModules\(\) \{([^}]*)\}/.exec(code)?.[1] ?? '';
+    expect(preload).toContain('"./workflows/shared-modules.ts"');
+    const shared = code.slice(code.indexOf('/***/ "./workflows/shared-modules.ts"'));
+    expect(shared.slice(0, 3000)).toMatch(/__webpack_require__\(\/\*! zod \*\/ "\.\/node_modules\/zod\/[^"]+"\)/);
+  }, 120_000);
+});
