@@ -15,6 +15,8 @@ export interface BareCall {
   providerUrl?: string;
   key: string;
   text: string;
+  /** The call's timeout, as the product's `upstreamTimeoutMs`; default 15 s (the memory run raises both past its hold). */
+  timeoutMs?: number;
 }
 
 export function createBareActivities(counter: BareCounter = { inFlight: 0, peak: 0, completed: 0 }) {
@@ -36,17 +38,24 @@ export function createBareActivities(counter: BareCounter = { inFlight: 0, peak:
     },
     async bareCall(call: BareCall): Promise<unknown> {
       return track(async () => {
-        Context.current().heartbeat();
+        const ctx = Context.current();
+        ctx.heartbeat();
         if (!call.providerUrl) return null;
-        const res = await fetch(`${call.providerUrl}/v1/summaries`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', 'idempotency-key': call.key, 'x-tenant-id': 'bench-twin' },
-          body: JSON.stringify({ text: call.text }),
-          signal: AbortSignal.timeout(15_000),
-        });
-        const body = (await res.json()) as unknown;
-        if (res.status >= 300) throw new Error(`upstream answered ${res.status}`);
-        return body;
+        // A held call keeps heartbeating, as the product's step does (its lease); a fast one never reaches the first beat.
+        const beat = setInterval(() => ctx.heartbeat(), 3_000);
+        try {
+          const res = await fetch(`${call.providerUrl}/v1/summaries`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'idempotency-key': call.key, 'x-tenant-id': 'bench-twin' },
+            body: JSON.stringify({ text: call.text }),
+            signal: AbortSignal.timeout(call.timeoutMs ?? 15_000),
+          });
+          const body = (await res.json()) as unknown;
+          if (res.status >= 300) throw new Error(`upstream answered ${res.status}`);
+          return body;
+        } finally {
+          clearInterval(beat);
+        }
       });
     },
   };

@@ -20,7 +20,8 @@ const { bareActivity } = proxyActivities<BareActivities>({
 // The gate's options (BOOKKEEPING_OPTIONS' timeout) as a local activity, like workflows/admission.ts.
 const gate = proxyLocalActivities<BareActivities>({ startToCloseTimeout: '30 seconds' });
 const { bareCall } = proxyActivities<BareActivities>({
-  startToCloseTimeout: '1 minute',
+  // Long enough for the memory twin's held calls (they heartbeat); a throughput call takes milliseconds.
+  startToCloseTimeout: '15 minutes',
   heartbeatTimeout: '10 seconds',
 });
 

@@ -2,12 +2,17 @@
 // N activity slots and the concurrency caps raised, runs N summarize jobs whose upstream call
 // the simulator holds (`{"path": "/v1/summaries", "times": N, "status": 200, "delayMs": hold}`),
 // so all N are inside their activity at the same time. The baseline is the bare worker with N
-// bare workflows whose one activity waits the same time. RSS comes from /proc/<pid>/status.
+// bare workflows whose one activity waits the same time; beside it the twin (summarize's Temporal
+// shape, its step holding the same upstream call, no Postgres), so product ÷ twin is our own
+// memory and twin ÷ bare the engine's with an HTTP call in flight. RSS comes from /proc/<pid>/status.
 import { readFile } from 'node:fs/promises';
 import { upsertTenant } from '../../store/tenants.js';
 import { RAISED_LIMITS, uid, type BenchStack } from './stack.js';
 import { pool, row, sleep, spread, waitUntil, type BenchRow } from './stats.js';
 import { startChild, type Child } from './child.js';
+import { twinStartOptions } from './throughput.js';
+import { createJobsClient } from '../../client/index.js';
+import { defaultJobRegistry } from '../../jobs/index.js';
 interface MemRun {
   idleMb: number;
   loadedMb: number;
@@ -34,18 +39,27 @@ export async function measureWorkerMemory(stack: BenchStack): Promise<BenchRow[]
   const repeats = stack.quick ? 1 : 3;
   const product: MemRun[] = [];
   const bare: MemRun[] = [];
+  const twin: MemRun[] = [];
   for (let r = 0; r < repeats; r++) {
-    // Alternate which side runs first; both hold their activities equally long.
-    const sides = [async () => product.push(await productRun(stack, n, holdMs)), async () => bare.push(await bareRun(stack, n, holdMs))];
+    // Alternate the order (ABC, then CBA); every side holds its activities equally long.
+    const sides = [
+      async () => product.push(await productRun(stack, n, holdMs)),
+      async () => twin.push(await twinRun(stack, n, holdMs)),
+      async () => bare.push(await bareRun(stack, n, holdMs)),
+    ];
     for (const side of r % 2 === 0 ? sides : sides.reverse()) await side();
-    stack.log(
-      `  memory repeat ${r + 1}/${repeats}: product ${product.at(-1)!.loadedMb.toFixed(0)} MB at ${product.at(-1)!.concurrent} running (idle ${product.at(-1)!.idleMb.toFixed(0)}), bare ${bare.at(-1)!.loadedMb.toFixed(0)} MB at ${bare.at(-1)!.concurrent} (idle ${bare.at(-1)!.idleMb.toFixed(0)})`,
-    );
+    const say = (m: MemRun) => `${m.loadedMb.toFixed(0)} MB at ${m.concurrent} (idle ${m.idleMb.toFixed(0)})`;
+    stack.log(`  memory repeat ${r + 1}/${repeats}: product ${say(product.at(-1)!)}, twin ${say(twin.at(-1)!)}, bare ${say(bare.at(-1)!)}`);
   }
   const perJob = (runs: MemRun[]) => spread(runs.map((x) => ((x.loadedMb - x.idleMb) * 1024) / Math.max(x.concurrent, 1)));
-  const concurrency = { product: product.map((x) => x.concurrent), bare: bare.map((x) => x.concurrent) };
-  const note = [...concurrency.product, ...concurrency.bare].some((c) => c < n)
-    ? `only ${Math.min(...concurrency.product, ...concurrency.bare)} of ${n} were in flight at once in some repeat (slow machine): see details`
+  const concurrency = {
+    product: product.map((x) => x.concurrent),
+    twin: twin.map((x) => x.concurrent),
+    bare: bare.map((x) => x.concurrent),
+  };
+  const all = [...concurrency.product, ...concurrency.twin, ...concurrency.bare];
+  const note = all.some((c) => c < n)
+    ? `only ${Math.min(...all)} of ${n} were in flight at once in some repeat (slow machine): see details`
     : `all ${n} in flight at once`;
   return [
     row({
@@ -58,7 +72,14 @@ export async function measureWorkerMemory(stack: BenchStack): Promise<BenchRow[]
       sense: 'lower-better',
       paired: true,
       notes: note,
-      details: { idleMb: { product: spread(product.map((x) => x.idleMb)), bare: spread(bare.map((x) => x.idleMb)) }, concurrency },
+      details: {
+        idleMb: {
+          product: spread(product.map((x) => x.idleMb)),
+          twin: spread(twin.map((x) => x.idleMb)),
+          bare: spread(bare.map((x) => x.idleMb)),
+        },
+        concurrency,
+      },
     }),
     row({
       id: 'memory.per-job',
@@ -68,6 +89,21 @@ export async function measureWorkerMemory(stack: BenchStack): Promise<BenchRow[]
       value: perJob(product),
       baseline: { label: 'bare: per activity in flight', unit: 'KB', value: perJob(bare) },
       sense: 'lower-better',
+    }),
+    row({
+      id: 'memory.rss-twin',
+      section: 'worker memory',
+      figure: `worker RSS with ${n} summarize jobs running at once`,
+      unit: 'MB',
+      value: spread(product.map((x) => x.loadedMb)),
+      baseline: {
+        label: `twin worker with ${n} twin workflows in flight, each holding the same upstream call`,
+        unit: 'MB',
+        value: spread(twin.map((x) => x.loadedMb)),
+      },
+      sense: 'lower-better',
+      paired: true,
+      notes: `our own memory: the same Temporal shape and held HTTP call without our bookkeeping; twin per job ${perJob(twin).median.toFixed(0)} KB`,
     }),
   ];
 }
@@ -91,7 +127,16 @@ async function productRun(stack: BenchStack, n: number, holdMs: number): Promise
     const idleMb = await idleRss(child);
     await stack.simReset();
     await stack.simFault({ path: '/v1/summaries', times: n, status: 200, delayMs: holdMs });
-    const jobs = stack.jobsClient(queue);
+    // The call's timeout past the hold: with the default 15 s a held call gives up client-side
+    // while the simulator still counts it in flight, so fewer jobs than counted would be inside
+    // their activity when the RSS is read.
+    const jobs = createJobsClient({
+      jobs: defaultJobRegistry,
+      pool: stack.pool,
+      temporal: stack.temporal,
+      taskQueue: queue,
+      budgets: { summarize: { upstreamTimeoutMs: heldCallTimeoutMs(holdMs) } },
+    });
     const sampler = rssSampler(child);
     await pool(n, 16, (i) =>
       jobs.submitJob({ tenantId: tenant, type: 'summarize', idempotencyKey: `bench-mem-${tenant}-${i}`, input: { text: `memory ${i}` } }),
@@ -122,6 +167,7 @@ async function productRun(stack: BenchStack, n: number, holdMs: number): Promise
       holdMs + 180_000 + n * 200,
       500,
     );
+    await jobs.close();
     return { idleMb, loadedMb, concurrent };
   } finally {
     await child.stop();
@@ -165,6 +211,59 @@ async function bareRun(stack: BenchStack, n: number, holdMs: number): Promise<Me
     await child.stop();
   }
 }
+
+/** The twin (scripts/bench/bare-workflows.ts): summarize's Temporal shape, its step holding the same upstream call, no Postgres. */
+async function twinRun(stack: BenchStack, n: number, holdMs: number): Promise<MemRun> {
+  const queue = `bench-mem-twin-${uid()}`;
+  const tenant = `bench-mem-twin-${uid()}`;
+  const child = await startChild(stack, {
+    kind: 'bare',
+    temporalAddress: stack.temporalAddress,
+    namespace: stack.namespace,
+    taskQueue: queue,
+    bundlePath: await stack.bundleFile('bare'),
+    activitySlots: n + 50,
+  });
+  try {
+    const idleMb = await idleRss(child);
+    await stack.simReset();
+    await stack.simFault({ path: '/v1/summaries', times: n, status: 200, delayMs: holdMs });
+    const sampler = rssSampler(child);
+    await pool(n, 16, (i) => {
+      const id = `${queue}-${i}`;
+      return stack.temporal.workflow.start('twinWorkflow', {
+        ...twinStartOptions(tenant, queue, id, id),
+        args: [{ providerUrl: stack.sim.url, key: id, text: `memory ${i}`, timeoutMs: heldCallTimeoutMs(holdMs) }],
+      });
+    });
+    const deadline = Date.now() + holdMs * 0.8;
+    let concurrent = 0;
+    while (Date.now() < deadline) {
+      concurrent = (await stack.simEffects()).peakInFlight;
+      if (concurrent >= n) break;
+      await sleep(250);
+    }
+    sampler.reset();
+    await sleep(2_000);
+    const loadedMb = sampler.max();
+    sampler.stop();
+    await waitUntil(
+      `${n} twin workflows to complete`,
+      async () => {
+        const { count } = await stack.temporal.workflow.count(`TaskQueue = '${queue}' AND ExecutionStatus = 'Completed'`);
+        return count >= n;
+      },
+      holdMs + 180_000,
+      500,
+    );
+    return { idleMb, loadedMb, concurrent };
+  } finally {
+    await child.stop();
+  }
+}
+
+/** A held call's timeout: the hold, the time to submit the rest, and a margin. */
+const heldCallTimeoutMs = (holdMs: number): number => holdMs + 120_000;
 
 async function rssMb(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
