@@ -36,6 +36,11 @@ export interface JobTypeModule {
   definition: JobDefinition;
   /** Absolute path of the module that exports the workflow function `definition.workflowType`. */
   workflowsPath: string;
+  /**
+   * Absolute path of the module that exports the definition, when given: the worker loads it
+   * once per workflow thread instead of once per cached workflow (`workers/worker.ts`).
+   */
+  definitionPath?: string;
   /** The type's activities, wired with the worker's dependencies. Each key is a Temporal activity type. */
   activities: (deps: ActivityDeps) => Record<string, ActivityFunction>;
 }
@@ -43,12 +48,22 @@ export interface JobTypeModule {
 /**
  * Joins a definition to its worker side: `workflows` is the module with the workflow body
  * (pass `new URL('./workflow.ts', import.meta.url)`), `activities` its activity factory.
+ * `definitionModule` (optional, `new URL('./definition.ts', import.meta.url)`) is the module
+ * that exports the definition: the worker then evaluates it once per workflow thread, before
+ * any workflow, instead of once for every workflow in its cache (each would build its own input
+ * schema). The SDK freezes what it loads that way, so that module must hold only what
+ * `defineJob` asks for anyway: data, zod schemas and pure functions.
  */
 export function jobType(
   definition: JobDefinition,
-  worker: { workflows: URL | string; activities: JobTypeModule['activities'] },
+  worker: { workflows: URL | string; activities: JobTypeModule['activities']; definitionModule?: URL | string },
 ): JobTypeModule {
-  return { definition, workflowsPath: modulePath(worker.workflows), activities: worker.activities };
+  return {
+    definition,
+    workflowsPath: modulePath(worker.workflows),
+    ...(worker.definitionModule ? { definitionPath: modulePath(worker.definitionModule) } : {}),
+    activities: worker.activities,
+  };
 }
 
 /**

@@ -48,7 +48,9 @@ export async function writeWorkflowsEntry(jobs: JobRegistry): Promise<string> {
 export async function bundleWorkflows(jobs: JobRegistry = defaultJobRegistry): Promise<WorkflowBundleOption> {
   const { code } = await bundleWorkflowCode({
     workflowsPath: await writeWorkflowsEntry(jobs),
-    preloadModules: [SHARED_MODULES_PATH],
+    // Evaluated once per workflow thread (shared, frozen), not once per cached workflow: zod, and
+    // each job type's definition that names its module (its input schema and plain data).
+    preloadModules: [SHARED_MODULES_PATH, ...jobs.modules.flatMap((m) => (m.definitionPath ? [m.definitionPath] : []))],
     logger: quietBundlerLogger,
   });
   return { code };

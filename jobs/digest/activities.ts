@@ -32,4 +32,8 @@ export function createDigestActivities(deps: ActivityDeps) {
 
 export type DigestActivities = ReturnType<typeof createDigestActivities>;
 
-export const digestJobType = jobType(digest, { workflows: new URL('./workflow.ts', import.meta.url), activities: createDigestActivities });
+export const digestJobType = jobType(digest, {
+  workflows: new URL('./workflow.ts', import.meta.url),
+  definitionModule: new URL('./definition.ts', import.meta.url),
+  activities: createDigestActivities,
+});

@@ -108,5 +108,6 @@ export type TranscribeActivities = ReturnType<typeof createTranscribeActivities>
 
 export const transcribeJobType = jobType(transcribe, {
   workflows: new URL('./workflow.ts', import.meta.url),
+  definitionModule: new URL('./definition.ts', import.meta.url),
   activities: createTranscribeActivities,
 });

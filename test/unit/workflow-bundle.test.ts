@@ -2,7 +2,8 @@
 // workflows/shared-modules.ts) instead of once per workflow in the cache: evaluated per workflow
 // it was most of a running job's worker memory (bench/README.md, worker memory). The bundler
 // drops a require whose result is unused from a package that declares no side effects, as zod
-// does: this checks that the preload really loads zod, not an empty function.
+// does: this checks that the preload really loads zod, not an empty function, and each built-in
+// job type's definition (job-api/registry.ts `definitionModule`).
 import { describe, expect, it } from 'vitest';
 import { bundleWorkflows } from '../../workers/worker.js';
 
@@ -13,5 +14,11 @@ describe('the workflow bundle', () => {
     expect(preload).toContain('"./workflows/shared-modules.ts"');
     const shared = code.slice(code.indexOf('/***/ "./workflows/shared-modules.ts"'));
     expect(shared.slice(0, 3000)).toMatch(/__webpack_require__\(\/\*! zod \*\/ "\.\/node_modules\/zod\/[^"]+"\)/);
+  }, 120_000);
+
+  it('loads every built-in job definition in the preload too (each would build its input schema per workflow)', async () => {
+    const { code } = (await bundleWorkflows()) as { code: string };
+    const preload = /exports\.preloadModules = function preloadModules\(\) \{([^}]*)\}/.exec(code)?.[1] ?? '';
+    for (const type of ['summarize', 'purchase', 'transcribe', 'digest']) expect(preload).toContain(`"./jobs/${type}/definition.ts"`);
   }, 120_000);
 });
