@@ -3,7 +3,7 @@
  * `workers/worker.ts`). With the SDK's reusable V8 context every module a workflow imports is
  * otherwise evaluated again for each workflow in the cache, and zod is the heavy one (job
  * definitions build their input schemas with it: about 200 constructors and their closures).
- * Evaluated per workflow it was most of a running job's memory in the worker.
+ * Evaluated per workflow it was almost half of a running job's memory in the worker.
  *
  * The SDK freezes what is loaded here, globals included, so this module also does zod's lazy
  * first-use set-up now: its first schema writes the default locale and memoizer into a global
