@@ -108,6 +108,49 @@ export async function measureWorkerMemory(stack: BenchStack): Promise<BenchRow[]
   ];
 }
 
+/** One side of a memory run: how its n workflows start, how many are in flight, when all are done. */
+interface HeldSide {
+  child: Child;
+  /** The simulator holds the first n upstream calls (the product and the twin call it; the bare side does not). */
+  holdsUpstream: boolean;
+  start(i: number): Promise<unknown>;
+  /** How many are inside their activity at once: counted at the simulator, or by the bare child. */
+  peakInFlight(): Promise<number>;
+  what: string;
+  done(): Promise<boolean>;
+  doneTimeoutMs: number;
+}
+
+/** Idle RSS, then n held at once (or the first holds about to end: measured either way), then the peak RSS there. */
+async function heldRun(stack: BenchStack, n: number, holdMs: number, side: HeldSide): Promise<MemRun> {
+  const idleMb = await idleRss(side.child);
+  if (side.holdsUpstream) {
+    await stack.simReset();
+    await stack.simFault({ path: '/v1/summaries', times: n, status: 200, delayMs: holdMs });
+  }
+  const sampler = rssSampler(side.child);
+  await pool(n, 16, (i) => side.start(i));
+  const deadline = Date.now() + holdMs * 0.8;
+  let concurrent = 0;
+  while (Date.now() < deadline) {
+    concurrent = await side.peakInFlight();
+    if (concurrent >= n) break;
+    await sleep(250);
+  }
+  sampler.reset();
+  await sleep(2_000); // a few samples at the plateau
+  const loadedMb = sampler.max();
+  sampler.stop();
+  await waitUntil(side.what, side.done, side.doneTimeoutMs, 500);
+  return { idleMb, loadedMb, concurrent };
+}
+
+const atSimulator = (stack: BenchStack) => async () => (await stack.simEffects()).peakInFlight;
+
+function workflowsCompleted(stack: BenchStack, queue: string, n: number): () => Promise<boolean> {
+  return async () => (await stack.temporal.workflow.count(`TaskQueue = '${queue}' AND ExecutionStatus = 'Completed'`)).count >= n;
+}
+
 async function productRun(stack: BenchStack, n: number, holdMs: number): Promise<MemRun> {
   const queue = `bench-mem-${uid()}`;
   const tenant = `bench-mem-${uid()}`;
@@ -123,39 +166,25 @@ async function productRun(stack: BenchStack, n: number, holdMs: number): Promise
     providerUrl: stack.sim.url,
     limits: RAISED_LIMITS,
   });
+  // The call's timeout past the hold: with the default 15 s a held call gives up client-side
+  // while the simulator still counts it in flight, so fewer jobs than counted would be inside
+  // their activity when the RSS is read.
+  const jobs = createJobsClient({
+    jobs: defaultJobRegistry,
+    pool: stack.pool,
+    temporal: stack.temporal,
+    taskQueue: queue,
+    budgets: { summarize: { upstreamTimeoutMs: heldCallTimeoutMs(holdMs) } },
+  });
   try {
-    const idleMb = await idleRss(child);
-    await stack.simReset();
-    await stack.simFault({ path: '/v1/summaries', times: n, status: 200, delayMs: holdMs });
-    // The call's timeout past the hold: with the default 15 s a held call gives up client-side
-    // while the simulator still counts it in flight, so fewer jobs than counted would be inside
-    // their activity when the RSS is read.
-    const jobs = createJobsClient({
-      jobs: defaultJobRegistry,
-      pool: stack.pool,
-      temporal: stack.temporal,
-      taskQueue: queue,
-      budgets: { summarize: { upstreamTimeoutMs: heldCallTimeoutMs(holdMs) } },
-    });
-    const sampler = rssSampler(child);
-    await pool(n, 16, (i) =>
-      jobs.submitJob({ tenantId: tenant, type: 'summarize', idempotencyKey: `bench-mem-${tenant}-${i}`, input: { text: `memory ${i}` } }),
-    );
-    // All n held upstream at once, or the first holds are about to end: measure either way.
-    const deadline = Date.now() + holdMs * 0.8;
-    let concurrent = 0;
-    while (Date.now() < deadline) {
-      concurrent = (await stack.simEffects()).peakInFlight;
-      if (concurrent >= n) break;
-      await sleep(250);
-    }
-    sampler.reset();
-    await sleep(2_000); // a few samples at the plateau
-    const loadedMb = sampler.max();
-    sampler.stop();
-    await waitUntil(
-      `${n} held summarize jobs to succeed`,
-      async () => {
+    return await heldRun(stack, n, holdMs, {
+      child,
+      holdsUpstream: true,
+      start: (i) =>
+        jobs.submitJob({ tenantId: tenant, type: 'summarize', idempotencyKey: `bench-mem-${tenant}-${i}`, input: { text: `memory ${i}` } }),
+      peakInFlight: atSimulator(stack),
+      what: `${n} held summarize jobs to succeed`,
+      done: async () => {
         const r = await stack.pool.query<{ ok: number; bad: number }>(
           `SELECT count(*) FILTER (WHERE status = 'succeeded')::int AS ok, count(*) FILTER (WHERE status IN ('dead_lettered', 'cancelled'))::int AS bad
            FROM job_intents WHERE tenant_id = $1`,
@@ -164,12 +193,10 @@ async function productRun(stack: BenchStack, n: number, holdMs: number): Promise
         if (r.rows[0]!.bad > 0) throw new Error(`${r.rows[0]!.bad} held summarize jobs failed: the product is broken`);
         return r.rows[0]!.ok >= n;
       },
-      holdMs + 180_000 + n * 200,
-      500,
-    );
-    await jobs.close();
-    return { idleMb, loadedMb, concurrent };
+      doneTimeoutMs: holdMs + 180_000 + n * 200,
+    });
   } finally {
+    await jobs.close();
     await child.stop();
   }
 }
@@ -185,28 +212,15 @@ async function bareRun(stack: BenchStack, n: number, holdMs: number): Promise<Me
     activitySlots: n + 50,
   });
   try {
-    const idleMb = await idleRss(child);
-    const sampler = rssSampler(child);
-    await pool(n, 16, (i) =>
-      stack.temporal.workflow.start('bareWorkflow', { taskQueue: queue, workflowId: `${queue}-${i}`, args: [holdMs] }),
-    );
-    const deadline = Date.now() + holdMs * 0.8;
-    while (Date.now() < deadline && child.counter.peak < n) await sleep(250);
-    sampler.reset();
-    await sleep(2_000);
-    const loadedMb = sampler.max();
-    const concurrent = child.counter.peak;
-    sampler.stop();
-    await waitUntil(
-      `${n} bare workflows to complete`,
-      async () => {
-        const { count } = await stack.temporal.workflow.count(`TaskQueue = '${queue}' AND ExecutionStatus = 'Completed'`);
-        return count >= n;
-      },
-      holdMs + 180_000,
-      500,
-    );
-    return { idleMb, loadedMb, concurrent };
+    return await heldRun(stack, n, holdMs, {
+      child,
+      holdsUpstream: false,
+      start: (i) => stack.temporal.workflow.start('bareWorkflow', { taskQueue: queue, workflowId: `${queue}-${i}`, args: [holdMs] }),
+      peakInFlight: async () => child.counter.peak,
+      what: `${n} bare workflows to complete`,
+      done: workflowsCompleted(stack, queue, n),
+      doneTimeoutMs: holdMs + 180_000,
+    });
   } finally {
     await child.stop();
   }
@@ -225,38 +239,21 @@ async function twinRun(stack: BenchStack, n: number, holdMs: number): Promise<Me
     activitySlots: n + 50,
   });
   try {
-    const idleMb = await idleRss(child);
-    await stack.simReset();
-    await stack.simFault({ path: '/v1/summaries', times: n, status: 200, delayMs: holdMs });
-    const sampler = rssSampler(child);
-    await pool(n, 16, (i) => {
-      const id = `${queue}-${i}`;
-      return stack.temporal.workflow.start('twinWorkflow', {
-        ...twinStartOptions(tenant, queue, id, id),
-        args: [{ providerUrl: stack.sim.url, key: id, text: `memory ${i}`, timeoutMs: heldCallTimeoutMs(holdMs) }],
-      });
-    });
-    const deadline = Date.now() + holdMs * 0.8;
-    let concurrent = 0;
-    while (Date.now() < deadline) {
-      concurrent = (await stack.simEffects()).peakInFlight;
-      if (concurrent >= n) break;
-      await sleep(250);
-    }
-    sampler.reset();
-    await sleep(2_000);
-    const loadedMb = sampler.max();
-    sampler.stop();
-    await waitUntil(
-      `${n} twin workflows to complete`,
-      async () => {
-        const { count } = await stack.temporal.workflow.count(`TaskQueue = '${queue}' AND ExecutionStatus = 'Completed'`);
-        return count >= n;
+    return await heldRun(stack, n, holdMs, {
+      child,
+      holdsUpstream: true,
+      start: (i) => {
+        const id = `${queue}-${i}`;
+        return stack.temporal.workflow.start('twinWorkflow', {
+          ...twinStartOptions(tenant, queue, id, id),
+          args: [{ providerUrl: stack.sim.url, key: id, text: `memory ${i}`, timeoutMs: heldCallTimeoutMs(holdMs) }],
+        });
       },
-      holdMs + 180_000,
-      500,
-    );
-    return { idleMb, loadedMb, concurrent };
+      peakInFlight: atSimulator(stack),
+      what: `${n} twin workflows to complete`,
+      done: workflowsCompleted(stack, queue, n),
+      doneTimeoutMs: holdMs + 180_000,
+    });
   } finally {
     await child.stop();
   }

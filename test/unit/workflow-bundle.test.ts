@@ -8,17 +8,21 @@ import { describe, expect, it } from 'vitest';
 import { bundleWorkflows } from '../../workers/worker.js';
 
 describe('the workflow bundle', () => {
+  // Bundled once for both cases (webpack takes seconds).
+  let bundle: Promise<string> | undefined;
+  const code = () => (bundle ??= bundleWorkflows().then((b) => (b as { code: string }).code));
+  const preloadOf = (c: string) => /exports\.preloadModules = function preloadModules\(\) \{([^}]*)\}/.exec(c)?.[1] ?? '';
+
   it('loads zod in the preload, before any workflow, so every workflow shares one copy', async () => {
-    const { code } = (await bundleWorkflows()) as { code: string };
-    const preload = /exports\.preloadModules = function preloadModules\(\) \{([^}]*)\}/.exec(code)?.[1] ?? '';
+    const c = await code();
+    const preload = preloadOf(c);
     expect(preload).toContain('"./workflows/shared-modules.ts"');
-    const shared = code.slice(code.indexOf('/***/ "./workflows/shared-modules.ts"'));
+    const shared = c.slice(c.indexOf('/***/ "./workflows/shared-modules.ts"'));
     expect(shared.slice(0, 3000)).toMatch(/__webpack_require__\(\/\*! zod \*\/ "\.\/node_modules\/zod\/[^"]+"\)/);
   }, 120_000);
 
   it('loads every built-in job definition in the preload too (each would build its input schema per workflow)', async () => {
-    const { code } = (await bundleWorkflows()) as { code: string };
-    const preload = /exports\.preloadModules = function preloadModules\(\) \{([^}]*)\}/.exec(code)?.[1] ?? '';
+    const preload = preloadOf(await code());
     for (const type of ['summarize', 'purchase', 'transcribe', 'digest']) expect(preload).toContain(`"./jobs/${type}/definition.ts"`);
   }, 120_000);
 });
