@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import type pg from 'pg';
 import { isConnectionError } from '../lib/db.js';
@@ -17,6 +18,28 @@ export interface AttemptDeps {
   log: Logger;
 }
 
+/**
+ * A local activity's attempt number as Postgres gave it (its lease row, activities/job-steps.ts).
+ * The SDK numbers a local activity's attempts from 1 again in each workflow task that runs it,
+ * so after a lost workflow task its count says nothing about the attempt it took over from.
+ */
+const localAttempt = new AsyncLocalStorage<{ attempt?: number }>();
+
+/** Runs a local activity's step with room for its Postgres-numbered attempt (`setLocalAttempt`). */
+export function withLocalAttempt<T>(fn: () => Promise<T>): Promise<T> {
+  return localAttempt.run({}, fn);
+}
+
+export function setLocalAttempt(n: number): void {
+  const s = localAttempt.getStore();
+  if (s) s.attempt = n;
+}
+
+/** This attempt's number: Temporal's, or for a local activity's step the one Postgres gave it. */
+export function attemptNumber(): number {
+  return localAttempt.getStore()?.attempt ?? Context.current().info.attempt;
+}
+
 /** This attempt's fence (store/fence.ts); undefined outside an activity. */
 export function currentFence(): AttemptFence | undefined {
   try {
@@ -26,7 +49,7 @@ export function currentFence(): AttemptFence | undefined {
       workflowId: info.workflowExecution.workflowId,
       runId: info.workflowExecution.runId,
       activityId: info.activityId,
-      attempt: info.attempt,
+      attempt: localAttempt.getStore()?.attempt ?? info.attempt,
     };
   } catch {
     return undefined;
@@ -47,6 +70,8 @@ export interface FailureDetails {
  */
 export async function withHeartbeat<T>(fn: () => Promise<T>, details?: { step: string }): Promise<T> {
   const ctx = Context.current();
+  // A local activity has no heartbeat (the SDK ignores it): its lease is its workflow task.
+  if (ctx.info.isLocal) return fn();
   const every = Math.max(200, Math.min(2_000, (ctx.info.heartbeatTimeoutMs ?? 10_000) / 4));
   // The step in the details tells the next attempt which step a lost attempt was running.
   // No heartbeat at once: the first one goes out after `every` (at most 2 s, well inside the
@@ -82,8 +107,10 @@ export async function failAttempt(
   }
   const info = ctx.info;
   const now = Date.now();
-  const lastAttempt = info.retryPolicy?.maximumAttempts ? info.attempt >= info.retryPolicy.maximumAttempts : false;
-  const base = { jobId: job.jobId, step: job.step, attempt: info.attempt, startedAt: job.startedAt };
+  // A local activity's step counts its attempts in Postgres: a takeover does not reset the cap.
+  const attempt = Math.max(info.attempt, attemptNumber());
+  const lastAttempt = info.retryPolicy?.maximumAttempts ? attempt >= info.retryPolicy.maximumAttempts : false;
+  const base = { jobId: job.jobId, step: job.step, attempt, startedAt: job.startedAt };
 
   if (err instanceof RetryableError || !(err instanceof DurableJobsError)) {
     // Our own Postgres unreachable mid-attempt: retry, but not in a burst that spends the
@@ -98,7 +125,7 @@ export async function failAttempt(
               { cause: err },
             )
           : new RetryableError((err as Error)?.message ?? String(err), { errorClass: 'internal_error' }, { cause: err });
-    const { delayMs, source: delaySource } = chooseDelay(info.attempt, retryable.details.retryAfterMs, {
+    const { delayMs, source: delaySource } = chooseDelay(attempt, retryable.details.retryAfterMs, {
       baseMs: job.budget.backoffBaseMs,
       capMs: job.budget.backoffCapMs,
     });
@@ -110,10 +137,7 @@ export async function failAttempt(
       const why = lastAttempt
         ? `attempt cap of ${info.retryPolicy?.maximumAttempts} reached`
         : `next delay ${delayMs} ms would pass the elapsed budget`;
-      deps.log.warn(
-        { jobId: job.jobId, step: job.step, attempt: info.attempt, errorClass: details.errorClass },
-        `retry budget exhausted: ${why}`,
-      );
+      deps.log.warn({ jobId: job.jobId, step: job.step, attempt, errorClass: details.errorClass }, `retry budget exhausted: ${why}`);
       throw ApplicationFailure.create({
         message: `${retryable.message}; ${why}`,
         type: 'RetryBudgetExhausted',
@@ -132,18 +156,18 @@ export async function failAttempt(
     const marked = await markRetrying(
       deps.pool,
       job.jobId,
-      info.attempt,
+      attempt,
       { errorClass: details.errorClass, message: retryable.message, statusCode: details.statusCode },
       new Date(now + delayMs),
       currentFence(),
     ).catch(() => undefined);
     if (marked === false)
       deps.log.warn(
-        { jobId: job.jobId, step: job.step, attempt: info.attempt },
+        { jobId: job.jobId, step: job.step, attempt },
         'stale attempt: a newer attempt superseded it; its status write was refused',
       );
     deps.log.info(
-      { jobId: job.jobId, step: job.step, attempt: info.attempt, errorClass: details.errorClass, statusCode: details.statusCode, delayMs },
+      { jobId: job.jobId, step: job.step, attempt, errorClass: details.errorClass, statusCode: details.statusCode, delayMs },
       'attempt failed; retrying',
     );
     throw ApplicationFailure.create({
@@ -158,7 +182,7 @@ export async function failAttempt(
   const errorClass = err instanceof NonRetryableError ? err.details.errorClass : err.code;
   const statusCode = err instanceof NonRetryableError ? err.details.statusCode : undefined;
   await safeRecord(deps, { ...base, outcome: 'non_retryable', errorClass, statusCode });
-  deps.log.warn({ jobId: job.jobId, step: job.step, attempt: info.attempt, errorClass, statusCode }, 'attempt failed permanently');
+  deps.log.warn({ jobId: job.jobId, step: job.step, attempt, errorClass, statusCode }, 'attempt failed permanently');
   throw ApplicationFailure.create({
     message: err.message,
     type: err.name,

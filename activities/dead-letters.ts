@@ -19,6 +19,7 @@ import { effectRequestIds, effectsForJob, type ProviderRequestRef } from '../sto
 import { getIntent, insertIntent, loadInput, markJobDeadLettered, markWorkflowStarted } from '../store/intents.js';
 import type { JobArgs, StepArgs } from '../contract/job-types.js';
 import type { JobRegistry } from '../job-api/registry.js';
+import { onStartPath } from '../services/start-job.js';
 import { withHeartbeat } from './attempt.js';
 
 export interface DeadLetterDeps {
@@ -26,6 +27,8 @@ export interface DeadLetterDeps {
   log: Logger;
   codeVersion: string;
   jobs: Pick<JobRegistry, 'get'>;
+  /** Types whose replays take the fast path (`FAST_PATH_JOB_TYPES`). */
+  fastPathTypes?: ReadonlySet<string> | undefined;
 }
 
 /** Stable per failed run: the same failure recorded twice gets the same ID (and one row). */
@@ -196,7 +199,7 @@ export function createDeadLetterActivities(deps: DeadLetterDeps) {
       const intent = await getIntent(tx, dl.job_id);
       if (!intent) return { kind: 'skip', reason: 'original job row is missing' };
       const args: JobArgs = { jobId: '', tenantId: dl.tenant_id, jobType: dl.job_type, priority: intent.priority };
-      const workflowType = definition.workflowType;
+      const workflowType = onStartPath(definition, deps.fastPathTypes).workflowType;
       if (dl.state === 'replaying' && dl.replay_id === a.replayId && dl.replay_job_id) {
         return {
           kind: 'start',

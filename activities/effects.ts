@@ -16,7 +16,7 @@ import {
 } from '../store/effects.js';
 import type { SlotRequest } from '../store/concurrency.js';
 import { NonRetryableError, RetryableError } from '../lib/errors.js';
-import { currentFence } from './attempt.js';
+import { attemptNumber, currentFence } from './attempt.js';
 import { chooseUpstream, upstreamFor, type FallbackPlan } from './fallback.js';
 import type { SlotRelease } from './concurrency.js';
 import type { Provider } from './provider.js';
@@ -78,7 +78,8 @@ export interface EffectResult {
  */
 export async function runEffect(deps: EffectDeps, s: EffectSpec): Promise<EffectResult> {
   const effectKey = s.effectKey ?? effectKeyFor(s.effectScope, s.step);
-  const attempt = Context.current().info.attempt;
+  // Temporal's attempt, or a local activity's as Postgres numbered it (activities/attempt.ts).
+  const attempt = attemptNumber();
   // Every effect-row write is fenced: a stale attempt (a newer one has started) changes nothing.
   const fence = currentFence();
   const base = { jobId: s.jobId, step: s.step, attempt, startedAt: s.startedAt };

@@ -1,17 +1,18 @@
-import { Context } from '@temporalio/activity';
+import { CancelledFailure, Context } from '@temporalio/activity';
 import { isConnectionError } from '../lib/db.js';
 import { RetryableError } from '../lib/errors.js';
 import { effectKeyFor } from '../lib/ids.js';
-import type { LeaseKey } from '../store/activity-leases.js';
+import { flagLeaseExpired, leaseEnded, type LeaseKey } from '../store/activity-leases.js';
+import { recordLostAttempt } from '../store/attempts.js';
 import { addExecutionSpan, loadInput, startAttempt, writeResultFenced, type AttemptStart } from '../store/intents.js';
 import type { StepArgs } from '../contract/job-types.js';
 import { budgetOf } from '../job-api/define.js';
 import type { ActivityDeps } from './deps.js';
 import { effectSlot } from './concurrency.js';
-import { currentFence, failAttempt, withHeartbeat } from './attempt.js';
+import { currentFence, failAttempt, setLocalAttempt, withHeartbeat, withLocalAttempt } from './attempt.js';
 import { runEffect, type EffectResult } from './effects.js';
 import { fallbackPlan, planFrom } from './fallback.js';
-import { currentLease } from './lease-tracking.js';
+import { currentLease, type LeaseScope } from './lease-tracking.js';
 
 /** What a step needs of the worker's dependencies. */
 export type StepDeps = Pick<ActivityDeps, 'pool' | 'provider' | 'fallbackProvider' | 'log' | 'jobs' | 'limits' | 'totalConcurrency'>;
@@ -78,9 +79,35 @@ export async function runStep<T>(
   body: (ctx: StepContext) => Promise<T>,
   opts: StepOptions = {},
 ): Promise<T> {
+  const info = Context.current().info;
+  // The fast path (a local activity, README "The fast path"): no heartbeat, no lease tracking
+  // around it (activities/lease-tracking.ts tracks leased activities); its lease is the workflow
+  // task. The step keeps a lease row of its own, numbered by Postgres, which is its fence.
+  if (info.isLocal && info.workflowExecution) {
+    const lease: LeaseScope = {
+      key: { jobId: info.workflowExecution.workflowId, runId: info.workflowExecution.runId, activityId: info.activityId, attempt: 0 },
+      activityType: info.activityType,
+      startToCloseMs: info.startToCloseTimeoutMs,
+      started: false,
+      ended: false,
+    };
+    return withLocalAttempt(() => runStepWith(deps, args, step, body, opts, lease, true));
+  }
+  return runStepWith(deps, args, step, body, opts, currentLease(), false);
+}
+
+async function runStepWith<T>(
+  deps: StepDeps,
+  args: StepArgs,
+  step: string,
+  body: (ctx: StepContext) => Promise<T>,
+  opts: StepOptions,
+  lease: LeaseScope | undefined,
+  local: boolean,
+): Promise<T> {
   const startedAt = new Date();
-  const attempt = Context.current().info.attempt;
-  const lease = currentLease();
+  // A local activity's number comes from its lease row, in the attempt's first statement.
+  let attempt = Context.current().info.attempt;
   const definition = deps.jobs.require(args.jobType);
   const budget = budgetOf(definition, args);
   let waitedMs = 0;
@@ -102,7 +129,9 @@ export async function runStep<T>(
     });
   const ctx: StepContext = {
     args,
-    attempt,
+    get attempt() {
+      return attempt;
+    },
     startedAt,
     effect: async (name, path, reqBody) => {
       const slot = slotFor(name);
@@ -154,22 +183,75 @@ export async function runStep<T>(
           // (store/fence.ts) counts on it being there no later than they are.
           const leaseRow =
             lease && !lease.started
-              ? { ...lease.key, activityType: lease.activityType, startToCloseMs: lease.startToCloseMs, step }
+              ? {
+                  ...lease.key,
+                  attempt: local ? null : lease.key.attempt,
+                  activityType: lease.activityType,
+                  startToCloseMs: lease.startToCloseMs,
+                  step,
+                }
               : undefined;
-          start = await startAttempt(deps.pool, args.jobId, attempt, currentFence(), opts.prefetchInput ?? false, leaseRow);
+          start = local
+            ? await startAttempt(deps.pool, args.jobId, null, undefined, opts.prefetchInput ?? false, leaseRow)
+            : await startAttempt(deps.pool, args.jobId, attempt, currentFence(), opts.prefetchInput ?? false, leaseRow);
           if (lease) lease.started = true;
         });
+        if (local && lease) await numberLocalAttempt(deps, lease, start?.attempt ?? null, step, (n) => (attempt = n));
         ran = true;
         return body(ctx);
       },
       { step },
     );
     await recordSpan();
+    if (local) await endLocalLease(deps, lease, 'completed');
     return result;
   } catch (err) {
     await recordSpan();
+    if (local) await endLocalLease(deps, lease, err instanceof CancelledFailure ? 'cancelled' : 'failed');
     return failAttempt(deps, { jobId: args.jobId, step, budget, startedAt }, err);
   }
+}
+
+/**
+ * A local activity's attempt takes the number its lease row got: that number fences every
+ * later write of the attempt (store/fence.ts), so an attempt whose workflow task was lost and
+ * that lives on (a paused worker) is refused once the attempt that took over has started. If
+ * the attempt before it left its lease open, it was lost (its worker died, or its workflow task
+ * timed out): flagged and counted, as a leased activity's next attempt does.
+ */
+async function numberLocalAttempt(
+  deps: StepDeps,
+  lease: LeaseScope,
+  n: number | null,
+  step: string,
+  set: (n: number) => void,
+): Promise<void> {
+  if (n === null) {
+    throw new RetryableError('another attempt of this step started at the same moment', { errorClass: 'attempt_race' });
+  }
+  lease.key.attempt = n;
+  setLocalAttempt(n);
+  set(n);
+  if (n === 1) return;
+  const previous = { ...lease.key, attempt: n - 1 };
+  try {
+    const lost = await flagLeaseExpired(deps.pool, previous, undefined);
+    if (lost.flagged) {
+      deps.log.warn({ jobId: lease.key.jobId, step, attempt: n - 1 }, 'previous attempt lost its workflow task (no outcome recorded)');
+      await recordLostAttempt(deps.pool, previous, lost.step ?? step);
+    }
+  } catch (err) {
+    deps.log.warn({ jobId: lease.key.jobId, err: (err as Error).message }, 'could not record lease evidence');
+  }
+}
+
+/** The end of a local activity's lease row (a leased activity's is written by activities/lease-tracking.ts). */
+async function endLocalLease(deps: StepDeps, lease: LeaseScope | undefined, outcome: 'completed' | 'failed' | 'cancelled'): Promise<void> {
+  if (!lease?.started || lease.ended || lease.key.attempt === 0) return;
+  lease.ended = true;
+  await leaseEnded(deps.pool, lease.key, outcome).catch((e: Error) =>
+    deps.log.warn({ jobId: lease.key.jobId, err: e.message }, 'could not record lease evidence'),
+  );
 }
 
 interface StepState {

@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { startJobWorkflow } from '../services/start-job.js';
+import { onStartPath, startJobWorkflow } from '../services/start-job.js';
 import { withTransaction } from '../lib/db.js';
 import { execution } from '../lib/temporal.js';
 import { endReplay, insertAction, listStuckReplays, replayStartedBy, type DeadLetterRow } from '../store/dead-letters.js';
@@ -73,7 +73,15 @@ export function createScanRepairActivities(deps: ActivityDeps) {
               priority: intent.priority,
               effectScope: dl.job_id,
             };
-            if (await startJobWorkflow(ctx.client, ctx.info.taskQueue, deps.jobs.require(args.jobType), args, deps.jobBudgets)) {
+            if (
+              await startJobWorkflow(
+                ctx.client,
+                ctx.info.taskQueue,
+                onStartPath(deps.jobs.require(args.jobType), deps.fastPathTypes),
+                args,
+                deps.jobBudgets,
+              )
+            ) {
               n.started += 1;
               deps.log.info(
                 { deadLetterId: dl.id, replayJobId, repair: 'replay_started' },

@@ -13,7 +13,7 @@ import { windowContaining, type ScheduleWindow } from '../contract/schedule-wind
 import { withHeartbeat } from './attempt.js';
 import type { StepArgs } from '../contract/job-types.js';
 import type { ActivityDeps } from './deps.js';
-import { startExistingIntent } from '../services/start-job.js';
+import { onStartPath, startExistingIntent } from '../services/start-job.js';
 
 export interface MissedWindow {
   scheduleId: string;
@@ -90,7 +90,7 @@ export function createScanActivities(deps: ActivityDeps) {
           await startExistingIntent(
             ctx.client,
             ctx.info.taskQueue,
-            deps.jobs.require(row.job_type),
+            onStartPath(deps.jobs.require(row.job_type), deps.fastPathTypes),
             { jobId: row.job_id, tenantId: row.tenant_id, jobType: row.job_type, priority: row.priority },
             row.created_at,
             deps.jobBudgets,

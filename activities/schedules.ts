@@ -6,7 +6,7 @@ import { markWindowFilled, recordWindowSeen } from '../store/schedules.js';
 import { listTenantIds } from '../store/tenants.js';
 import type { DigestInput } from '../contract/scan.js';
 import { windowKey, type ScheduleWindow } from '../contract/schedule-window.js';
-import { startJobWorkflow } from '../services/start-job.js';
+import { onStartPath, startJobWorkflow } from '../services/start-job.js';
 import type { ActivityDeps } from './deps.js';
 
 export interface EnsureWindowArgs {
@@ -76,7 +76,7 @@ export function createScheduleActivities(deps: ActivityDeps) {
         await startJobWorkflow(
           ctx.client,
           ctx.info.taskQueue,
-          deps.jobs.require(a.jobType),
+          onStartPath(deps.jobs.require(a.jobType), deps.fastPathTypes),
           { jobId, tenantId, jobType: a.jobType, priority: 'normal' },
           deps.jobBudgets,
         );

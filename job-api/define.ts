@@ -58,6 +58,15 @@ export interface JobDefinitionOptions<S extends z.ZodType, E extends string> {
   summary?: (args: JobArgs) => string;
   /** Accepted over `POST /v1/jobs`. Default true; false for types only schedules start. */
   submittable?: boolean;
+  /**
+   * The type may take the fast path (README "The fast path"), where the deployment enables it
+   * (`FAST_PATH_JOB_TYPES`): its steps run as local activities, the whole job in one workflow
+   * task, under a second workflow type that the type's workflow module exports (`workflowType`
+   * here; it must differ from the standard one). Only for types whose every effect is short
+   * (well inside the attempt timeout) and keyed to an upstream that is idempotent by key: a
+   * lost workflow task runs the step again. Default: no fast path.
+   */
+  fastPath?: { workflowType: string };
 }
 
 export interface JobDefinition<S extends z.ZodType = z.ZodType, E extends string = string> {
@@ -72,6 +81,8 @@ export interface JobDefinition<S extends z.ZodType = z.ZodType, E extends string
   readonly staleResult: boolean;
   readonly fallback: boolean;
   readonly submittable: boolean;
+  /** The fast path's workflow type, or null when the type has none. */
+  readonly fastPathWorkflowType: string | null;
   readonly upstream: { idempotentByKey: boolean; lookupByKey: boolean };
   summary(args: JobArgs): string;
   /** A declared step name, checked by the compiler: the effect key's stable part. */
@@ -88,6 +99,12 @@ export function defineJob<S extends z.ZodType, const E extends string>(o: JobDef
     throw new Error(`job type name "${o.name}" must be lower-case letters, digits and dashes, starting with a letter`);
   if (!IDENT.test(o.workflowType))
     throw new Error(`job type ${o.name}: workflowType "${o.workflowType}" must be the name of an exported function`);
+  if (o.fastPath && (!IDENT.test(o.fastPath.workflowType) || o.fastPath.workflowType === o.workflowType))
+    throw new Error(`job type ${o.name}: fastPath.workflowType "${o.fastPath.workflowType}" must be the name of another exported function`);
+  if (o.fastPath && !(o.upstream?.idempotentByKey ?? true))
+    throw new Error(
+      `job type ${o.name}: the fast path re-runs a step after a lost workflow task, so its upstream must be idempotent by key`,
+    );
   for (const e of o.effects) {
     if (!NAME.test(e)) throw new Error(`job type ${o.name}: effect step "${e}" must be lower-case letters, digits and dashes`);
   }
@@ -105,6 +122,7 @@ export function defineJob<S extends z.ZodType, const E extends string>(o: JobDef
     staleResult: o.staleResult ?? false,
     fallback: o.fallback ?? false,
     submittable: o.submittable ?? true,
+    fastPathWorkflowType: o.fastPath?.workflowType ?? null,
     upstream: { idempotentByKey: o.upstream?.idempotentByKey ?? true, lookupByKey: o.upstream?.lookupByKey ?? false },
     summary: o.summary ?? ((a) => `${a.jobType} for tenant ${a.tenantId} (${a.priority} priority)`),
     step: (name) => {

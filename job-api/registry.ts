@@ -27,6 +27,8 @@ export interface ActivityDeps {
   totalConcurrency?: number | undefined;
   /** Budget overrides (`JOB_BUDGETS`) for jobs that schedules and the scan start. */
   jobBudgets?: JobBudgets | undefined;
+  /** Types whose jobs take the fast path (`FAST_PATH_JOB_TYPES`) when schedules, the scan or a replay start them. */
+  fastPathTypes?: ReadonlySet<JobType> | undefined;
 }
 
 // Activity functions take and return anything serialisable; each job type's module types its own.
@@ -84,6 +86,8 @@ export interface JobRegistry {
   require(name: string): JobDefinition;
   /** Types that declare a fallback upstream: the only ones an operator may switch to it. */
   readonly fallbackTypes: readonly JobType[];
+  /** Types that declare a fast path (`fastPath`): the only ones `FAST_PATH_JOB_TYPES` may name. */
+  readonly fastPathTypes: readonly JobType[];
   /** Each type's concurrency caps, with the deployment's overrides (`CONCURRENCY_LIMITS`). */
   concurrencyLimits(overrides?: Partial<Record<JobType, Partial<ConcurrencyLimits>>>): Record<JobType, ConcurrencyLimits>;
 }
@@ -98,8 +102,11 @@ export function createJobRegistry(modules: readonly JobTypeModule[]): JobRegistr
     const d = m.definition;
     if (byName.has(d.name)) throw new Error(`job type ${d.name} is registered twice`);
     if (workflowTypes.has(d.workflowType)) throw new Error(`job type ${d.name}: workflow type ${d.workflowType} is already taken`);
+    if (d.fastPathWorkflowType && workflowTypes.has(d.fastPathWorkflowType))
+      throw new Error(`job type ${d.name}: workflow type ${d.fastPathWorkflowType} (its fast path) is already taken`);
     byName.set(d.name, m);
     workflowTypes.add(d.workflowType);
+    if (d.fastPathWorkflowType) workflowTypes.add(d.fastPathWorkflowType);
   }
   const list = [...byName.values()];
   return {
@@ -113,6 +120,7 @@ export function createJobRegistry(modules: readonly JobTypeModule[]): JobRegistr
       return m.definition;
     },
     fallbackTypes: list.filter((m) => m.definition.fallback).map((m) => m.definition.name),
+    fastPathTypes: list.filter((m) => m.definition.fastPathWorkflowType).map((m) => m.definition.name),
     concurrencyLimits: (overrides = {}) =>
       Object.fromEntries(list.map((m) => [m.definition.name, { ...m.definition.concurrency, ...overrides[m.definition.name] }])),
   };

@@ -106,7 +106,11 @@ export interface Config {
   logLevel: string;
   /** Per job type overrides of the retry budget (`JOB_BUDGETS`, JSON). */
   jobBudgets: Partial<Record<JobType, Partial<JobBudget>>>;
-  /** Per job type caps on concurrent upstream calls (`CONCURRENCY_LIMITS`, JSON). */
+  /**
+   * Job types whose new jobs take the fast path (`FAST_PATH_JOB_TYPES`, comma-separated; each
+   * must declare `fastPath`). Default none: README "The fast path" says what a type gives up.
+   */
+  fastPathTypes: ReadonlySet<JobType>;
   /** Overrides of each job type's own caps (`CONCURRENCY_LIMITS`); the registry applies them. */
   concurrencyLimits: Partial<Record<JobType, Partial<ConcurrencyLimits>>>;
   /** Version of the code that ran an attempt (dead-letter evidence). */
@@ -274,6 +278,23 @@ const BUDGET_SCHEMA = z
   .strict();
 const LIMITS_SCHEMA = z.object({ perTenant: positiveInt, global: positiveInt }).partial().strict();
 
+type ConfigOptions = { jobTypes: readonly JobType[]; fastPathTypes?: readonly JobType[]; mode?: Mode; codeVersion?: string };
+
+/** `FAST_PATH_JOB_TYPES`: a comma-separated list of registered types that declare a fast path. */
+function fastPathTypes(raw: string | undefined, jobTypes: readonly JobType[], eligible: readonly JobType[] | undefined): Set<JobType> {
+  const names = (raw ?? '')
+    .split(',')
+    .map((n) => n.trim())
+    .filter((n) => n !== '');
+  for (const n of names) {
+    if (!jobTypes.includes(n))
+      throw new ConfigError(`FAST_PATH_JOB_TYPES: "${n.slice(0, 64)}" is not a job type (job types: ${jobTypes.join(', ')})`);
+    if (eligible && !eligible.includes(n))
+      throw new ConfigError(`FAST_PATH_JOB_TYPES: job type ${n} declares no fast path (types with one: ${eligible.join(', ') || 'none'})`);
+  }
+  return new Set(names);
+}
+
 /** Parses a JSON object keyed by job type, e.g. `{"summarize": {"maximumAttempts": 5}}`. */
 function perJobType<T extends z.ZodType>(
   name: string,
@@ -305,7 +326,8 @@ const boolFlag = z
  * `jobTypes`: the names of the registered job types (`registry.names`), which `JOB_BUDGETS`
  * and `CONCURRENCY_LIMITS` may name.
  */
-export function loadConfig(env: NodeJS.ProcessEnv, opts: { jobTypes: readonly JobType[]; mode?: Mode; codeVersion?: string }): Config {
+/** `fastPathTypes`: the types that declare a fast path (`registry.fastPathTypes`); unchecked when not given. */
+export function loadConfig(env: NodeJS.ProcessEnv, opts: ConfigOptions): Config {
   const modeRaw = opts.mode ?? env.DURABLE_JOBS_MODE ?? 'production';
   if (modeRaw !== 'dev' && modeRaw !== 'production') throw new ConfigError('DURABLE_JOBS_MODE must be "dev" or "production"');
   const mode: Mode = modeRaw;
@@ -352,6 +374,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { jobTypes: readonly Jo
     WEBHOOK_SECRETS: z.string().default(''),
     WEBHOOK_SECRETS_FILE: z.string().min(1, 'WEBHOOK_SECRETS_FILE must be a file path').optional(),
     JOB_BUDGETS: z.string().optional(),
+    FAST_PATH_JOB_TYPES: z.string().optional(),
     CONCURRENCY_LIMITS: z.string().optional(),
     RETENTION_DAYS: z.coerce
       .number({ error: 'RETENTION_DAYS must be a number of days' })
@@ -442,6 +465,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { jobTypes: readonly Jo
     logLevel: e.LOG_LEVEL,
     jobBudgets: perJobType('JOB_BUDGETS', e.JOB_BUDGETS, BUDGET_SCHEMA, opts.jobTypes),
     concurrencyLimits: perJobType('CONCURRENCY_LIMITS', e.CONCURRENCY_LIMITS, LIMITS_SCHEMA, opts.jobTypes),
+    fastPathTypes: fastPathTypes(e.FAST_PATH_JOB_TYPES, opts.jobTypes, opts.fastPathTypes),
     codeVersion,
     workerShutdownGraceSeconds: e.WORKER_SHUTDOWN_GRACE_SECONDS,
     retention: retentionConfig(e.RETENTION_DAYS, e.IDEMPOTENCY_WINDOW_DAYS, e.RETENTION_BATCH_SIZE, e.RETENTION_DAYS_BY_TABLE),

@@ -16,7 +16,7 @@ import { webhookSecretsFrom } from '../lib/webhook-secrets.js';
 import { defaultJobRegistry } from '../jobs/index.js';
 
 exitWithParent();
-const config = loadConfig(process.env, { jobTypes: defaultJobRegistry.names });
+const config = loadConfig(process.env, { jobTypes: defaultJobRegistry.names, fastPathTypes: defaultJobRegistry.fastPathTypes });
 const log = createLogger('api', config.logLevel);
 if (!config.databaseUrl || !config.temporalAddress) {
   log.fatal('the API needs DATABASE_URL and TEMPORAL_ADDRESS (npm start sets them)');
@@ -43,6 +43,7 @@ const jobs = createJobsClient({
   taskQueue: config.taskQueue,
   jobs: defaultJobRegistry,
   budgets: config.jobBudgets,
+  fastPath: config.fastPathTypes,
   startMarkWindowMs: config.tuning.startMarkWindowMs,
 });
 // Webhook secrets rotate without a restart: SIGHUP reads WEBHOOK_SECRETS_FILE again (README "Webhooks").

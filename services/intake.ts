@@ -1,5 +1,5 @@
 import type { Client } from '@temporalio/client';
-import { CLOCK_SKEW_MS, latestRun, startExistingIntent, startJobWorkflow } from './start-job.js';
+import { CLOCK_SKEW_MS, latestRun, onStartPath, startExistingIntent, startJobWorkflow } from './start-job.js';
 import type pg from 'pg';
 import { z } from 'zod';
 import {
@@ -42,6 +42,8 @@ export interface JobsClientDeps {
   startTimeoutMs?: number;
   /** Per job type overrides of the retry budget (config `JOB_BUDGETS`); default none. */
   budgets?: JobBudgets;
+  /** Types whose new jobs take the fast path (config `FAST_PATH_JOB_TYPES`); default none. */
+  fastPath?: ReadonlySet<string>;
   /** Retry-After advertised when Temporal or Postgres cannot take the job. Default 5 s. */
   unavailableRetryAfterSeconds?: number;
   /**
@@ -131,7 +133,7 @@ export function createJobsClient(deps: JobsClientDeps) {
    * Returns how it knows the run exists: its own start, or Temporal asked after a failure.
    */
   async function startWorkflow(base: JobArgs, intentCreatedAt?: Date): Promise<'started' | 'found'> {
-    const definition = deps.jobs.require(base.jobType);
+    const definition = onStartPath(deps.jobs.require(base.jobType), deps.fastPath);
     const rpc = <T>(fn: () => Promise<T>) => deps.temporal.connection.withDeadline(Date.now() + startTimeoutMs, fn);
     const start = (replaceClosed: boolean) =>
       rpc(() => startJobWorkflow(deps.temporal, deps.taskQueue, definition, base, deps.budgets, { replaceClosed }));

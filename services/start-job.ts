@@ -15,6 +15,15 @@ export function isAlreadyStarted(err: unknown): boolean {
 }
 
 /**
+ * The definition a new job of this type starts with: on the fast path (its type named in
+ * `FAST_PATH_JOB_TYPES`, and declaring one) the same definition under its fast-path workflow
+ * type; otherwise the definition itself.
+ */
+export function onStartPath(d: JobDefinition, fastPath: ReadonlySet<string> | undefined): JobDefinition {
+  return d.fastPathWorkflowType && fastPath?.has(d.name) ? { ...d, workflowType: d.fastPathWorkflowType } : d;
+}
+
+/**
  * The one way a job's workflow is started (intake, schedule triggers, the compensation scan):
  * a running run with this ID is the same job (USE_EXISTING) and a finished one is never run
  * again (REJECT_DUPLICATE). The search attributes make it filterable in the Web UI; the

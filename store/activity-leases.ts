@@ -30,16 +30,27 @@ export async function leaseStarted(db: Db, k: LeaseStart): Promise<void> {
  * round trip. Parameters `$i..$i+6` (`leaseStartedParams`); all NULL inserts nothing.
  */
 export function leaseStartedCte(i: number): string {
+  // A NULL attempt (a local activity's lease, activities/job-steps.ts) takes the next number
+  // of its activity: Postgres numbers those attempts, so a takeover after a lost workflow task
+  // (where the SDK counts from 1 again) still fences the attempt it took over from.
   return `lease_started AS (
              INSERT INTO activity_leases (job_id, run_id, activity_id, attempt, activity_type, deadline_at, step)
-             SELECT $${i}::text, $${i + 1}::text, $${i + 2}::text, $${i + 3}::int, $${i + 4}::text,
-                    clock_timestamp() + $${i + 5}::float8 * interval '1 millisecond', $${i + 6}::text
+             SELECT $${i}::text, $${i + 1}::text, $${i + 2}::text,
+                    coalesce($${i + 3}::int, (SELECT coalesce(max(p.attempt), 0) + 1 FROM activity_leases p
+                                               WHERE p.job_id = $${i} AND p.run_id = $${i + 1} AND p.activity_id = $${i + 2})),
+                    $${i + 4}::text, clock_timestamp() + $${i + 5}::float8 * interval '1 millisecond', $${i + 6}::text
               WHERE $${i}::text IS NOT NULL
              ON CONFLICT DO NOTHING
-             RETURNING 1)`;
+             RETURNING attempt)`;
 }
 
-export type LeaseStart = LeaseKey & { activityType: string; startToCloseMs: number; step?: string };
+/** `attempt` null: a local activity's lease, numbered by Postgres (`leaseStartedCte`). */
+export type LeaseStart = Omit<LeaseKey, 'attempt'> & {
+  attempt: number | null;
+  activityType: string;
+  startToCloseMs: number;
+  step?: string;
+};
 
 export function leaseStartedParams(k: LeaseStart | undefined): unknown[] {
   return k

@@ -153,6 +153,11 @@ export interface AttemptStart {
   input: unknown;
   /** The degradation setting as this attempt starts (its fallback decision). */
   setting: DegradationSetting;
+  /**
+   * The attempt's number: the one given, or for a local activity's attempt the one its lease
+   * row took (null when a concurrent attempt took that number first).
+   */
+  attempt: number | null;
 }
 
 /**
@@ -169,32 +174,34 @@ export interface AttemptStart {
 export async function startAttempt(
   db: Db,
   jobId: string,
-  attempt: number,
+  attempt: number | null,
   fence: AttemptFence | undefined,
   withInput: boolean,
   lease?: LeaseStart,
 ): Promise<AttemptStart> {
-  const r = await db.query<SettingRow & { marked: boolean; found: boolean; input: unknown }>({
+  // `attempt` null: the lease row numbers it (a local activity's attempt, `leaseStartedCte`).
+  const att = `coalesce($2::int, (SELECT attempt FROM lease_started))`;
+  const r = await db.query<SettingRow & { marked: boolean; found: boolean; input: unknown; attempt: number | null }>({
     name: 'start-attempt',
     text: `WITH ${leaseStartedCte(8)},
            upd AS (
              UPDATE job_intents
-                SET attempts = greatest(attempts, $2),
+                SET attempts = greatest(attempts, ${att}),
                     status = CASE WHEN status IN ${TERMINAL} THEN status ELSE 'running' END,
                     status_reason = CASE WHEN status IN ${TERMINAL} THEN status_reason END,
                     next_attempt_at = CASE WHEN status IN ${TERMINAL} THEN next_attempt_at END,
                     first_started_at = CASE WHEN status IN ${TERMINAL} THEN first_started_at ELSE coalesce(first_started_at, now()) END,
                     updated_at = now()
-              WHERE job_id = $1 AND (status NOT IN ${TERMINAL} OR attempts < $2) AND ${notSuperseded(3)}
+              WHERE job_id = $1 AND (status NOT IN ${TERMINAL} OR attempts < ${att}) AND ${notSuperseded(3)}
               RETURNING 1)
            SELECT EXISTS (SELECT 1 FROM upd) AS marked, i.job_id IS NOT NULL AS found,
-                  CASE WHEN $7::boolean THEN i.input END AS input, ${SETTING_COLUMNS('s')}
+                  CASE WHEN $7::boolean THEN i.input END AS input, ${att} AS attempt, ${SETTING_COLUMNS('s')}
              FROM degradation_setting s LEFT JOIN job_intents i ON i.job_id = $1
             WHERE s.id = 1`,
     values: [jobId, attempt, ...fenceParams(fence), withInput, ...leaseStartedParams(lease)],
   });
   const row = r.rows[0]!;
-  return { marked: row.marked, found: row.found, input: row.input, setting: toSetting(row) };
+  return { marked: row.marked, found: row.found, input: row.input, setting: toSetting(row), attempt: row.attempt };
 }
 
 /**

@@ -13,7 +13,7 @@ import { createWorker } from './worker.js';
 import { defaultJobRegistry } from '../jobs/index.js';
 
 exitWithParent();
-const config = loadConfig(process.env, { jobTypes: defaultJobRegistry.names });
+const config = loadConfig(process.env, { jobTypes: defaultJobRegistry.names, fastPathTypes: defaultJobRegistry.fastPathTypes });
 const log = createLogger('worker', config.logLevel);
 if (!config.databaseUrl || !config.temporalAddress || !config.providerUrl) {
   log.fatal('a standalone worker needs DATABASE_URL, TEMPORAL_ADDRESS and PROVIDER_URL (npm start sets them for its own workers)');
@@ -35,6 +35,7 @@ const worker = await createWorker({
   codeVersion: config.codeVersion,
   concurrencyLimits: config.concurrencyLimits,
   jobBudgets: config.jobBudgets,
+  fastPathTypes: config.fastPathTypes,
   identity: `${process.pid}@${hostname()}`,
   shutdownGraceMs: config.workerShutdownGraceSeconds * 1000,
   concurrencyTotal: config.tuning.concurrencyTotal,

@@ -19,14 +19,17 @@ const SHARED_MODULES_PATH = modulePath(new URL('../workflows/shared-modules.ts',
 
 /**
  * The bundle's entry for a registry: the system workflows and each job type's workflow
- * function, by name (only functions become workflow types). Written to a file named by its
+ * function (and its fast-path one), by name (only functions become workflow types). Written to a file named by its
  * content, so concurrent workers of one registry share it, under the `node_modules` that
  * holds `@temporalio/workflow`: the bundler resolves the SDK from the entry's folder upwards.
  */
 export async function writeWorkflowsEntry(jobs: JobRegistry): Promise<string> {
   const lines = [
     `export * from ${JSON.stringify(SYSTEM_WORKFLOWS_PATH)};`,
-    ...jobs.modules.map((m) => `export { ${m.definition.workflowType} } from ${JSON.stringify(m.workflowsPath)};`),
+    ...jobs.modules.map(
+      (m) =>
+        `export { ${[m.definition.workflowType, m.definition.fastPathWorkflowType].filter(Boolean).join(', ')} } from ${JSON.stringify(m.workflowsPath)};`,
+    ),
   ];
   const text = `${lines.join('\n')}\n`;
   const sdk = createRequire(import.meta.url).resolve('@temporalio/workflow/package.json');
@@ -88,6 +91,8 @@ export interface WorkerOptions {
   identity?: string;
   /** Budget overrides (`JOB_BUDGETS`) for jobs that schedules and the scan start. Default none. */
   jobBudgets?: JobBudgets;
+  /** Types whose jobs started by schedules, the scan and replays take the fast path (`FAST_PATH_JOB_TYPES`). Default none. */
+  fastPathTypes?: ReadonlySet<string>;
   /**
    * After `shutdown()`, how long in-flight attempts may run before they are cancelled
    * (`WORKER_SHUTDOWN_GRACE_SECONDS`). Default 20 s. A worker whose attempts ignore the
@@ -112,6 +117,7 @@ export async function createWorker(o: WorkerOptions): Promise<Worker> {
     limits,
     fallbackProvider: o.fallbackProviderUrl ? createProvider(o.fallbackProviderUrl) : undefined,
     jobBudgets: o.jobBudgets,
+    fastPathTypes: o.fastPathTypes,
     totalConcurrency: o.concurrencyTotal,
   });
   // Only the options that were given: the native bridge refuses explicit undefineds.

@@ -1,4 +1,4 @@
-import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
+import { proxyActivities, type ActivityOptions, type LocalActivityOptions } from '@temporalio/workflow';
 import type { SystemActivities } from '../activities/index.js';
 import type { JobBudget } from '../contract/job-types.js';
 
@@ -18,6 +18,18 @@ export function stepOptions(budget: JobBudget): ActivityOptions {
       nonRetryableErrorTypes: ['NonRetryableError', 'ValidationError', 'RetryBudgetExhausted'],
     },
   };
+}
+
+/**
+ * The same budget for a step run as a local activity (the fast path): no heartbeat timeout
+ * (a local activity's lease is its workflow task: a worker that dies stops completing it, and
+ * the server hands the task, and so the step, to another worker after the workflow-task
+ * timeout). Back-offs up to `localRetryThreshold` (the SDK's 1 min) sleep in the worker, longer
+ * ones on a durable timer; the attempt cap and elapsed cap are the same as on the standard path.
+ */
+export function localStepOptions(budget: JobBudget): LocalActivityOptions {
+  const { heartbeatTimeout: _lease, ...rest } = stepOptions(budget);
+  return rest;
 }
 
 /**

@@ -1,8 +1,9 @@
-import { condition, patched, proxyActivities, proxyLocalActivities, setHandler, sleep } from '@temporalio/workflow';
+import { condition, proxyActivities, proxyLocalActivities, setHandler, sleep } from '@temporalio/workflow';
 import type { SystemActivities } from '../activities/index.js';
 import type { StepArgs } from '../contract/job-types.js';
 import { degradationChangedSignal } from '../contract/messages.js';
 import { BOOKKEEPING_OPTIONS } from './activity-options.js';
+import { changed } from './shape.js';
 
 /**
  * How often a deferred job re-checks the setting: quickly at first (a short pause lifts
@@ -23,7 +24,11 @@ export function deferralPollMs(previousMs: number | null, deferredForMs: number)
  * recorded as `deferred` (reason, since when), shows `deferred` in the Web UI, and waits on
  * a durable timer. When admitted after a deferral it takes its ramp slot first.
  */
-export async function admissionGate(args: StepArgs, phase: (state: 'deferred' | 'running', detail: string) => void): Promise<void> {
+export async function admissionGate(
+  args: StepArgs,
+  phase: (state: 'deferred' | 'running', detail: string) => void,
+  current = false,
+): Promise<void> {
   // Bookkeeping-style options: short, retried until Postgres answers (the check is idempotent).
   // A local activity (patched: older runs replay their scheduled activity): the check runs in
   // the workflow task that follows, so the first step is scheduled in the same completion,
@@ -31,7 +36,7 @@ export async function admissionGate(args: StepArgs, phase: (state: 'deferred' | 
   // workflow task is harmless (reads plus idempotent `markDeferred`/`markAdmitted`), and every
   // wait stays a durable timer in the workflow.
   const summary = 'degradation gate: is this priority admitted?';
-  const gate = patched('admission-local-activity')
+  const gate = changed(current, 'admission-local-activity')
     ? proxyLocalActivities<SystemActivities>({ ...BOOKKEEPING_OPTIONS, summary })
     : proxyActivities<SystemActivities>({ ...BOOKKEEPING_OPTIONS, summary });
   let nudged = false;

@@ -3,7 +3,6 @@ import {
   ApplicationFailure,
   CancellationScope,
   isCancellation,
-  patched,
   setCurrentDetails,
   setHandler,
   TimeoutFailure,
@@ -14,6 +13,7 @@ import type { JobState, StepArgs } from '../contract/job-types.js';
 import { JobStateKey, jobProgressQuery } from '../contract/messages.js';
 import { bookkeepingActivities as bookkeeping } from './activity-options.js';
 import { admissionGate } from './admission.js';
+import { changed } from './shape.js';
 
 /** What the `jobProgress` query answers. */
 export interface JobProgress {
@@ -91,8 +91,17 @@ export const SEARCH_STATE_FOR_STATUS: Record<JobState, JobState> = {
  * follows (the notification) must not hold the Web UI's `JobState` at `running`.
  * Patched: workflows started before this change replay without the extra update.
  */
-export function resultStored(setPhase: SetPhase): void {
-  if (patched('jobstate-succeeded-on-result')) setPhase('succeeded', 'result stored; notification pending');
+export function resultStored(setPhase: SetPhase, current = false): void {
+  if (changed(current, 'jobstate-succeeded-on-result')) setPhase('succeeded', 'result stored; notification pending');
+}
+
+export interface RunJobOptions {
+  /**
+   * The workflow type is newer than every patch of the lifecycle (`workflows/shape.ts`): a
+   * fast-path type. It then takes each patch's current branch without calling `patched()`.
+   * Never set it on a type with runs that started before those patches. Default false.
+   */
+  current?: boolean;
 }
 
 /**
@@ -104,17 +113,19 @@ export async function runJob(
   args: StepArgs,
   job: { description: string },
   body: (setPhase: SetPhase) => Promise<unknown>,
+  opts: RunJobOptions = {},
 ): Promise<JobOutcome> {
+  const current = opts.current ?? false;
   const progress: JobProgress = { phase: 'queued', detail: '' };
   const setPhase = visibleState(progress);
   setHandler(jobProgressQuery, () => ({ ...progress }));
   // `queued` (as set at the start) until the gate admits the job, like the API; older runs
   // set `running` here and replay that way.
-  const queuedUntilAdmitted = patched('jobstate-queued-until-admitted');
+  const queuedUntilAdmitted = changed(current, 'jobstate-queued-until-admitted');
   if (!queuedUntilAdmitted) setPhase('running', job.description);
   try {
     // Degradation gate: a paused priority waits here, visibly `deferred`, before any step runs.
-    await admissionGate(args, setPhase);
+    await admissionGate(args, setPhase, current);
     if (queuedUntilAdmitted && progress.phase !== 'running') setPhase('running', job.description);
     const result = await body(setPhase);
     setPhase('succeeded', '');

@@ -16,4 +16,6 @@ export const summarize = defineJob({
   effectsFor: (input) => (input.notifyEmail ? ['summarize', 'notify-email'] : ['summarize']),
   staleResult: true,
   fallback: true,
+  // One short keyed call: where FAST_PATH_JOB_TYPES names it, the whole job runs in one workflow task.
+  fastPath: { workflowType: 'summarizeJobLocal' },
 });

@@ -1,6 +1,6 @@
-import { ActivityFailure, proxyActivities } from '@temporalio/workflow';
+import { ActivityFailure, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { StepArgs } from '../../contract/job-types.js';
-import { bookkeepingActivities, stepOptions } from '../../workflows/activity-options.js';
+import { bookkeepingActivities, localStepOptions, stepOptions } from '../../workflows/activity-options.js';
 import { resultStored, runJob, type JobOutcome } from '../../workflows/lifecycle.js';
 import { budgetOf } from '../../job-api/define.js';
 import { summarize } from './definition.js';
@@ -9,25 +9,46 @@ import type { SummarizeActivities } from './activities.js';
 
 /** `summarize`: one provider call, result + outbox in one transaction, then the notification. */
 export async function summarizeJob(args: StepArgs): Promise<JobOutcome> {
+  return summarizeBody(args, false);
+}
+
+/**
+ * The same job on the fast path (`FAST_PATH_JOB_TYPES=summarize`, README "The fast path"):
+ * each step a local activity, so the whole job runs in one workflow task.
+ */
+export async function summarizeJobLocal(args: StepArgs): Promise<JobOutcome> {
+  return summarizeBody(args, true);
+}
+
+async function summarizeBody(args: StepArgs, local: boolean): Promise<JobOutcome> {
   const budget = budgetOf(summarize, args);
-  const steps = proxyActivities<SummarizeActivities>(stepOptions(budget));
   /** Notifications have their own budget: they may retry long after the job succeeded. */
-  const notify = proxyActivities<SystemActivities>({
-    ...stepOptions({ ...budget, maximumAttempts: 10, scheduleToCloseTimeoutMs: 30 * 60_000 }),
-    summary: 'deliver the notification from the outbox',
-  });
-  return runJob(args, summarize, async (setPhase) => {
-    const outcome = await steps.summarizeText(args);
-    if (outcome.notify) {
-      if (outcome.resultStored) resultStored(setPhase);
-      try {
-        await notify.deliverOutbox(args);
-      } catch (err) {
-        // The job stays succeeded; the failed notification is visible on its own.
-        if (!(err instanceof ActivityFailure)) throw err;
-        await bookkeepingActivities.markNotificationFailed(args);
+  const notifyBudget = { ...budget, maximumAttempts: 10, scheduleToCloseTimeoutMs: 30 * 60_000 };
+  const summary = 'deliver the notification from the outbox';
+  const steps = local
+    ? proxyLocalActivities<SummarizeActivities>(localStepOptions(budget))
+    : proxyActivities<SummarizeActivities>(stepOptions(budget));
+  const notify = local
+    ? proxyLocalActivities<SystemActivities>({ ...localStepOptions(notifyBudget), summary })
+    : proxyActivities<SystemActivities>({ ...stepOptions(notifyBudget), summary });
+  return runJob(
+    args,
+    summarize,
+    async (setPhase) => {
+      const outcome = await steps.summarizeText(args);
+      if (outcome.notify) {
+        if (outcome.resultStored) resultStored(setPhase, local);
+        try {
+          await notify.deliverOutbox(args);
+        } catch (err) {
+          // The job stays succeeded; the failed notification is visible on its own.
+          if (!(err instanceof ActivityFailure)) throw err;
+          await bookkeepingActivities.markNotificationFailed(args);
+        }
       }
-    }
-    return outcome;
-  });
+      return outcome;
+    },
+    // The fast-path type is newer than every lifecycle patch: no patch markers in its histories.
+    { current: local },
+  );
 }

@@ -80,7 +80,8 @@ export interface BenchStack {
   bareBundle(): Promise<WorkflowBundleOption>;
   /** Writes a bundle to a file (child-process workers load it instead of bundling: webpack would inflate their RSS). */
   bundleFile(kind: 'product' | 'bare'): Promise<string>;
-  jobsClient(taskQueue: string, pool?: pg.Pool): JobsClient;
+  /** The client library; `fastPath`: the types whose jobs it starts on the fast path (`FAST_PATH_JOB_TYPES`). */
+  jobsClient(taskQueue: string, pool?: pg.Pool, fastPath?: ReadonlySet<string>): JobsClient;
   /** The HTTP API in this process; `setup` may add bench-only routes to the same Fastify instance before it listens. */
   startApp(
     taskQueue: string,
@@ -234,8 +235,8 @@ export async function startStack(o: { quick: boolean; log: (msg: string) => void
       bare: () =>
         (bareBundle ??= bundleWorkflowCode({ workflowsPath: BARE_WORKFLOWS_PATH, logger: quietLogger }).then(({ code }) => ({ code }))),
     };
-    const jobsClient = (taskQueue: string, p = benchPool): JobsClient =>
-      createJobsClient({ jobs: defaultJobRegistry, pool: p, temporal, taskQueue });
+    const jobsClient = (taskQueue: string, p = benchPool, fastPath?: ReadonlySet<string>): JobsClient =>
+      createJobsClient({ jobs: defaultJobRegistry, pool: p, temporal, taskQueue, ...(fastPath ? { fastPath } : {}) });
 
     let postgresPid: number | undefined;
     const stack: BenchStack = {

@@ -15,8 +15,10 @@ import { uid, type BenchStack } from './stack.js';
 import { alternate, pool, row, spread, waitUntil, type BenchRow } from './stats.js';
 
 const SUBMIT_CONCURRENCY = 16;
-type Side = 'summarize' | 'twin' | 'bare';
-const SIDES: Side[] = ['summarize', 'twin', 'bare'];
+// `fast`: the same summarize jobs on the fast path (FAST_PATH_JOB_TYPES=summarize), same worker.
+type Side = 'summarize' | 'fast' | 'twin' | 'bare';
+const SIDES: Side[] = ['summarize', 'fast', 'twin', 'bare'];
+const isProduct = (s: Side) => s === 'summarize' || s === 'fast';
 const TEXT = 'The quick brown fox jumps over the lazy dog. '.repeat(20);
 
 export interface ThroughputResult {
@@ -58,13 +60,14 @@ export async function measureThroughput(stack: BenchStack): Promise<ThroughputRe
   const bareQueue = `bench-tp-bare-${uid()}`;
   const [product, bare] = await Promise.all([stack.startWorkerChild('product', productQueue), stack.startWorkerChild('bare', bareQueue)]);
   const jobs = stack.jobsClient(productQueue);
-  const runs: Record<Side, RunCost[]> = { summarize: [], twin: [], bare: [] };
-  const history: Record<Side, HistoryCost[]> = { summarize: [], twin: [], bare: [] };
-  const done: Record<Side, number> = { summarize: 0, twin: 0, bare: 0 };
+  const fastJobs = stack.jobsClient(productQueue, undefined, new Set(['summarize']));
+  const runs: Record<Side, RunCost[]> = { summarize: [], fast: [], twin: [], bare: [] };
+  const history: Record<Side, HistoryCost[]> = { summarize: [], fast: [], twin: [], bare: [] };
+  const done: Record<Side, number> = { summarize: 0, fast: 0, twin: 0, bare: 0 };
   const pids = await stack.pids();
   try {
     const once = async (side: Side, tag: string, count: number): Promise<RunCost> => {
-      const child = side === 'summarize' ? product : bare;
+      const child = isProduct(side) ? product : bare;
       const roots = { api: pids.bench, worker: child.proc.pid, temporal: pids.temporal, postgres: pids.postgres };
       const s0 = await pgServerCounters(stack.pool, stack.temporalDatabases);
       const c0 = await child.fresh();
@@ -72,12 +75,12 @@ export async function measureThroughput(stack: BenchStack): Promise<ThroughputRe
       const sim0 = (await stack.simEffects()).totalApplied;
       const cpu0 = cpuSnapshot(roots, ['api']);
       let out: { perSec: number; wallSec: number; ids: string[]; benchPg: PgCounters };
-      if (side === 'summarize') {
-        const tenant = `bench-tp-${tag}-${uid()}`;
+      if (isProduct(side)) {
+        const tenant = `bench-tp-${side}-${tag}-${uid()}`;
         await upsertTenant(stack.pool, tenant, `key-${tenant}`);
-        out = await runSummarize(stack, jobs, tenant, count);
+        out = await runSummarize(stack, side === 'fast' ? fastJobs : jobs, tenant, count);
       } else {
-        out = await runBareSide(stack, side, bareQueue, `${side}-${tag}-${uid()}`, count, done[side]);
+        out = await runBareSide(stack, side as 'twin' | 'bare', bareQueue, `${side}-${tag}-${uid()}`, count, done[side]);
         done[side] += count;
       }
       const cpu1 = cpuSnapshot(roots, ['api']);
@@ -118,7 +121,7 @@ export async function measureThroughput(stack: BenchStack): Promise<ThroughputRe
         history[side].push(await historyCost(stack.temporal, c.ids, sample));
       }
       stack.log(
-        `  throughput repeat ${r + 1}/${repeats} (${alternate(SIDES, r).join(', ')}): summarize ${runs.summarize.at(-1)!.perSec.toFixed(1)}/s, twin ${runs.twin.at(-1)!.perSec.toFixed(1)}/s, bare ${runs.bare.at(-1)!.perSec.toFixed(1)}/s`,
+        `  throughput repeat ${r + 1}/${repeats} (${alternate(SIDES, r).join(', ')}): summarize ${runs.summarize.at(-1)!.perSec.toFixed(1)}/s, fast path ${runs.fast.at(-1)!.perSec.toFixed(1)}/s, twin ${runs.twin.at(-1)!.perSec.toFixed(1)}/s, bare ${runs.bare.at(-1)!.perSec.toFixed(1)}/s`,
       );
     }
   } finally {
@@ -141,15 +144,22 @@ function report(
     return v.some((x) => x === null) ? null : spread(v.map((x) => ((x as number) * 1000) / n));
   };
   const hist = (s: Side, k: keyof HistoryCost) => spread(history[s].map((h) => h[k]));
-  const label = (s: Side) => (s === 'bare' ? 'bare workflow + 1 no-op activity' : 'twin: shaped like summarize, no Postgres');
+  const label = (s: Side) =>
+    s === 'bare'
+      ? 'bare workflow + 1 no-op activity'
+      : s === 'twin'
+        ? 'twin: shaped like summarize, no Postgres'
+        : 'summarize on the standard path';
+  const what = (s: Side) =>
+    s === 'summarize' ? 'summarize jobs' : s === 'fast' ? 'summarize jobs on the fast path (local activities)' : 'twin workflows';
   const tpRow = (id: string, a: Side, b: Side, note: string): BenchRow =>
     row({
       id,
       section: 'throughput',
-      figure: `${a === 'summarize' ? 'summarize jobs' : 'twin workflows'} end to end (N=${n}, ${SUBMIT_CONCURRENCY} submitters, ${repeats} repeats)`,
-      unit: a === 'summarize' ? 'jobs/s' : 'wf/s',
+      figure: `${what(a)} end to end (N=${n}, ${SUBMIT_CONCURRENCY} submitters, ${repeats} repeats)`,
+      unit: isProduct(a) ? 'jobs/s' : 'wf/s',
       value: rate(a),
-      baseline: { label: label(b), unit: 'wf/s', value: rate(b) },
+      baseline: { label: label(b), unit: isProduct(b) ? 'jobs/s' : 'wf/s', value: rate(b) },
       sense: 'higher-better',
       paired: true,
       notes: note,
@@ -174,6 +184,13 @@ function report(
       'bare',
       "the cost of summarize's Temporal shape (2 activities, search attributes, metadata, heartbeat)",
     ),
+    tpRow(
+      'throughput.fast',
+      'fast',
+      'bare',
+      'FAST_PATH_JOB_TYPES=summarize: gate, step and upserts in one workflow task, no activity task; same worker as summarize',
+    ),
+    tpRow('throughput.fast-vs-summarize', 'fast', 'summarize', 'what the fast path saves over the standard path, same jobs and worker'),
   ];
   const info = (id: string, figure: string, unit: string, value: BenchRow['value'], notes: string, details?: Record<string, unknown>) =>
     rows.push(row({ id, section: 'per job', figure, unit, value, baseline: null, sense: 'info', notes, ...(details ? { details } : {}) }));
@@ -207,6 +224,13 @@ function report(
     commits,
     `${per('summarize', (c) => c.pg.writeCommits).median.toFixed(1)} of them wrote; pg_stat_database xact_commit says ${per('summarize', (c) => c.server.commits).median.toFixed(1)} (backends publish it up to 10 s late, so it runs low in short runs)`,
     { writeCommits: per('summarize', (c) => c.pg.writeCommits), pgStatDatabase: per('summarize', (c) => c.server.commits) },
+  );
+  info(
+    'throughput.fast-commits-per-job',
+    'summarize on the fast path: Postgres commits per job (counted at the client, as above)',
+    'commits',
+    per('fast', (c) => c.pg.commits),
+    `${per('fast', (c) => c.pg.writeCommits).median.toFixed(1)} of them wrote; round trips ${per('fast', (c) => c.pg.roundTrips).median.toFixed(1)}; upstream calls ${per('fast', (c) => c.upstream).median.toFixed(2)}`,
   );
   info(
     'perjob.round-trips',

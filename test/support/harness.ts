@@ -143,6 +143,8 @@ export async function startHarness(
     jobTypes?: JobRegistry;
     /** The API's scrape cache (`AppDeps.metricsCacheMs`); default the product's 1000 ms. */
     metricsCacheMs?: number;
+    /** Types whose jobs take the fast path (`FAST_PATH_JOB_TYPES`); default none. */
+    fastPath?: string[];
   } = {},
 ): Promise<Harness> {
   const log = createLogger(`test-${name}`, process.env.TEST_LOG_LEVEL ?? 'silent');
@@ -154,7 +156,8 @@ export async function startHarness(
   const temporal = new Client({ connection, namespace });
   const taskQueue = `tq-${name}-${uid()}`;
   const jobTypes = opts.jobTypes ?? defaultJobRegistry;
-  const jobs = createJobsClient({ jobs: jobTypes, pool, temporal, taskQueue });
+  const fastPath = new Set(opts.fastPath ?? []);
+  const jobs = createJobsClient({ jobs: jobTypes, pool, temporal, taskQueue, fastPath });
   const webhookSecrets = { sim: [opts.webhookSecret ?? WEBHOOK_SECRET] };
   const app = buildApp({
     jobTypes,
@@ -190,6 +193,7 @@ export async function startHarness(
       jobs: jobTypes,
       workflowBundle: await workflowBundle(jobTypes),
       identity,
+      fastPathTypes: fastPath,
     });
     workers.push(w);
     runs.push(w.run());
