@@ -1,9 +1,10 @@
-// End-to-end throughput, three sides on the same server with the same worker settings, each
+// End-to-end throughput, four sides on the same server with the same worker settings, each
 // worker in a process of its own: N `summarize` jobs submitted through the client library
-// until all succeeded; N bare workflows (one no-op activity); N twin workflows shaped like
+// until all succeeded, on the standard path and on the fast path (FAST_PATH_JOB_TYPES, the
+// same worker process); N bare workflows (one no-op activity); N twin workflows shaped like
 // `summarize` (the same search attributes, summary, details and ID policies at start, two
 // activities, two upserts, the same upstream call, no Postgres). Repeats run the sides in
-// alternating order (ABC, CBA, ...); each ratio is the median of the per-repeat ratios. Around
+// alternating order (ABCD, DCBA, ...); each ratio is the median of the per-repeat ratios. Around
 // every run: CPU seconds per process, Postgres commits / round trips / WAL, upstream calls, and
 // for a sample of workflows their history (events and actions).
 import type { WorkflowStartOptions } from '@temporalio/client';
@@ -170,7 +171,7 @@ function report(
       'throughput.summarize',
       'summarize',
       'bare',
-      'first intake to last succeeded (DB clock) vs first start to last close (visibility); sides alternate ABC/CBA',
+      'first intake to last succeeded (DB clock) vs first start to last close (visibility); sides alternate ABCD/DCBA',
     ),
     tpRow(
       'throughput.summarize-vs-twin',
