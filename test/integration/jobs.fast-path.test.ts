@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attemptsForJob } from '../../store/attempts.js';
 import { recordEffectSuccess } from '../../store/effects.js';
 import { writeResultFenced } from '../../store/intents.js';
-import { startHarness, type Harness } from '../support/harness.js';
+import { operatorKey, startHarness, waitFor, type Harness } from '../support/harness.js';
 import { spawnWorker, type WorkerProcess } from '../support/worker-process.js';
 
 // The fast path (README "The fast path"): `summarize` named in FAST_PATH_JOB_TYPES runs as
@@ -85,6 +85,35 @@ describe('the fast path', () => {
     // the retry policy alone would have waited its initial interval, 1 s.
     const times = entry.requestTimes.map((t: string) => Date.parse(t));
     expect(times[1] - times[0]).toBeGreaterThanOrEqual(2_900);
+  });
+});
+
+describe('the timeline of a fast-path job', () => {
+  it('says where a held step is from Postgres, and shows each local activity as the activity it stands for', async () => {
+    const timeline = async (jobId: string) => {
+      const r = await h.api(`/v1/admin/jobs/${jobId}/timeline`, {
+        tenant: null,
+        headers: { authorization: `Bearer ${operatorKey('alice')}` },
+      });
+      expect(r.status).toBe(200);
+      return r.body;
+    };
+    await h.simFault({ path: '/v1/summaries', times: 1, status: 200, delayMs: 5_000 });
+    const jobId = (await h.submit('summarize', { text: 'held on the fast path' })).body.jobId;
+    // No pending activity exists while the step runs: the verdict comes from the effect row.
+    const held = await waitFor(`timeline verdict of ${jobId} to say the effect is in doubt`, async () => {
+      const t = await timeline(jobId);
+      return /^side effect in doubt: summarize sent \d\d:\d\d:\d\dZ, no answer/.test(t.verdict.words) ? t : undefined;
+    });
+    expect(held.verdict).toMatchObject({ stage: 'side_effects', condition: 'in_doubt' });
+    await h.waitForStatus(jobId, 'succeeded');
+    const done = await waitFor(`timeline of ${jobId} to show the step's marker`, async () => {
+      const t = await timeline(jobId);
+      const events = t.events.map((e: { event: string }) => e.event);
+      return events.includes('activity completed: summarizeText') ? events : undefined;
+    });
+    expect(done).toContain('activity completed: checkAdmission');
+    expect(done).toContain(`effect ${jobId}:summarize executed`);
   });
 });
 
