@@ -307,11 +307,15 @@ async function run(a: Args, api: Api): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const config = loadConfig(process.env, { jobTypes: defaultJobRegistry.names });
+  const config = loadConfig(process.env, { jobTypes: defaultJobRegistry.names, fastPathTypes: defaultJobRegistry.fastPathTypes });
   // Against the local stack (`npm start`, dev mode) the admin key has a known default.
   const local = /^https?:\/\/(127\.0\.0\.1|localhost)[:/]/.test(`${config.apiUrl}/`);
   const adminKey =
-    config.adminApiKey ?? (local ? loadConfig(process.env, { jobTypes: defaultJobRegistry.names, mode: 'dev' }).adminApiKey : undefined);
+    config.adminApiKey ??
+    (local
+      ? loadConfig(process.env, { jobTypes: defaultJobRegistry.names, fastPathTypes: defaultJobRegistry.fastPathTypes, mode: 'dev' })
+          .adminApiKey
+      : undefined);
   if (!adminKey) throw new UsageError("set ADMIN_API_KEY to the API's admin key");
   await run(parseArgs(process.argv.slice(2)), createApi(config.apiUrl, adminKey));
 }

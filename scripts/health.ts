@@ -143,9 +143,12 @@ async function fromApi(url: string, adminKey: string): Promise<QueueHealth> {
 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
-  const config = loadConfig(process.env, { jobTypes: defaultJobRegistry.names });
+  const config = loadConfig(process.env, { jobTypes: defaultJobRegistry.names, fastPathTypes: defaultJobRegistry.fastPathTypes });
   // `npm start` runs in dev mode with the documented admin key; production sets ADMIN_API_KEY.
-  const adminKey = config.adminApiKey ?? loadConfig(process.env, { jobTypes: defaultJobRegistry.names, mode: 'dev' }).adminApiKey!;
+  const adminKey =
+    config.adminApiKey ??
+    loadConfig(process.env, { jobTypes: defaultJobRegistry.names, fastPathTypes: defaultJobRegistry.fastPathTypes, mode: 'dev' })
+      .adminApiKey!;
   let read: () => Promise<QueueHealth>;
   let close = async () => undefined as void;
   if (args.direct) {

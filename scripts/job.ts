@@ -64,11 +64,15 @@ async function main(): Promise<void> {
   if (command !== 'timeline') throw new UsageError(`unknown command "${command}"`);
   if (!jobId || jobId.startsWith('--')) throw new UsageError('missing job ID');
   if (extra.length > 0) throw new UsageError(`unexpected argument ${extra[0]}`);
-  const config = loadConfig(process.env, { jobTypes: defaultJobRegistry.names });
+  const config = loadConfig(process.env, { jobTypes: defaultJobRegistry.names, fastPathTypes: defaultJobRegistry.fastPathTypes });
   // Against the local stack (`npm start`, dev mode) the admin key has a known default.
   const local = /^https?:\/\/(127\.0\.0\.1|localhost)[:/]/.test(`${config.apiUrl}/`);
   const adminKey =
-    config.adminApiKey ?? (local ? loadConfig(process.env, { jobTypes: defaultJobRegistry.names, mode: 'dev' }).adminApiKey : undefined);
+    config.adminApiKey ??
+    (local
+      ? loadConfig(process.env, { jobTypes: defaultJobRegistry.names, fastPathTypes: defaultJobRegistry.fastPathTypes, mode: 'dev' })
+          .adminApiKey
+      : undefined);
   if (!adminKey) throw new UsageError("set ADMIN_API_KEY to the API's admin key");
   let res: Response;
   try {

@@ -29,7 +29,11 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DATA = path.join(ROOT, '.data');
 const say = (msg: string) => console.log(`[start] ${msg}`);
 
-const config = loadConfig(process.env, { jobTypes: defaultJobRegistry.names, mode: 'dev' });
+const config = loadConfig(process.env, {
+  jobTypes: defaultJobRegistry.names,
+  fastPathTypes: defaultJobRegistry.fastPathTypes,
+  mode: 'dev',
+});
 
 /**
  * `.data/pg` by default. As root, embedded Postgres runs as the `postgres` user, which must

@@ -42,7 +42,11 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) {
 
 try {
   const env = temporalServerEnv(process.env);
-  const config = loadConfig(process.env, { jobTypes: defaultJobRegistry.names, mode: 'dev' });
+  const config = loadConfig(process.env, {
+    jobTypes: defaultJobRegistry.names,
+    fastPathTypes: defaultJobRegistry.fastPathTypes,
+    mode: 'dev',
+  });
   const started = Date.now();
   const binaries = await resolveTemporalServerBinaries({ serverPath: env.serverPath, sqlToolPath: env.sqlToolPath, log: say });
   if (process.argv.includes('--ensure-binaries')) {

@@ -118,7 +118,7 @@ export async function startStack(o: { quick: boolean; log: (msg: string) => void
   const { log } = o;
   // The SDK's own lines (worker state changes) would drown the report.
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const config = loadConfig(process.env, { jobTypes: defaultJobRegistry.names });
+  const config = loadConfig(process.env, { jobTypes: defaultJobRegistry.names, fastPathTypes: defaultJobRegistry.fastPathTypes });
   const closers: Array<() => Promise<unknown>> = [];
   const tmpDir = await fs.mkdtemp(path.join(os.tmpdir(), 'durable-jobs-bench-'));
   await fs.chmod(tmpDir, 0o755); // postgres runs as `postgres` when we are root

@@ -65,7 +65,11 @@ export interface DrillStack {
 }
 
 export async function startDrillStack(say: (m: string) => void): Promise<DrillStack> {
-  const config = loadConfig(process.env, { jobTypes: defaultJobRegistry.names, mode: 'dev' });
+  const config = loadConfig(process.env, {
+    jobTypes: defaultJobRegistry.names,
+    fastPathTypes: defaultJobRegistry.fastPathTypes,
+    mode: 'dev',
+  });
   const log = createLogger('drill', process.env.DRILL_LOG_LEVEL ?? 'silent');
   const dir = await mkdtemp(path.join(os.tmpdir(), 'durable-jobs-drill-'));
   await chmod(dir, 0o755);
