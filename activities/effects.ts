@@ -13,6 +13,7 @@ import {
   reopenFailedEffect,
   type ClaimedEffectRow,
   type EffectRow,
+  type EffectSuccess,
 } from '../store/effects.js';
 import type { SlotRequest } from '../store/concurrency.js';
 import { NonRetryableError, RetryableError } from '../lib/errors.js';
@@ -56,6 +57,12 @@ export interface EffectSpec {
   fallback?: FallbackPlan | undefined;
   /** The job type's upstream declaration (JobTypeInfo.upstream). Default: idempotent by key, no lookup. */
   upstream?: { idempotentByKey: boolean; lookupByKey: boolean } | undefined;
+  /**
+   * Takes a fresh call's success (the provider's IDs, the attempt's row, the slot's release)
+   * instead of committing it here: the caller commits it in its next statement, before the
+   * activity returns (activities/job-steps.ts, `storeWithResult`). Default: committed here.
+   */
+  handOff?: ((success: EffectSuccess) => void) | undefined;
 }
 
 export interface EffectResult {
@@ -135,7 +142,8 @@ export async function runEffect(deps: EffectDeps, s: EffectSpec): Promise<Effect
     }
   }
   // The call, then at once one statement: the provider's IDs, the attempt's row and (with a
-  // guard) the slot's release. Its own commit: a fence refusal of the effect row only logs.
+  // guard) the slot's release. Its own commit (a fence refusal of the effect row only logs),
+  // or, handed off, the caller's next one.
   const callAndRecord = async (release?: SlotRelease) => {
     let res;
     try {
@@ -163,22 +171,37 @@ export async function runEffect(deps: EffectDeps, s: EffectSpec): Promise<Effect
     }
     const response = res;
     const providerId = typeof response.body.id === 'string' ? response.body.id : null;
-    const stored = await recordEffectSuccess(deps.pool, effectKey, response.requestId, providerId, response.body, fence, {
+    const success: EffectSuccess = {
+      effectKey,
+      providerRequestId: response.requestId,
+      providerId,
+      result: response.body,
+      fence,
       attempt: { ...base, outcome: reconciling ? 'reconciled' : 'succeeded', statusCode: response.status },
       releaseSlotId: release?.slotId ?? null,
-    });
+    };
+    // Handed off, the slot is the caller's to free: with the success, or by expiring if that never commits.
+    const stored = s.handOff ? (s.handOff(success), true) : await storeSuccess(deps.pool, success);
     release?.released();
     return { res: response, providerId, stored };
   };
   const { res, providerId, stored } = s.guard ? await s.guard(callAndRecord) : await callAndRecord();
-  if (!stored) {
-    deps.log.warn(
-      { jobId: s.jobId, effectKey, step: s.step, attempt },
-      'stale attempt: a newer attempt superseded it; its effect-row write was refused',
-    );
-  }
+  if (!stored) warnStale(deps.log, { jobId: s.jobId, effectKey, step: s.step, attempt });
   deps.log.info({ jobId: s.jobId, effectKey, step: s.step, providerId, reconciled: reconciling }, 'effect applied');
   return { effectKey, providerId, providerRequestId: res.requestId, response: res.body, via: reconciling ? 'reconciled' : 'executed' };
+}
+
+/** Commits a success on its own (one statement); returns whether the fence let the effect row change. */
+export function storeSuccess(db: pg.Pool, e: EffectSuccess): Promise<boolean> {
+  return recordEffectSuccess(db, e.effectKey, e.providerRequestId, e.providerId, e.result, e.fence, {
+    attempt: e.attempt,
+    releaseSlotId: e.releaseSlotId,
+  });
+}
+
+/** A success whose effect-row write the fence refused (the attempt and slot rows are written anyway). */
+export function warnStale(log: Logger, at: { jobId: string; effectKey: string; step: string; attempt: number }): void {
+  log.warn(at, 'stale attempt: a newer attempt superseded it; its effect-row write was refused');
 }
 
 type Claim =

@@ -4,13 +4,15 @@ import { RetryableError } from '../lib/errors.js';
 import { effectKeyFor } from '../lib/ids.js';
 import { flagLeaseExpired, leaseEnded, type LeaseKey } from '../store/activity-leases.js';
 import { recordLostAttempt } from '../store/attempts.js';
-import { addExecutionSpan, loadInput, startAttempt, writeResultFenced, type AttemptStart } from '../store/intents.js';
+import { addExecutionSpan, loadInput, startAttempt, type AttemptStart } from '../store/intents.js';
+import { writeResultFenced } from '../store/step-result.js';
 import type { StepArgs } from '../contract/job-types.js';
 import { budgetOf } from '../job-api/define.js';
 import type { ActivityDeps } from './deps.js';
 import { effectSlot } from './concurrency.js';
 import { currentFence, failAttempt, setLocalAttempt, withHeartbeat, withLocalAttempt } from './attempt.js';
-import { runEffect, type EffectResult } from './effects.js';
+import { runEffect, storeSuccess, warnStale, type EffectResult } from './effects.js';
+import type { EffectSuccess } from '../store/effects.js';
 import { fallbackPlan, planFrom } from './fallback.js';
 import { currentLease, type LeaseScope } from './lease-tracking.js';
 
@@ -19,16 +21,31 @@ export type StepDeps = Pick<ActivityDeps, 'pool' | 'provider' | 'fallbackProvide
 
 export type { StepArgs } from '../contract/job-types.js';
 
+export interface EffectOptions {
+  /**
+   * The step writes its result (`completeWithOutbox`) right after this effect: the provider's
+   * IDs commit in that statement instead of one of their own (one commit and round trip fewer).
+   * They are still in Postgres before the activity returns; if the step ends any other way, the
+   * wrapper commits them before it reports the outcome. Use it only when nothing between the
+   * effect and the result acknowledges anything: a crash in between leaves the effect in doubt,
+   * and the next attempt re-sends it with the same key (the upstream answers from its store).
+   * Default false.
+   */
+  storeWithResult?: boolean;
+}
+
 export interface StepContext {
   args: StepArgs;
   attempt: number;
   startedAt: Date;
-  effect(step: string, path: string, body: Record<string, unknown>): Promise<EffectResult>;
+  effect(step: string, path: string, body: Record<string, unknown>, opts?: EffectOptions): Promise<EffectResult>;
   input<T>(): Promise<T>;
   /** What the step's last statement (`completeWithOutbox`) writes beside the result: the span so far and the lease to end. */
   closing?: () => { spanMs: number; lease: LeaseKey | undefined };
   /** Called once that statement committed: the wrapper then writes neither again. */
   finished?: () => void;
+  /** The effect success handed to that statement (`storeWithResult`); taking it leaves none for the wrapper. */
+  takeEffect?: () => EffectSuccess | undefined;
 }
 
 /** How long an attempt waits, heartbeating, for our own Postgres before it gives up. */
@@ -112,7 +129,16 @@ async function runStepWith<T>(
   const budget = budgetOf(definition, args);
   let waitedMs = 0;
   let start: AttemptStart | undefined;
-  const state: StepState = { spanRecorded: false };
+  const state: StepState = { spanRecorded: false, effect: undefined };
+  // A success handed off by `storeWithResult` and not yet taken by the result statement: committed
+  // on its own before anything else of the attempt (another effect, its outcome, its failure).
+  const storeHandedOff = async () => {
+    const e = state.effect;
+    if (!e) return;
+    state.effect = undefined;
+    if (!(await storeSuccess(deps.pool, e)))
+      warnStale(deps.log, { jobId: args.jobId, effectKey: e.effectKey, step: e.attempt?.step ?? step, attempt });
+  };
   const slotFor = (name: string) =>
     effectSlot(deps, {
       jobId: args.jobId,
@@ -133,7 +159,8 @@ async function runStepWith<T>(
       return attempt;
     },
     startedAt,
-    effect: async (name, path, reqBody) => {
+    effect: async (name, path, reqBody, effectOpts = {}) => {
+      await storeHandedOff();
       const slot = slotFor(name);
       return runEffect(deps, {
         effectScope: args.effectScope ?? args.jobId,
@@ -151,6 +178,11 @@ async function runStepWith<T>(
         upstream: definition.upstream,
         guard: slot.guard,
         claimSlot: slot,
+        handOff: effectOpts.storeWithResult
+          ? (e) => {
+              state.effect = e;
+            }
+          : undefined,
       });
     },
     input: async <I>() => {
@@ -165,6 +197,11 @@ async function runStepWith<T>(
     finished: () => {
       state.spanRecorded = true;
       if (lease) lease.ended = true;
+    },
+    takeEffect: () => {
+      const e = state.effect;
+      state.effect = undefined;
+      return e;
     },
   };
   let ran = false;
@@ -202,10 +239,14 @@ async function runStepWith<T>(
       },
       { step },
     );
+    await storeHandedOff();
     await recordSpan();
     if (local) await endLocalLease(deps, lease, 'completed');
     return result;
   } catch (err) {
+    await storeHandedOff().catch((e: Error) =>
+      deps.log.warn({ jobId: args.jobId, err: e.message }, 'could not store the effect before the failure; the next attempt reconciles it'),
+    );
     await recordSpan();
     if (local) await endLocalLease(deps, lease, err instanceof CancelledFailure ? 'cancelled' : 'failed');
     return failAttempt(deps, { jobId: args.jobId, step, budget, startedAt }, err);
@@ -256,6 +297,7 @@ async function endLocalLease(deps: StepDeps, lease: LeaseScope | undefined, outc
 
 interface StepState {
   spanRecorded: boolean;
+  effect: EffectSuccess | undefined;
 }
 
 /**
@@ -271,26 +313,43 @@ export async function completeWithOutbox(
   notification?: { kind: string; payload: Record<string, unknown> },
 ): Promise<boolean> {
   const closing = ctx.closing?.();
-  const landed = await writeResultFenced(deps.pool, ctx.args.jobId, ctx.attempt, result, notification ? 'pending' : null, {
-    outbox: notification && {
-      jobId: ctx.args.jobId,
-      kind: notification.kind,
-      payload: notification.payload,
-      effectKey: effectKeyFor(ctx.args.effectScope ?? ctx.args.jobId, `notify-${notification.kind}`),
-      deliverWithinMs: 15 * 60_000,
+  const effect = ctx.takeEffect?.();
+  const { landed, effectStored } = await writeResultFenced(
+    deps.pool,
+    ctx.args.jobId,
+    ctx.attempt,
+    result,
+    notification ? 'pending' : null,
+    {
+      outbox: notification && {
+        jobId: ctx.args.jobId,
+        kind: notification.kind,
+        payload: notification.payload,
+        effectKey: effectKeyFor(ctx.args.effectScope ?? ctx.args.jobId, `notify-${notification.kind}`),
+        deliverWithinMs: 15 * 60_000,
+      },
+      span: closing && { ms: closing.spanMs, attemptStartedAt: ctx.startedAt },
+      lease: closing?.lease,
+      refused: {
+        jobId: ctx.args.jobId,
+        step: 'result',
+        attempt: ctx.attempt,
+        outcome: 'fenced',
+        errorClass: 'stale_attempt',
+        startedAt: ctx.startedAt,
+      },
+      effect,
     },
-    span: closing && { ms: closing.spanMs, attemptStartedAt: ctx.startedAt },
-    lease: closing?.lease,
-    refused: {
-      jobId: ctx.args.jobId,
-      step: 'result',
-      attempt: ctx.attempt,
-      outcome: 'fenced',
-      errorClass: 'stale_attempt',
-      startedAt: ctx.startedAt,
-    },
-  });
+  );
   ctx.finished?.();
+  if (effect && !effectStored) {
+    warnStale(deps.log, {
+      jobId: ctx.args.jobId,
+      effectKey: effect.effectKey,
+      step: effect.attempt?.step ?? 'result',
+      attempt: ctx.attempt,
+    });
+  }
   if (!landed) {
     deps.log.warn(
       { jobId: ctx.args.jobId, attempt: ctx.attempt },

@@ -15,7 +15,7 @@ export {
   type JobTypeModule,
 } from './registry.js';
 export { builtInJobTypes, defaultJobRegistry } from '../jobs/index.js';
-export { completeWithOutbox, runStep, type StepContext, type StepDeps } from '../activities/job-steps.js';
+export { completeWithOutbox, runStep, type EffectOptions, type StepContext, type StepDeps } from '../activities/job-steps.js';
 export type { ActivityDeps } from '../activities/deps.js';
 export type { EffectResult } from '../activities/effects.js';
 export {

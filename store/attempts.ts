@@ -35,9 +35,9 @@ export async function recordAttempt(db: pg.Pool | pg.PoolClient, a: AttemptRecor
  * the attempt row commits with it in one round trip. Parameters `$i..$i+8`
  * (`recordAttemptParams`); all NULL inserts nothing, nor does a false `when`.
  */
-export function recordAttemptCte(i: number, when?: string): string {
+export function recordAttemptCte(i: number, when?: string, name = 'attempt_row'): string {
   const p = (k: number, type: string) => `$${i + k}::${type}`;
-  return `attempt_row AS (
+  return `${name} AS (
              INSERT INTO job_attempts (job_id, step, attempt, outcome, error_class, status_code, delay_ms, started_at, delay_source)
              SELECT ${p(0, 'text')}, ${p(1, 'text')}, ${p(2, 'int')}, ${p(3, 'text')}, ${p(4, 'text')}, ${p(5, 'int')}, ${p(6, 'int')},
                     ${p(7, 'timestamptz')}, ${p(8, 'text')}

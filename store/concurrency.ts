@@ -119,9 +119,9 @@ export async function renewSlots(db: Db, ids: string[], ttlMs: number): Promise<
  * `releaseSlot` as CTEs of another statement (the effect's success, store/effects.ts): the
  * slot is freed by the statement that records the call's outcome. Parameter `$i`; NULL frees nothing.
  */
-export function releaseSlotCte(i: number): string {
-  return `slot_lease_gone AS (DELETE FROM concurrency_leases WHERE id = $${i}::bigint),
-           slot_freed AS (UPDATE concurrency_slots SET lease_id = NULL, expires_at = NULL WHERE lease_id = $${i}::bigint)`;
+export function releaseSlotCte(i: number, prefix = 'slot'): string {
+  return `${prefix}_lease_gone AS (DELETE FROM concurrency_leases WHERE id = $${i}::bigint),
+           ${prefix}_freed AS (UPDATE concurrency_slots SET lease_id = NULL, expires_at = NULL WHERE lease_id = $${i}::bigint)`;
 }
 
 /** Frees the lease and its slots in one statement (when the effect's success did not). */

@@ -116,7 +116,53 @@ export async function countReconciliation(db: Db, effectKey: string, fence?: Att
   ]);
 }
 
-/** Stored as soon as the response arrives, before anything else happens. */
+/** What an effect's success writes: the provider's IDs and response, and with them the attempt's row and the slot's release. */
+export interface EffectSuccess {
+  effectKey: string;
+  providerRequestId: string | null;
+  providerId: string | null;
+  result: unknown;
+  fence?: AttemptFence | undefined;
+  attempt?: AttemptRecord | undefined;
+  releaseSlotId?: string | null | undefined;
+}
+
+/**
+ * An effect's success as CTEs of a statement: the effect row (fenced, `effect_stored` returns it
+ * when it changed), the attempt's row and the slot's release. The last two are written whether
+ * or not the fence lets the effect row change: the attempt happened, the slot is free. Carried by
+ * `recordEffectSuccess` alone, or by the step's result statement (store/step-result.ts
+ * `writeResultFenced`), whose fence refusal does not touch them. Parameters `$i..$i+17`
+ * (`effectSuccessParams`); all NULL writes nothing.
+ */
+export function effectSuccessCtes(i: number): string {
+  return `${recordAttemptCte(i + 8, undefined, 'effect_attempt_row')},
+           ${releaseSlotCte(i + 17, 'effect_slot')},
+           effect_stored AS (
+             UPDATE effects SET state = 'succeeded', in_doubt = false, provider_request_id = coalesce($${i + 1}::text, provider_request_id),
+                    provider_id = coalesce($${i + 2}::text, provider_id), result = $${i + 3}::jsonb, updated_at = now()
+              WHERE effect_key = $${i}::text AND ${notSuperseded(i + 4)}
+             RETURNING 1)`;
+}
+
+export function effectSuccessParams(e: EffectSuccess | undefined): unknown[] {
+  return [
+    e?.effectKey ?? null,
+    e?.providerRequestId ?? null,
+    e?.providerId ?? null,
+    e ? JSON.stringify(e.result) : null,
+    ...fenceParams(e?.fence),
+    ...recordAttemptParams(e?.attempt),
+    e?.releaseSlotId ?? null,
+  ];
+}
+
+/**
+ * Stored as soon as the response arrives, before anything else happens (or in the step's
+ * result statement: `ctx.effect(..., { storeWithResult: true })`). With `also`: the attempt's
+ * row and the slot's release in the same statement (one round trip, one commit). Returns
+ * whether the fence let the effect row change.
+ */
 export async function recordEffectSuccess(
   db: Db,
   effectKey: string,
@@ -124,29 +170,14 @@ export async function recordEffectSuccess(
   providerId: string | null,
   result: unknown,
   fence?: AttemptFence,
-  also: { attempt?: AttemptRecord; releaseSlotId?: string | null } = {},
+  also: { attempt?: AttemptRecord | undefined; releaseSlotId?: string | null | undefined } = {},
 ): Promise<boolean> {
-  // With `also`: the attempt's row and the slot's release in the same statement (one round
-  // trip, one commit: it was BEGIN, these three, COMMIT). They are written whether or not the
-  // fence lets the effect row change, as before: the attempt happened, the slot is free.
-  const r = await db.query({
+  const r = await db.query<{ stored: boolean }>({
     name: 'record-effect-success',
-    text: `WITH ${recordAttemptCte(9)},
-                ${releaseSlotCte(18)}
-           UPDATE effects SET state = 'succeeded', in_doubt = false, provider_request_id = coalesce($2, provider_request_id),
-                  provider_id = coalesce($3, provider_id), result = $4, updated_at = now()
-            WHERE effect_key = $1 AND ${notSuperseded(5)}`,
-    values: [
-      effectKey,
-      providerRequestId,
-      providerId,
-      JSON.stringify(result),
-      ...fenceParams(fence),
-      ...recordAttemptParams(also.attempt),
-      also.releaseSlotId ?? null,
-    ],
+    text: `WITH ${effectSuccessCtes(1)} SELECT EXISTS (SELECT 1 FROM effect_stored) AS stored`,
+    values: effectSuccessParams({ effectKey, providerRequestId, providerId, result, fence, ...also }),
   });
-  return r.rowCount === 1;
+  return r.rows[0]!.stored;
 }
 
 /** A definite refusal (429, 4xx): the upstream did not apply the effect. */

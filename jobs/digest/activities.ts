@@ -18,11 +18,16 @@ export function createDigestActivities(deps: ActivityDeps) {
         const cutoff = new Date(Math.min(Date.parse(input.periodEnd), intent!.created_at.getTime()));
         const counts = await countFinishedJobs(deps.pool, args.tenantId, input.periodStart, cutoff);
         const lines = Object.entries(counts).map(([status, n]) => `${status}: ${n}`);
-        const e = await ctx.effect(digest.step('digest'), '/v1/notifications', {
-          to: `tenant:${args.tenantId}`,
-          subject: `Jobs digest ${input.periodStart} to ${input.periodEnd}`,
-          body: lines.length > 0 ? lines.join('\n') : 'no jobs finished in this period',
-        });
+        const e = await ctx.effect(
+          digest.step('digest'),
+          '/v1/notifications',
+          {
+            to: `tenant:${args.tenantId}`,
+            subject: `Jobs digest ${input.periodStart} to ${input.periodEnd}`,
+            body: lines.length > 0 ? lines.join('\n') : 'no jobs finished in this period',
+          },
+          { storeWithResult: true },
+        );
         const result = { periodStart: input.periodStart, periodEnd: input.periodEnd, counts, notificationId: e.providerId };
         return { resultStored: await completeWithOutbox(deps, ctx, result) };
       });

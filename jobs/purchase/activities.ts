@@ -26,7 +26,12 @@ export function createPurchaseActivities(deps: ActivityDeps) {
     async sendReceipt(args: StepArgs & { chargeId: string }): Promise<{ resultStored: boolean; notify: boolean }> {
       return runStep(deps, args, 'receipt', async (ctx) => {
         const input = await ctx.input<PurchaseInput>();
-        const e = await ctx.effect(purchase.step('receipt'), '/v1/receipts', { chargeId: args.chargeId, email: input.receiptEmail });
+        const e = await ctx.effect(
+          purchase.step('receipt'),
+          '/v1/receipts',
+          { chargeId: args.chargeId, email: input.receiptEmail },
+          { storeWithResult: true },
+        );
         const resultStored = await completeWithOutbox(deps, ctx, { chargeId: args.chargeId, receiptId: e.providerId });
         return { resultStored, notify: false };
       });

@@ -20,7 +20,7 @@ export function createSummarizeActivities(deps: ActivityDeps) {
         'summarize',
         async (ctx) => {
           const input = await ctx.input<JobInput<typeof summarize>>();
-          const e = await ctx.effect(summarize.step('summarize'), '/v1/summaries', { text: input.text });
+          const e = await ctx.effect(summarize.step('summarize'), '/v1/summaries', { text: input.text }, { storeWithResult: true });
           const result = { summary: e.response.summary, providerId: e.providerId, providerRequestId: e.providerRequestId };
           const notification = input.notifyEmail
             ? { kind: 'email', payload: { to: input.notifyEmail, subject: 'Your summary is ready', body: `Job ${args.jobId} succeeded.` } }

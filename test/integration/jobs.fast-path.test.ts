@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attemptsForJob } from '../../store/attempts.js';
 import { recordEffectSuccess } from '../../store/effects.js';
-import { writeResultFenced } from '../../store/intents.js';
+import { writeResultFenced } from '../../store/step-result.js';
 import { operatorKey, startHarness, waitFor, type Harness } from '../support/harness.js';
 import { spawnWorker, type WorkerProcess } from '../support/worker-process.js';
 
@@ -156,7 +156,7 @@ describe('a worker killed inside a fast-path job', () => {
     const fence = { workflowId: r.body.jobId, runId: lease.rows[0]!.run_id, activityId: lease.rows[0]!.activity_id, attempt: 1 };
     const before = await h.pool.query('SELECT result, result_fence, updated_at FROM job_intents WHERE job_id = $1', [r.body.jobId]);
     expect(await recordEffectSuccess(h.pool, key, 'stale-request', 'stale-provider', { summary: 'stale' }, fence)).toBe(false);
-    expect(await writeResultFenced(h.pool, r.body.jobId, 1, { summary: 'stale' }, null)).toBe(false);
+    expect((await writeResultFenced(h.pool, r.body.jobId, 1, { summary: 'stale' }, null)).landed).toBe(false);
     const after = await h.pool.query('SELECT result, result_fence, updated_at FROM job_intents WHERE job_id = $1', [r.body.jobId]);
     expect(after.rows[0]).toEqual(before.rows[0]);
     const effect = await h.pool.query('SELECT provider_id FROM effects WHERE effect_key = $1', [key]);
