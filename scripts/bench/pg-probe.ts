@@ -15,6 +15,8 @@ export interface PgCounters {
   writeCommits: number;
   /** Write transactions that touched the `effects` table (the effect ledger). */
   effectCommits: number;
+  /** Wait time of the statements that wrote the `effects` table (ms), the statement's whole time even when it wrote more. */
+  effectWaitMs: number;
 }
 
 const WRITE = /^\s*(insert|update|delete|merge)\b|\b(insert\s+into|update\s+\w+\s+set|delete\s+from)\b|pg_advisory|nextval\(/i;
@@ -26,7 +28,7 @@ interface TxState {
   effects: boolean;
 }
 
-export const pgCounters: PgCounters = { roundTrips: 0, waitMs: 0, commits: 0, writeCommits: 0, effectCommits: 0 };
+export const pgCounters: PgCounters = { roundTrips: 0, waitMs: 0, commits: 0, writeCommits: 0, effectCommits: 0, effectWaitMs: 0 };
 let captured: Array<{ text: string; values?: unknown[] }> | null = null;
 let installed = false;
 
@@ -51,6 +53,7 @@ export function diffPg(a: PgCounters, b: PgCounters): PgCounters {
     commits: b.commits - a.commits,
     writeCommits: b.writeCommits - a.writeCommits,
     effectCommits: b.effectCommits - a.effectCommits,
+    effectWaitMs: b.effectWaitMs - a.effectWaitMs,
   };
 }
 
@@ -92,32 +95,32 @@ export function installPgProbe(): void {
       end(true, tx.wrote, tx.effects);
       tx.open = tx.wrote = tx.effects = false;
     } else if (verb === 'rollback') tx.open = tx.wrote = tx.effects = false;
-    else {
+    let writesEffects = false;
+    if (verb !== 'begin' && verb !== 'start' && verb !== 'commit' && verb !== 'end' && verb !== 'rollback') {
       const wrote = WRITE.test(text);
       const effects = EFFECTS.test(text);
+      writesEffects = wrote && effects;
       if (tx.open) {
         tx.wrote ||= wrote;
         tx.effects ||= effects;
       } else end(true, wrote, effects);
     }
     const t0 = performance.now();
+    const waited = () => {
+      const ms = performance.now() - t0;
+      pgCounters.waitMs += ms;
+      if (writesEffects) pgCounters.effectWaitMs += ms;
+    };
     if (callback) {
       const fn = args[cb] as (...r: unknown[]) => unknown;
       args[cb] = (...r: unknown[]) => {
-        pgCounters.waitMs += performance.now() - t0;
+        waited();
         return fn(...r);
       };
     }
     const result = original.apply(this, args);
     if (!callback && result && typeof (result as Promise<unknown>).then === 'function') {
-      (result as Promise<unknown>).then(
-        () => {
-          pgCounters.waitMs += performance.now() - t0;
-        },
-        () => {
-          pgCounters.waitMs += performance.now() - t0;
-        },
-      );
+      (result as Promise<unknown>).then(waited, waited);
     }
     return result;
   };

@@ -96,6 +96,7 @@ export async function measureThroughput(stack: BenchStack): Promise<ThroughputRe
         commits: childPg.commits + out.benchPg.commits,
         writeCommits: childPg.writeCommits + out.benchPg.writeCommits,
         effectCommits: childPg.effectCommits + out.benchPg.effectCommits,
+        effectWaitMs: childPg.effectWaitMs + out.benchPg.effectWaitMs,
       };
       return {
         perSec: out.perSec,
