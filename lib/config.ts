@@ -278,7 +278,7 @@ const BUDGET_SCHEMA = z
   .strict();
 const LIMITS_SCHEMA = z.object({ perTenant: positiveInt, global: positiveInt }).partial().strict();
 
-type ConfigOptions = { jobTypes: readonly JobType[]; fastPathTypes?: readonly JobType[]; mode?: Mode; codeVersion?: string };
+export type ConfigOptions = { jobTypes: readonly JobType[]; fastPathTypes?: readonly JobType[]; mode?: Mode; codeVersion?: string };
 
 /** `FAST_PATH_JOB_TYPES`: a comma-separated list of registered types that declare a fast path. */
 function fastPathTypes(raw: string | undefined, jobTypes: readonly JobType[], eligible: readonly JobType[] | undefined): Set<JobType> {

@@ -9,7 +9,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadConfig } from '../lib/config.js';
+import { loadConfigOrExit } from '../lib/config-or-exit.js';
 import { parseWebhookSecrets } from '../lib/webhook-secrets.js';
 import { createPool } from '../lib/db.js';
 import { createLogger } from '../lib/logger.js';
@@ -29,7 +29,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DATA = path.join(ROOT, '.data');
 const say = (msg: string) => console.log(`[start] ${msg}`);
 
-const config = loadConfig(process.env, {
+const config = loadConfigOrExit('start', process.env, {
   jobTypes: defaultJobRegistry.names,
   fastPathTypes: defaultJobRegistry.fastPathTypes,
   mode: 'dev',

@@ -3,7 +3,7 @@
  * runs it with DATABASE_URL and TEMPORAL_ADDRESS.
  */
 import { createJobsClient } from '../services/intake.js';
-import { loadConfig } from '../lib/config.js';
+import { loadConfigOrExit } from '../lib/config-or-exit.js';
 import { createPool } from '../lib/db.js';
 import { createLogger } from '../lib/logger.js';
 import { ensureSchedules, productSchedules } from '../services/schedules.js';
@@ -16,7 +16,10 @@ import { webhookSecretsFrom } from '../lib/webhook-secrets.js';
 import { defaultJobRegistry } from '../jobs/index.js';
 
 exitWithParent();
-const config = loadConfig(process.env, { jobTypes: defaultJobRegistry.names, fastPathTypes: defaultJobRegistry.fastPathTypes });
+const config = loadConfigOrExit('api', process.env, {
+  jobTypes: defaultJobRegistry.names,
+  fastPathTypes: defaultJobRegistry.fastPathTypes,
+});
 const log = createLogger('api', config.logLevel);
 if (!config.databaseUrl || !config.temporalAddress) {
   log.fatal('the API needs DATABASE_URL and TEMPORAL_ADDRESS (npm start sets them)');

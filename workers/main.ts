@@ -4,7 +4,7 @@
  */
 import { NativeConnection, Runtime } from '@temporalio/worker';
 import { hostname } from 'node:os';
-import { loadConfig } from '../lib/config.js';
+import { loadConfigOrExit } from '../lib/config-or-exit.js';
 import { createPool } from '../lib/db.js';
 import { createLogger } from '../lib/logger.js';
 import { exitWithParent, onShutdown } from '../lib/shutdown.js';
@@ -13,7 +13,10 @@ import { createWorker } from './worker.js';
 import { defaultJobRegistry } from '../jobs/index.js';
 
 exitWithParent();
-const config = loadConfig(process.env, { jobTypes: defaultJobRegistry.names, fastPathTypes: defaultJobRegistry.fastPathTypes });
+const config = loadConfigOrExit('worker', process.env, {
+  jobTypes: defaultJobRegistry.names,
+  fastPathTypes: defaultJobRegistry.fastPathTypes,
+});
 const log = createLogger('worker', config.logLevel);
 if (!config.databaseUrl || !config.temporalAddress || !config.providerUrl) {
   log.fatal('a standalone worker needs DATABASE_URL, TEMPORAL_ADDRESS and PROVIDER_URL (npm start sets them for its own workers)');
