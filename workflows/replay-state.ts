@@ -35,7 +35,11 @@ export class ReplayState {
   private refilledAt: number;
   private readonly perMs: number;
 
-  constructor(private readonly a: ReplayArgs) {
+  /** `fullBucket`: a new request's bucket holds `burst` tokens (older runs: one; workflows/replay.ts). */
+  constructor(
+    private readonly a: ReplayArgs,
+    o: { fullBucket: boolean } = { fullBucket: false },
+  ) {
     this.opts = {
       batchSize: a.batchSize ?? 10,
       concurrency: a.concurrency ?? 3,
@@ -62,7 +66,7 @@ export class ReplayState {
       batches: c?.batchesStarted ?? 0,
     };
     this.paused = c?.paused ?? false;
-    this.tokens = c?.tokens ?? 1;
+    this.tokens = c?.tokens ?? (o.fullBucket ? this.opts.burst : 1);
     this.refilledAt = c?.refilledAt ?? Date.now();
     if (!c) this.add(a.deadLetterIds);
   }

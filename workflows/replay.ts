@@ -24,6 +24,12 @@ const FAST_PATH_PATCH = 'replay-fast-path';
  * kept a barrier after each batch, which left slots idle while a batch's last replays ran).
  */
 const NO_BARRIER_PATCH = 'replay-no-batch-barrier';
+/**
+ * Decided once, like the fast path: the rate's token bucket starts full (`burst` starts at
+ * once), as a token bucket does. Older runs started it with one token, so their second replay
+ * waited on a timer the dev server fires after about a second, with the cap's other slots idle.
+ */
+const FULL_BUCKET_PATCH = 'replay-bucket-starts-full';
 
 /**
  * One replay request: replays dead letters in small batches, with bounded concurrency and
@@ -32,9 +38,9 @@ const NO_BARRIER_PATCH = 'replay-no-batch-barrier';
  * progress. It halts by itself when more than `maxFailures` replays fail again.
  */
 export async function replayDeadLetters(a: ReplayArgs): Promise<ReplayProgress> {
-  const s = new ReplayState(a);
   const one = patched(FAST_PATH_PATCH) ? replayOneFast : replayOne;
   const barrier = !patched(NO_BARRIER_PATCH);
+  const s = new ReplayState(a, { fullBucket: patched(FULL_BUCKET_PATCH) });
   setHandler(replayAddSignal, ({ ids }) => s.add(ids));
   setHandler(replayPauseSignal, () => {
     s.paused = true;
