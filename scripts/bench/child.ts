@@ -13,6 +13,8 @@ export interface ChildCounter extends Partial<PgCounters> {
   inFlight: number;
   peak: number;
   completed: number;
+  /** The last `commits2` probe: two one-row commits timed inside the child (ms). */
+  commits2Ms?: number;
 }
 
 export interface Child {

@@ -6,10 +6,14 @@
 // job workflow, finish). The rate limit is set high so that the concurrency cap binds. The peak
 // in flight is counted at the simulator (requests on /v1/* at once), not by the code under
 // test, and must stay <= C. One replay alone (N=1, C=1) gives a replay's own latency against D,
-// which separates the per-replay overhead from how well the cap keeps C busy.
+// which separates the per-replay overhead from how well the cap keeps C busy. Beside each, the
+// same N replays by a twin with no Postgres (scripts/bench/bare-workflows.ts `replayTwinWorkflow`:
+// the replay's Temporal shape, each child shaped like `summarize`), on a bare worker: what the
+// engine's path for one child job costs on this server, apart from ours.
+import type { ReplayTwinArgs, ReplayTwinResult } from './bare-workflows.js';
 import { upsertTenant } from '../../store/tenants.js';
 import { ADMIN_KEY, uid, type BenchStack } from './stack.js';
-import { pool, row, skippedRow, spread, waitUntil, type BenchRow } from './stats.js';
+import { alternate, pool, row, skippedRow, spread, waitUntil, type BenchRow } from './stats.js';
 
 const RATE_PER_MINUTE = 6_000;
 
@@ -21,15 +25,18 @@ export async function measureReplay(stack: BenchStack): Promise<BenchRow[]> {
   const holdMs = stack.quick ? 300 : 1_000;
   const repeats = stack.quick ? 2 : 5;
   const queue = `bench-replay-${uid()}`;
-  const worker = await stack.startProductWorker(queue);
+  const twinQueue = `bench-replay-twin-${uid()}`;
+  const [worker, twinWorker] = await Promise.all([stack.startProductWorker(queue), stack.startWorkerChild('bare', twinQueue)]);
   const app = await stack.startApp(queue);
   const rates: number[] = [];
+  const twinRates: number[] = [];
+  const twinSimPeaks: number[] = [];
   const peaks: number[] = [];
   const simPeaks: number[] = [];
   const single: number[] = [];
   try {
     for (let r = 0; r < repeats; r++) {
-      // Alternate which of the two runs first.
+      // Alternate the order of the three runs.
       const runs = [
         async () => {
           const out = await replayOnce(stack, app, { n, concurrency, holdMs });
@@ -38,10 +45,15 @@ export async function measureReplay(stack: BenchStack): Promise<BenchRow[]> {
           simPeaks.push(out.simPeak);
         },
         async () => single.push((await replayOnce(stack, app, { n: 1, concurrency: 1, holdMs })).latencyMs),
+        async () => {
+          const out = await replayTwinOnce(stack, twinQueue, { n, concurrency, holdMs });
+          twinRates.push(out.perSec);
+          twinSimPeaks.push(out.simPeak);
+        },
       ];
-      for (const run of r % 2 === 0 ? runs : runs.reverse()) await run();
+      for (const run of alternate(runs, r)) await run();
       stack.log(
-        `  replay repeat ${r + 1}/${repeats}: ${rates.at(-1)!.toFixed(2)} replays/s (peak in flight at the simulator ${simPeaks.at(-1)}, workflow's own count ${peaks.at(-1)}), one replay alone ${single.at(-1)!.toFixed(0)} ms`,
+        `  replay repeat ${r + 1}/${repeats}: ${rates.at(-1)!.toFixed(2)} replays/s (peak in flight at the simulator ${simPeaks.at(-1)}, workflow's own count ${peaks.at(-1)}), twin ${twinRates.at(-1)!.toFixed(2)} replays/s (peak ${twinSimPeaks.at(-1)}), one replay alone ${single.at(-1)!.toFixed(0)} ms`,
       );
     }
   } catch (err) {
@@ -50,7 +62,7 @@ export async function measureReplay(stack: BenchStack): Promise<BenchRow[]> {
     throw err;
   } finally {
     await app.close();
-    await worker.stop();
+    await Promise.all([worker.stop(), twinWorker.stop()]);
   }
   const theoretical = Math.min(RATE_PER_MINUTE / 60, (concurrency * 1000) / holdMs);
   return [
@@ -68,6 +80,32 @@ export async function measureReplay(stack: BenchStack): Promise<BenchRow[]> {
       sense: 'higher-better',
       details: { peakRunningByWorkflow: peaks, peakInFlightAtSimulator: simPeaks },
       notes: `first replay start to last replay finish, from the replay workflow's own progress; peak in flight at the simulator ${Math.max(...simPeaks)} (cap ${concurrency}${Math.max(...simPeaks) > concurrency ? ': CAP EXCEEDED' : ''})`,
+    }),
+    row({
+      id: 'replay.vs-twin',
+      section: 'replay',
+      figure: `dead-letter replay ÷ its twin with no Postgres (the same N=${n}, concurrency ${concurrency}, hold ${holdMs} ms, runs interleaved)`,
+      unit: 'replays/s',
+      value: spread(rates),
+      baseline: { label: "the replay's twin (no Postgres; bare worker)", unit: 'replays/s', value: spread(twinRates) },
+      sense: 'higher-better',
+      paired: true,
+      details: { twinPeakInFlightAtSimulator: twinSimPeaks },
+      notes: `our own cost of a replay (prepare, finish, the replay job's Postgres work); the twin itself reaches ${(spread(twinRates).median / theoretical).toFixed(2)}x the cap's rate: the engine's path for one child job (its start, two workflow tasks, an activity task, the parent's workflow task) on this server`,
+    }),
+    row({
+      id: 'replay.twin',
+      section: 'replay',
+      figure: `the replay's twin (no Postgres), N=${n}, concurrency ${concurrency}, upstream held ${holdMs} ms`,
+      unit: 'replays/s',
+      value: spread(twinRates),
+      baseline: {
+        label: `cap's theoretical rate min(${RATE_PER_MINUTE}/min, ${concurrency} x 1000 / ${holdMs} ms)`,
+        unit: 'replays/s',
+        value: spread([theoretical]),
+      },
+      sense: 'higher-better',
+      notes: `the engine's floor for this shape on this server; peak in flight at the simulator ${Math.max(...twinSimPeaks)}`,
     }),
     row({
       id: 'replay.peak-in-flight',
@@ -163,4 +201,28 @@ async function replayOnce(
   const last = Math.max(...items.map((i) => Date.parse(i.finishedAt!)));
   const simPeak = (await stack.simEffects()).peakInFlight;
   return { perSec: o.n / Math.max((last - first) / 1000, 1e-3), peakRunning: progress.peakRunning, simPeak, latencyMs: last - first };
+}
+
+/** The same N replays' Temporal shape with no Postgres (`replayTwinWorkflow`), timed as `replayOnce` times the product's. */
+async function replayTwinOnce(
+  stack: BenchStack,
+  taskQueue: string,
+  o: { n: number; concurrency: number; holdMs: number },
+): Promise<{ perSec: number; simPeak: number }> {
+  const run = `replay-twin-${uid()}`;
+  await stack.simReset();
+  await stack.simFault({ path: '/v1/summaries', times: o.n, status: 200, delayMs: o.holdMs });
+  const args: ReplayTwinArgs = {
+    ids: Array.from({ length: o.n }, (_, i) => `${run}-${i}`),
+    concurrency: o.concurrency,
+    providerUrl: stack.sim.url,
+    tenantId: run,
+    text: 'replay twin',
+  };
+  const h = await stack.temporal.workflow.start('replayTwinWorkflow', { taskQueue, workflowId: run, args: [args] });
+  const out = (await h.result()) as ReplayTwinResult;
+  const first = Math.min(...out.items.map((i) => i.startedAt));
+  const last = Math.max(...out.items.map((i) => i.finishedAt));
+  const simPeak = (await stack.simEffects()).peakInFlight;
+  return { perSec: o.n / Math.max((last - first) / 1000, 1e-3), simPeak };
 }

@@ -3,8 +3,10 @@
 // activity slots (1,000 jobs run at once only with 1,000 slots), a prebuilt bundle file
 // (bundling here would put webpack's heap into the figure), and for the baseline's worker an
 // in-flight count printed as JSON lines, with this process's Postgres counters (pg-probe.ts);
-// a line on stdin asks for a report at once (`{"seq": n, ...}`). Settings come as one JSON
-// argument from the bench.
+// a line on stdin asks for a report at once (`{"seq": n, ...}`); `commits2` first times two
+// one-row commits on the product's own pool (the effects section's in-process baseline: the same
+// client stack and event loop as the statements it is compared with). Lines are handled in order.
+// Settings come as one JSON argument from the bench.
 import { createInterface } from 'node:readline';
 import { NativeConnection, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { createPool } from '../../lib/db.js';
@@ -58,14 +60,34 @@ const worker =
         maxConcurrentActivityTaskExecutions: s.activitySlots,
         shutdownGraceTime: '10s',
       });
-const send = (seq?: number) => process.stdout.write(`${JSON.stringify({ ...counter, ...snapshotPg(), ...(seq ? { seq } : {}) })}\n`);
+/** The last `commits2` probe's time (ms). */
+let commits2Ms: number | undefined;
+const send = (seq?: number) =>
+  process.stdout.write(
+    `${JSON.stringify({ ...counter, ...snapshotPg(), ...(commits2Ms !== undefined ? { commits2Ms } : {}), ...(seq ? { seq } : {}) })}\n`,
+  );
 const report = setInterval(() => send(), 250);
 // `capture` starts recording statements, `dump <file>` writes them (for EXPLAIN) and stops.
 let stopCapture: (() => unknown[]) | undefined;
-const requests = createInterface({ input: process.stdin }).on('line', (line) => {
+async function handle(line: string): Promise<void> {
   if (line === 'capture') stopCapture = captureStatements();
   else if (line.startsWith('dump ')) writeFileSync(line.slice(5), JSON.stringify(stopCapture?.() ?? []));
+  else if (line === 'commits2' && pool) {
+    commits2Ms = undefined; // a failed probe leaves no figure behind
+    const t0 = performance.now();
+    await pool.query('INSERT INTO bench_one_row (v) VALUES (1)');
+    await pool.query('INSERT INTO bench_one_row (v) VALUES (2)');
+    commits2Ms = performance.now() - t0;
+  }
   send(Number(line) || undefined);
+}
+let handling = Promise.resolve();
+const requests = createInterface({ input: process.stdin }).on('line', (line) => {
+  handling = handling
+    .then(() => handle(line))
+    .catch((err: Error) => {
+      process.stderr.write(`${err.message}\n`);
+    });
 });
 for (const sig of ['SIGTERM', 'SIGINT'] as const) process.once(sig, () => worker.shutdown());
 process.stdout.write('READY\n');
