@@ -4,6 +4,9 @@
 // the type's scope and the total scope). Reads its settings from argv[2] (JSON), prints READY
 // once its pool is connected and its slot rows exist, starts on a line `GO` on stdin, and
 // prints `{"acquired": n, "waited": w, "cpuSec": s}` (its own CPU during the run) when `durationMs` has passed.
+// Mode `floor`: the same loop with two one-row commits per round on a row of the acquirer's own
+// (`bench_slot_floor`, no row shared with anyone): how far this machine lets commits of 3
+// processes scale over 1 at all, the ceiling of the slots' own scaling here.
 import readline from 'node:readline';
 import { createPool } from '../../lib/db.js';
 import { createLogger } from '../../lib/logger.js';
@@ -17,6 +20,8 @@ export interface SlotChildSettings {
   durationMs: number;
   /** Caps far above what the loops can hold at once: the figure is the acquisition's own cost, not waiting. */
   caps: { perTenant: number; global: number; total: number };
+  /** `slots` (default): the slot statements; `floor`: two one-row commits on rows no one shares. */
+  mode?: 'slots' | 'floor';
 }
 
 const s = JSON.parse(process.argv[2]!) as SlotChildSettings;
@@ -30,7 +35,14 @@ const requests: SlotRequest[] = Array.from({ length: s.loops }, (_, i) => ({
   total: s.caps.total,
   ttlMs: 15_000,
 }));
-for (const r of requests) await ensureSlotRows(pool, r);
+const floor = s.mode === 'floor';
+if (floor)
+  await pool.query('INSERT INTO bench_slot_floor (id) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING', [requests.map((r) => r.holder)]);
+else for (const r of requests) await ensureSlotRows(pool, r);
+const floorRound = async (id: string) => {
+  await pool.query({ name: 'floor-take', text: 'UPDATE bench_slot_floor SET n = n + 1 WHERE id = $1', values: [id] });
+  await pool.query({ name: 'floor-free', text: 'UPDATE bench_slot_floor SET n = n - 1 WHERE id = $1', values: [id] });
+};
 process.stdout.write('READY\n');
 const rl = readline.createInterface({ input: process.stdin });
 await new Promise<void>((resolve) => rl.on('line', (l) => l.trim() === 'GO' && resolve()));
@@ -41,6 +53,11 @@ let waited = 0;
 await Promise.all(
   requests.map(async (r) => {
     while (Date.now() < until) {
+      if (floor) {
+        await floorRound(r.holder);
+        acquired += 1;
+        continue;
+      }
       const id = await tryAcquireSlot(pool, r);
       if (!id) {
         waited += 1;
