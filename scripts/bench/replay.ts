@@ -65,6 +65,11 @@ export async function measureReplay(stack: BenchStack): Promise<BenchRow[]> {
     await Promise.all([worker.stop(), twinWorker.stop()]);
   }
   const theoretical = Math.min(RATE_PER_MINUTE / 60, (concurrency * 1000) / holdMs);
+  const capRate = {
+    label: `cap's theoretical rate min(${RATE_PER_MINUTE}/min, ${concurrency} x 1000 / ${holdMs} ms)`,
+    unit: 'replays/s',
+    value: spread([theoretical]),
+  };
   return [
     row({
       id: 'replay.throughput',
@@ -72,11 +77,7 @@ export async function measureReplay(stack: BenchStack): Promise<BenchRow[]> {
       figure: `dead-letter replay, N=${n}, concurrency ${concurrency}, upstream held ${holdMs} ms`,
       unit: 'replays/s',
       value: spread(rates),
-      baseline: {
-        label: `cap's theoretical rate min(${RATE_PER_MINUTE}/min, ${concurrency} x 1000 / ${holdMs} ms)`,
-        unit: 'replays/s',
-        value: spread([theoretical]),
-      },
+      baseline: capRate,
       sense: 'higher-better',
       details: { peakRunningByWorkflow: peaks, peakInFlightAtSimulator: simPeaks },
       notes: `first replay start to last replay finish, from the replay workflow's own progress; peak in flight at the simulator ${Math.max(...simPeaks)} (cap ${concurrency}${Math.max(...simPeaks) > concurrency ? ': CAP EXCEEDED' : ''})`,
@@ -99,11 +100,7 @@ export async function measureReplay(stack: BenchStack): Promise<BenchRow[]> {
       figure: `the replay's twin (no Postgres), N=${n}, concurrency ${concurrency}, upstream held ${holdMs} ms`,
       unit: 'replays/s',
       value: spread(twinRates),
-      baseline: {
-        label: `cap's theoretical rate min(${RATE_PER_MINUTE}/min, ${concurrency} x 1000 / ${holdMs} ms)`,
-        unit: 'replays/s',
-        value: spread([theoretical]),
-      },
+      baseline: capRate,
       sense: 'higher-better',
       notes: `the engine's floor for this shape on this server; peak in flight at the simulator ${Math.max(...twinSimPeaks)}`,
     }),
