@@ -154,7 +154,7 @@ export async function measureSlots(stack: BenchStack): Promise<BenchRow[]> {
       sense: 'higher-better',
       paired: true,
       notes:
-        'ratio 1.00x: the slots scale as far as commits with nothing shared do on this machine, so no lock of ours serialises the processes',
+        "at 1.00x the slots would scale as far as commits with nothing shared do on this machine; below it, either something of ours serialises the processes or the slots' costlier statements leave less headroom on busy cores (the floor's own one-process run keeps fewer cores busy)",
     }),
   ];
 }
