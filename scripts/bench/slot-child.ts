@@ -6,7 +6,8 @@
 // prints `{"acquired": n, "waited": w, "cpuSec": s}` (its own CPU during the run) when `durationMs` has passed.
 // Mode `floor`: the same loop with two one-row commits per round on a row of the acquirer's own
 // (`bench_slot_floor`, no row shared with anyone): how far this machine lets commits of 3
-// processes scale over 1 at all, the ceiling of the slots' own scaling here.
+// processes scale over 1 at all: the reference for the slots' own scaling here (not an exact
+// ceiling: its cheaper statements leave more headroom on busy cores).
 import readline from 'node:readline';
 import { createPool } from '../../lib/db.js';
 import { createLogger } from '../../lib/logger.js';

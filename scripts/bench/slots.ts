@@ -142,7 +142,7 @@ export async function measureSlots(stack: BenchStack): Promise<BenchRow[]> {
       baseline: { label: '1 process, same loops each', unit: 'rounds/s', value: spread(rates.floor1) },
       sense: 'higher-better',
       paired: true,
-      notes: `how far commits of 3 processes scale over 1 on this machine with nothing shared: the ceiling of the row above; cores kept busy: ${busyText(cores.floor1)} with 1 process, ${busyText(cores.floor3)} with 3`,
+      notes: `how far commits of 3 processes scale over 1 on this machine with nothing shared, the reference for the row above (its cheaper statements leave more headroom on busy cores, so it is not an exact ceiling); cores kept busy: ${busyText(cores.floor1)} with 1 process, ${busyText(cores.floor3)} with 3`,
     }),
     row({
       id: 'slots.scaling-vs-floor',
