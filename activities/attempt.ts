@@ -19,25 +19,32 @@ export interface AttemptDeps {
 }
 
 /**
- * A local activity's attempt number as Postgres gave it (its lease row, activities/job-steps.ts).
- * The SDK numbers a local activity's attempts from 1 again in each workflow task that runs it,
- * so after a lost workflow task its count says nothing about the attempt it took over from.
+ * The attempt a step runs: for a local activity, its number as Postgres gave it (its lease row,
+ * activities/job-steps.ts), since the SDK numbers a local activity's attempts from 1 again in
+ * each workflow task that runs it, so after a lost workflow task its count says nothing about
+ * the attempt it took over from; and the step's attempts before this schedule (`offset`,
+ * `SlotWaitArgs`: a schedule after a wait for a concurrency slot counts on from the last).
  */
-const localAttempt = new AsyncLocalStorage<{ attempt?: number }>();
+const attemptScope = new AsyncLocalStorage<{ attempt?: number; offset: number }>();
 
-/** Runs a local activity's step with room for its Postgres-numbered attempt (`setLocalAttempt`). */
-export function withLocalAttempt<T>(fn: () => Promise<T>): Promise<T> {
-  return localAttempt.run({}, fn);
+/** Runs a step with room for its Postgres-numbered attempt (`setLocalAttempt`) and its schedule's offset. */
+export function withAttemptScope<T>(offset: number, fn: () => Promise<T>): Promise<T> {
+  return attemptScope.run({ offset }, fn);
 }
 
 export function setLocalAttempt(n: number): void {
-  const s = localAttempt.getStore();
+  const s = attemptScope.getStore();
   if (s) s.attempt = n;
 }
 
-/** This attempt's number: Temporal's, or for a local activity's step the one Postgres gave it. */
+/** This schedule's attempt: Temporal's, or for a local activity's step the one Postgres gave it. The fence's number. */
+function scheduleAttempt(): number {
+  return attemptScope.getStore()?.attempt ?? Context.current().info.attempt;
+}
+
+/** The job's attempt number for this step: the schedule's attempt plus the attempts before this schedule. */
 export function attemptNumber(): number {
-  return localAttempt.getStore()?.attempt ?? Context.current().info.attempt;
+  return scheduleAttempt() + (attemptScope.getStore()?.offset ?? 0);
 }
 
 /** This attempt's fence (store/fence.ts); undefined outside an activity. */
@@ -49,7 +56,8 @@ export function currentFence(): AttemptFence | undefined {
       workflowId: info.workflowExecution.workflowId,
       runId: info.workflowExecution.runId,
       activityId: info.activityId,
-      attempt: localAttempt.getStore()?.attempt ?? info.attempt,
+      // The lease rows number the attempts of one schedule (one activity ID): no offset here.
+      attempt: scheduleAttempt(),
     };
   } catch {
     return undefined;
@@ -108,8 +116,10 @@ export async function failAttempt(
   const info = ctx.info;
   const now = Date.now();
   // A local activity's step counts its attempts in Postgres: a takeover does not reset the cap.
-  const attempt = Math.max(info.attempt, attemptNumber());
-  const lastAttempt = info.retryPolicy?.maximumAttempts ? attempt >= info.retryPolicy.maximumAttempts : false;
+  // A schedule after a slot wait has its cap lowered by the attempts before it (`offset`).
+  const raw = Math.max(info.attempt, scheduleAttempt());
+  const attempt = raw + (attemptScope.getStore()?.offset ?? 0);
+  const lastAttempt = info.retryPolicy?.maximumAttempts ? raw >= info.retryPolicy.maximumAttempts : false;
   const base = { jobId: job.jobId, step: job.step, attempt, startedAt: job.startedAt };
 
   if (err instanceof RetryableError || !(err instanceof DurableJobsError)) {
@@ -135,7 +145,7 @@ export async function failAttempt(
       details.budgetExhausted = true;
       await safeRecord(deps, { ...base, outcome: 'non_retryable', errorClass: details.errorClass, statusCode: details.statusCode });
       const why = lastAttempt
-        ? `attempt cap of ${info.retryPolicy?.maximumAttempts} reached`
+        ? `attempt cap of ${(info.retryPolicy?.maximumAttempts ?? 0) + attempt - raw} reached`
         : `next delay ${delayMs} ms would pass the elapsed budget`;
       deps.log.warn({ jobId: job.jobId, step: job.step, attempt, errorClass: details.errorClass }, `retry budget exhausted: ${why}`);
       throw ApplicationFailure.create({

@@ -5,6 +5,7 @@ import { forgetEnsuredSlots, releaseSlot, renewSlots, tryAcquireSlot } from '../
 import { markRunning, markWaiting } from '../store/intents.js';
 import { currentFence } from './attempt.js';
 import type { ConcurrencyLimits } from '../contract/job-types.js';
+import { SlotUnavailableError } from '../lib/errors.js';
 
 /** A lease outlives a few missed renewals, and a dead worker's slot returns within this time. */
 const SLOT_TTL_MS = 15_000;
@@ -23,6 +24,16 @@ export interface SlotScope {
   attemptStartedAt?: Date;
   /** Told how long this call waited for its slot (0 when one was free): not execution time. */
   onWaited?: (ms: number) => void;
+  /**
+   * The workflow waits for a slot (`SlotWaitArgs`): with none free, the call throws
+   * `SlotUnavailableError` instead of polling here, holding no worker activity slot meanwhile.
+   */
+  waitInWorkflow?: boolean;
+  /**
+   * The attempt follows a wait in the workflow and left the job `queued` (store/intents.ts
+   * `startAttempt`): its first slot marks it running. Set to false once done (shared per attempt).
+   */
+  resumed?: { pending: boolean };
 }
 
 /**
@@ -115,14 +126,27 @@ export async function withSlot<T>(
   const ctx = Context.current();
   const req = slotRequest(s);
   let slot = taken ?? (await tryAcquireSlot(deps.pool, req));
-  if (!slot) {
-    const waitStarted = Date.now();
-    await markWaiting(
+  const reason = `waiting for an upstream slot (at most ${s.limits.perTenant} per tenant, ${s.limits.global} in total for ${s.jobType}${s.total !== undefined ? `, ${s.total} across all job types` : ''})`;
+  if (!slot && s.waitInWorkflow) {
+    // The first start this attempt set goes back: the job has not executed yet.
+    await markWaiting(deps.pool, s.jobId, reason, currentFence(), s.attemptStartedAt);
+    // Slot rows deleted behind this process's back (a reset table) are created again next time.
+    forgetEnsuredSlots();
+    throw new SlotUnavailableError(reason);
+  }
+  if (slot && s.resumed?.pending) {
+    s.resumed.pending = false;
+    await markRunning(
       deps.pool,
       s.jobId,
-      `waiting for an upstream slot (at most ${s.limits.perTenant} per tenant, ${s.limits.global} in total for ${s.jobType}${s.total !== undefined ? `, ${s.total} across all job types` : ''})`,
+      s.attempt,
       currentFence(),
+      s.attemptStartedAt ? { attemptStartedAt: s.attemptStartedAt } : undefined,
     );
+  }
+  if (!slot) {
+    const waitStarted = Date.now();
+    await markWaiting(deps.pool, s.jobId, reason, currentFence());
     deps.log.info({ jobId: s.jobId, jobType: s.jobType }, 'waiting for a concurrency slot');
     // Slot rows deleted behind this process's back (a reset table) are created again.
     forgetEnsuredSlots();

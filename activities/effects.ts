@@ -16,7 +16,7 @@ import {
   type EffectSuccess,
 } from '../store/effects.js';
 import type { SlotRequest } from '../store/concurrency.js';
-import { NonRetryableError, RetryableError } from '../lib/errors.js';
+import { NonRetryableError, RetryableError, SlotUnavailableError } from '../lib/errors.js';
 import { attemptNumber, currentFence } from './attempt.js';
 import { chooseUpstream, upstreamFor, type FallbackPlan } from './fallback.js';
 import type { SlotRelease } from './concurrency.js';
@@ -185,10 +185,32 @@ export async function runEffect(deps: EffectDeps, s: EffectSpec): Promise<Effect
     release?.released();
     return { res: response, providerId, stored };
   };
-  const { res, providerId, stored } = s.guard ? await s.guard(callAndRecord) : await callAndRecord();
+  const { res, providerId, stored } = s.guard
+    ? await guarded(deps, s.guard, callAndRecord, { effectKey, fence, reconciling })
+    : await callAndRecord();
   if (!stored) warnStale(deps.log, { jobId: s.jobId, effectKey, step: s.step, attempt });
   deps.log.info({ jobId: s.jobId, effectKey, step: s.step, providerId, reconciled: reconciling }, 'effect applied');
   return { effectKey, providerId, providerRequestId: res.requestId, response: res.body, via: reconciling ? 'reconciled' : 'executed' };
+}
+
+/**
+ * The call under its slot's guard. No slot free and the workflow waits for one
+ * (`SlotUnavailableError`): nothing was sent, so a claim that put the effect in doubt takes
+ * that back (the next schedule sends it afresh, not as a reconciliation). An effect that was
+ * in doubt before this attempt stays in doubt.
+ */
+async function guarded<T>(
+  deps: EffectDeps,
+  guard: NonNullable<EffectSpec['guard']>,
+  call: (release?: SlotRelease) => Promise<T>,
+  c: { effectKey: string; fence: ReturnType<typeof currentFence>; reconciling: boolean },
+): Promise<T> {
+  try {
+    return await guard(call);
+  } catch (err) {
+    if (err instanceof SlotUnavailableError && !c.reconciling) await clearDoubt(deps.pool, c.effectKey, c.fence);
+    throw err;
+  }
 }
 
 /** Commits a success on its own (one statement); returns whether the fence let the effect row change. */

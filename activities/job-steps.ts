@@ -1,16 +1,16 @@
-import { CancelledFailure, Context } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import { isConnectionError } from '../lib/db.js';
-import { RetryableError } from '../lib/errors.js';
+import { RetryableError, SlotUnavailableError } from '../lib/errors.js';
 import { effectKeyFor } from '../lib/ids.js';
 import { flagLeaseExpired, leaseEnded, type LeaseKey } from '../store/activity-leases.js';
 import { recordLostAttempt } from '../store/attempts.js';
 import { addExecutionSpan, loadInput, startAttempt, type AttemptStart } from '../store/intents.js';
 import { writeResultFenced } from '../store/step-result.js';
-import type { StepArgs } from '../contract/job-types.js';
+import { SLOT_WAIT_FAILURE, type SlotWaitDetails, type StepArgs } from '../contract/job-types.js';
 import { budgetOf } from '../job-api/define.js';
 import type { ActivityDeps } from './deps.js';
 import { effectSlot } from './concurrency.js';
-import { currentFence, failAttempt, setLocalAttempt, withHeartbeat, withLocalAttempt } from './attempt.js';
+import { currentFence, failAttempt, setLocalAttempt, withAttemptScope, withHeartbeat } from './attempt.js';
 import { runEffect, storeSuccess, warnStale, type EffectResult } from './effects.js';
 import type { EffectSuccess } from '../store/effects.js';
 import { fallbackPlan, planFrom } from './fallback.js';
@@ -97,6 +97,7 @@ export async function runStep<T>(
   opts: StepOptions = {},
 ): Promise<T> {
   const info = Context.current().info;
+  const offset = args.slotWait?.attemptOffset ?? 0;
   // The fast path (a local activity, README "The fast path"): no heartbeat, no lease tracking
   // around it (activities/lease-tracking.ts tracks leased activities); its lease is the workflow
   // task. The step keeps a lease row of its own, numbered by Postgres, which is its fence.
@@ -108,9 +109,9 @@ export async function runStep<T>(
       started: false,
       ended: false,
     };
-    return withLocalAttempt(() => runStepWith(deps, args, step, body, opts, lease, true));
+    return withAttemptScope(offset, () => runStepWith(deps, args, step, body, opts, lease, true));
   }
-  return runStepWith(deps, args, step, body, opts, currentLease(), false);
+  return withAttemptScope(offset, () => runStepWith(deps, args, step, body, opts, currentLease(), false));
 }
 
 async function runStepWith<T>(
@@ -123,8 +124,12 @@ async function runStepWith<T>(
   local: boolean,
 ): Promise<T> {
   const startedAt = new Date();
-  // A local activity's number comes from its lease row, in the attempt's first statement.
-  let attempt = Context.current().info.attempt;
+  // The job's attempt: the schedule's (Temporal's, or for a local activity its lease row's,
+  // numbered in the attempt's first statement) after the step's attempts before this schedule.
+  const offset = args.slotWait?.attemptOffset ?? 0;
+  let attempt = Context.current().info.attempt + offset;
+  // After a wait in the workflow, the job stays `queued` until this attempt has its slot.
+  const resumed = { pending: args.slotWait?.resumed ?? false };
   const definition = deps.jobs.require(args.jobType);
   const budget = budgetOf(definition, args);
   let waitedMs = 0;
@@ -152,6 +157,8 @@ async function runStepWith<T>(
       onWaited: (ms) => {
         waitedMs += ms;
       },
+      waitInWorkflow: args.slotWait !== undefined,
+      resumed,
     });
   const ctx: StepContext = {
     args,
@@ -229,11 +236,11 @@ async function runStepWith<T>(
                 }
               : undefined;
           start = local
-            ? await startAttempt(deps.pool, args.jobId, null, undefined, opts.prefetchInput ?? false, leaseRow)
-            : await startAttempt(deps.pool, args.jobId, attempt, currentFence(), opts.prefetchInput ?? false, leaseRow);
+            ? await startAttempt(deps.pool, args.jobId, null, undefined, opts.prefetchInput ?? false, leaseRow, resumed.pending)
+            : await startAttempt(deps.pool, args.jobId, attempt, currentFence(), opts.prefetchInput ?? false, leaseRow, resumed.pending);
           if (lease) lease.started = true;
         });
-        if (local && lease) await numberLocalAttempt(deps, lease, start?.attempt ?? null, step, (n) => (attempt = n));
+        if (local && lease) await numberLocalAttempt(deps, lease, start?.attempt ?? null, step, offset, (n) => (attempt = n + offset));
         ran = true;
         return body(ctx);
       },
@@ -249,8 +256,23 @@ async function runStepWith<T>(
     );
     await recordSpan();
     if (local) await endLocalLease(deps, lease, err instanceof CancelledFailure ? 'cancelled' : 'failed');
+    if (err instanceof SlotUnavailableError) throw slotWait(err, attempt);
     return failAttempt(deps, { jobId: args.jobId, step, budget, startedAt }, err);
   }
+}
+
+/**
+ * No concurrency slot was free: the workflow waits (workflows/step-activities.ts) and schedules
+ * the step again as the same job attempt. Not retryable, so Temporal spends no attempt of the
+ * step's cap on it; no attempt row either (the wait is no outcome of the upstream's).
+ */
+function slotWait(err: SlotUnavailableError, attempt: number): ApplicationFailure {
+  return ApplicationFailure.create({
+    message: err.message,
+    type: SLOT_WAIT_FAILURE,
+    nonRetryable: true,
+    details: [{ errorClass: 'slot_unavailable', attempt } satisfies SlotWaitDetails],
+  });
 }
 
 /**
@@ -265,6 +287,7 @@ async function numberLocalAttempt(
   lease: LeaseScope,
   n: number | null,
   step: string,
+  offset: number,
   set: (n: number) => void,
 ): Promise<void> {
   if (n === null) {
@@ -279,7 +302,7 @@ async function numberLocalAttempt(
     const lost = await flagLeaseExpired(deps.pool, previous, undefined);
     if (lost.flagged) {
       deps.log.warn({ jobId: lease.key.jobId, step, attempt: n - 1 }, 'previous attempt lost its workflow task (no outcome recorded)');
-      await recordLostAttempt(deps.pool, previous, lost.step ?? step);
+      await recordLostAttempt(deps.pool, previous, lost.step ?? step, offset);
     }
   } catch (err) {
     deps.log.warn({ jobId: lease.key.jobId, err: (err as Error).message }, 'could not record lease evidence');

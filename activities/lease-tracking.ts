@@ -3,6 +3,7 @@ import { CancelledFailure, Context } from '@temporalio/activity';
 import { recordLostAttempt } from '../store/attempts.js';
 import { flagLeaseExpired, leaseEnded, leaseStarted, type LeaseKey } from '../store/activity-leases.js';
 import type { AdmissionDeps } from './admission.js';
+import type { StepArgs } from '../contract/job-types.js';
 
 /**
  * The lease of the attempt running now, for a job step that records its lease rows in its
@@ -89,7 +90,9 @@ export function withLeaseTracking<T extends object>(
           // A job step's lost attempt also goes into job_attempts: counting attempts there must count it.
           const hb = (info.heartbeatDetails as { step?: unknown } | undefined)?.step;
           const step = typeof hb === 'string' ? hb : undefined;
-          await bestEffort(deps, key, () => recordLostAttempt(deps.pool, { ...key, attempt: info.attempt - 1 }, step));
+          await bestEffort(deps, key, () =>
+            recordLostAttempt(deps.pool, { ...key, attempt: info.attempt - 1 }, step, attemptOffsetOf(args[0])),
+          );
         }
       }
       const end = async (outcome: 'completed' | 'failed' | 'cancelled' | 'lease_expired') => {
@@ -107,7 +110,7 @@ export function withLeaseTracking<T extends object>(
         const d = Context.current().cancellationDetails;
         if (d?.timedOut || d?.notFound) {
           await end('lease_expired');
-          await bestEffort(deps, key, () => recordLostAttempt(deps.pool, key));
+          await bestEffort(deps, key, () => recordLostAttempt(deps.pool, key, undefined, attemptOffsetOf(args[0])));
           deps.log.warn(
             { jobId: key.jobId, activityType: info.activityType, attempt: key.attempt },
             'attempt lost its lease (heartbeat timed out)',
@@ -118,6 +121,12 @@ export function withLeaseTracking<T extends object>(
     };
   }
   return wrapped as T;
+}
+
+/** A job step's attempts before this schedule (`SlotWaitArgs`), from its arguments; 0 for any other activity. */
+function attemptOffsetOf(arg: unknown): number {
+  const offset = (arg as Partial<StepArgs> | undefined)?.slotWait?.attemptOffset;
+  return typeof offset === 'number' ? offset : 0;
 }
 
 async function bestEffort<R>(deps: AdmissionDeps, key: LeaseKey, write: () => Promise<R>): Promise<R | undefined> {

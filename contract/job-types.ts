@@ -68,8 +68,31 @@ export interface JobArgs {
   budget?: Partial<JobBudget>;
 }
 
+/**
+ * Set by `stepActivities` (workflows/step-activities.ts) on every step it schedules: the workflow,
+ * not the activity, waits for a concurrency slot. An attempt that finds none ends at once (a
+ * `SlotWait` failure, no retry attempt spent) and the workflow schedules the step again after a
+ * durable timer. Absent (a workflow that calls `proxyActivities` itself, or one started before
+ * this field existed): the attempt waits for its slot inside the activity, as it always did.
+ */
+export interface SlotWaitArgs {
+  /** The step's attempts before this schedule: the job's attempt number is this plus Temporal's. */
+  attemptOffset: number;
+  /** This schedule follows a wait: its attempt leaves the job `queued` (with the reason) until it has its slot. */
+  resumed: boolean;
+}
+
+/** The Temporal failure type of an attempt that found no free concurrency slot (`SlotWaitArgs`). */
+export const SLOT_WAIT_FAILURE = 'SlotWait';
+
+/** What a `SlotWait` failure carries: the job attempt that waited (the next schedule runs it again). */
+export interface SlotWaitDetails {
+  errorClass: 'slot_unavailable';
+  attempt: number;
+}
+
 /** Which job's effects a step uses: replays of a job reuse the original job's effects. */
-export type StepArgs = JobArgs & { effectScope?: string };
+export type StepArgs = JobArgs & { effectScope?: string; slotWait?: SlotWaitArgs };
 
 export const JOB_STATES = ['queued', 'running', 'retrying', 'succeeded', 'dead_lettered', 'cancelled', 'deferred'] as const;
 export type JobState = (typeof JOB_STATES)[number];

@@ -6,6 +6,7 @@
 export { defineJob, budgetOf, type JobDefinition, type JobDefinitionOptions, type JobInput } from './define.js';
 export { runJob, type JobOutcome, type SetPhase } from '../workflows/lifecycle.js';
 export { stepOptions, bookkeepingActivities, BOOKKEEPING_OPTIONS } from '../workflows/activity-options.js';
+export { stepActivities, type StepActivitiesOptions } from '../workflows/step-activities.js';
 export {
   DEFAULT_BUDGET,
   DEFAULT_CONCURRENCY,

@@ -35,6 +35,14 @@ export class NonRetryableError extends DurableJobsError {
   }
 }
 
+/**
+ * No concurrency slot is free and the workflow waits for one (`SlotWaitArgs`): the attempt ends
+ * without a call and without spending a retry attempt (activities/job-steps.ts).
+ */
+export class SlotUnavailableError extends DurableJobsError {
+  readonly code = 'slot_unavailable';
+}
+
 export interface FieldIssue {
   path: string;
   message: string;

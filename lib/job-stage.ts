@@ -172,7 +172,7 @@ function sideEffectVerdict(f: StageFacts): StageVerdict {
       condition: 'waiting',
       words: `waiting at side effects: ${f.statusReason}`,
       figure: f.statusReason,
-      nextStep: 'the attempt calls the upstream when a slot frees',
+      nextStep: 'the step calls the upstream when a slot frees',
     };
   }
   if (e && e.state === 'pending' && e.inDoubt) {

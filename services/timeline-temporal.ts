@@ -4,6 +4,7 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import { duration } from '../lib/job-stage.js';
 import type { JobTimeline, TimelineDeps, TimelineEvent } from './timeline-types.js';
+import { SLOT_WAIT_FAILURE } from '../contract/job-types.js';
 
 export const iso = (d: Date) => d.toISOString();
 const E = proto.temporal.api.enums.v1.EventType;
@@ -98,7 +99,10 @@ function temporalEvents(events: HistoryEvent[]): TimelineEvent[] {
       if (name === 'checkAdmission') detail = gateDecision(decode(a.result));
     } else if (ev.activityTaskFailedEventAttributes) {
       const a = ev.activityTaskFailedEventAttributes;
-      event = `activity failed: ${sched(a.scheduledEventId)}`;
+      // No concurrency slot was free: the workflow waits on a timer and schedules the step again
+      // (workflows/step-activities.ts); no attempt was spent, so it reads as a wait, not a failure.
+      const waited = a.failure?.applicationFailureInfo?.type === SLOT_WAIT_FAILURE;
+      event = `${waited ? 'activity waiting for a slot' : 'activity failed'}: ${sched(a.scheduledEventId)}`;
       detail = `${a.failure?.message ?? ''}${a.retryState ? ` (${proto.temporal.api.enums.v1.RetryState[a.retryState as number] ?? a.retryState})` : ''}`;
     } else if (ev.activityTaskTimedOutEventAttributes) {
       const a = ev.activityTaskTimedOutEventAttributes;

@@ -81,16 +81,19 @@ export async function recordLostAttempt(
   db: pg.Pool | pg.PoolClient,
   k: { jobId: string; runId: string; activityId: string; attempt: number },
   step?: string,
+  attemptOffset = 0,
 ): Promise<void> {
+  // A lease row numbers the attempts of one schedule; the job's attempt adds the step's attempts
+  // before that schedule (`SlotWaitArgs.attemptOffset`).
   await db.query(
     `INSERT INTO job_attempts (job_id, step, attempt, outcome, error_class, started_at, finished_at)
-     SELECT l.job_id, coalesce($5, l.step), l.attempt, 'lease_expired', 'lease_lost', l.started_at,
+     SELECT l.job_id, coalesce($5, l.step), l.attempt + $6, 'lease_expired', 'lease_lost', l.started_at,
             coalesce(l.expired_detected_at, l.ended_at, now())
        FROM activity_leases l
       WHERE l.job_id = $1 AND l.run_id = $2 AND l.activity_id = $3 AND l.attempt = $4 AND coalesce($5, l.step) IS NOT NULL
         AND NOT EXISTS (SELECT 1 FROM job_attempts a WHERE a.job_id = l.job_id AND a.step = coalesce($5, l.step)
-                                                          AND a.attempt = l.attempt AND a.outcome = 'lease_expired')`,
-    [k.jobId, k.runId, k.activityId, k.attempt, step ?? null],
+                                                          AND a.attempt = l.attempt + $6 AND a.outcome = 'lease_expired')`,
+    [k.jobId, k.runId, k.activityId, k.attempt, step ?? null, attemptOffset],
   );
 }
 

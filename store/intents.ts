@@ -176,17 +176,21 @@ export async function startAttempt(
   fence: AttemptFence | undefined,
   withInput: boolean,
   lease?: LeaseStart,
+  stillWaiting = false,
 ): Promise<AttemptStart> {
   // `attempt` null: the lease row numbers it (a local activity's attempt, `leaseStartedCte`).
   const att = `coalesce($2::int, (SELECT attempt FROM lease_started))`;
+  // `stillWaiting`: the step is scheduled again after a wait for a slot (`SlotWaitArgs.resumed`);
+  // a job still `queued` for it stays so, with its reason, until this attempt has its slot.
+  const keep = `status IN ${TERMINAL} OR ($15::boolean AND status = 'queued')`;
   const r = await db.query<SettingRow & { marked: boolean; found: boolean; input: unknown; attempt: number | null }>({
     name: 'start-attempt',
     text: `WITH ${leaseStartedCte(8)},
            upd AS (
              UPDATE job_intents
                 SET attempts = greatest(attempts, ${att}),
-                    status = CASE WHEN status IN ${TERMINAL} THEN status ELSE 'running' END,
-                    status_reason = CASE WHEN status IN ${TERMINAL} THEN status_reason END,
+                    status = CASE WHEN ${keep} THEN status ELSE 'running' END,
+                    status_reason = CASE WHEN ${keep} THEN status_reason END,
                     next_attempt_at = CASE WHEN status IN ${TERMINAL} THEN next_attempt_at END,
                     first_started_at = CASE WHEN status IN ${TERMINAL} THEN first_started_at ELSE coalesce(first_started_at, now()) END,
                     updated_at = now()
@@ -196,7 +200,7 @@ export async function startAttempt(
                   CASE WHEN $7::boolean THEN i.input END AS input, ${att} AS attempt, ${SETTING_COLUMNS('s')}
              FROM degradation_setting s LEFT JOIN job_intents i ON i.job_id = $1
             WHERE s.id = 1`,
-    values: [jobId, attempt, ...fenceParams(fence), withInput, ...leaseStartedParams(lease)],
+    values: [jobId, attempt, ...fenceParams(fence), withInput, ...leaseStartedParams(lease), stillWaiting],
   });
   const row = r.rows[0]!;
   return { marked: row.marked, found: row.found, input: row.input, setting: toSetting(row), attempt: row.attempt };
@@ -218,12 +222,17 @@ export async function addExecutionSpan(db: Db, jobId: string, spanMs: number, at
   });
 }
 
-/** Waiting for a concurrency slot: visible as queued with the reason, never as failing. */
-export async function markWaiting(db: Db, jobId: string, reason: string, fence?: AttemptFence): Promise<boolean> {
+/**
+ * The job waits for a concurrency slot: `queued` with the reason, never as failing. With `attemptStartedAt`, a
+ * first start this attempt set goes back to NULL: the job has not executed yet, so its wait is
+ * queue time (the attempt that gets the slot sets it again).
+ */
+export async function markWaiting(db: Db, jobId: string, reason: string, fence?: AttemptFence, attemptStartedAt?: Date): Promise<boolean> {
   const r = await db.query(
-    `UPDATE job_intents SET status = 'queued', status_reason = $2, updated_at = now()
+    `UPDATE job_intents SET status = 'queued', status_reason = $2, updated_at = now(),
+            first_started_at = CASE WHEN first_started_at >= $7::timestamptz THEN NULL ELSE first_started_at END
       WHERE job_id = $1 AND status NOT IN ${TERMINAL} AND ${notSuperseded(3)}`,
-    [jobId, reason, ...fenceParams(fence)],
+    [jobId, reason, ...fenceParams(fence), attemptStartedAt ?? null],
   );
   return r.rowCount === 1;
 }

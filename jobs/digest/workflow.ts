@@ -1,6 +1,5 @@
-import { proxyActivities } from '@temporalio/workflow';
 import type { StepArgs } from '../../contract/job-types.js';
-import { stepOptions } from '../../workflows/activity-options.js';
+import { stepActivities } from '../../workflows/step-activities.js';
 import { runJob, type JobOutcome } from '../../workflows/lifecycle.js';
 import { budgetOf } from '../../job-api/define.js';
 import { digest } from './definition.js';
@@ -12,6 +11,6 @@ import type { DigestActivities } from './activities.js';
  * sends it twice.
  */
 export async function digestJob(args: StepArgs): Promise<JobOutcome> {
-  const steps = proxyActivities<DigestActivities>(stepOptions(budgetOf(digest, args)));
+  const steps = stepActivities<DigestActivities>(budgetOf(digest, args));
   return runJob(args, digest, () => steps.sendDigest(args));
 }

@@ -1,6 +1,5 @@
-import { proxyActivities } from '@temporalio/workflow';
 import type { StepArgs } from '../../contract/job-types.js';
-import { stepOptions } from '../../workflows/activity-options.js';
+import { stepActivities } from '../../workflows/step-activities.js';
 import { runJob, type JobOutcome } from '../../workflows/lifecycle.js';
 import { budgetOf } from '../../job-api/define.js';
 import { purchase } from './definition.js';
@@ -11,7 +10,7 @@ import type { PurchaseActivities } from './activities.js';
  * them (or a replay) repeats neither: the charge is reused, only the receipt runs.
  */
 export async function purchaseJob(args: StepArgs): Promise<JobOutcome> {
-  const steps = proxyActivities<PurchaseActivities>(stepOptions(budgetOf(purchase, args)));
+  const steps = stepActivities<PurchaseActivities>(budgetOf(purchase, args));
   return runJob(args, purchase, async () => {
     const { chargeId } = await steps.chargeCustomer(args);
     return steps.sendReceipt({ ...args, chargeId });

@@ -1,6 +1,7 @@
 import { ActivityFailure, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { StepArgs } from '../../contract/job-types.js';
 import { bookkeepingActivities, localStepOptions, stepOptions } from '../../workflows/activity-options.js';
+import { stepActivities } from '../../workflows/step-activities.js';
 import { resultStored, runJob, type JobOutcome } from '../../workflows/lifecycle.js';
 import { budgetOf } from '../../job-api/define.js';
 import { summarize } from './definition.js';
@@ -25,9 +26,7 @@ async function summarizeBody(args: StepArgs, local: boolean): Promise<JobOutcome
   /** Notifications have their own budget: they may retry long after the job succeeded. */
   const notifyBudget = { ...budget, maximumAttempts: 10, scheduleToCloseTimeoutMs: 30 * 60_000 };
   const summary = 'deliver the notification from the outbox';
-  const steps = local
-    ? proxyLocalActivities<SummarizeActivities>(localStepOptions(budget))
-    : proxyActivities<SummarizeActivities>(stepOptions(budget));
+  const steps = stepActivities<SummarizeActivities>(budget, { local });
   const notify = local
     ? proxyLocalActivities<SystemActivities>({ ...localStepOptions(notifyBudget), summary })
     : proxyActivities<SystemActivities>({ ...stepOptions(notifyBudget), summary });

@@ -1,7 +1,7 @@
-import { condition, proxyActivities, setHandler } from '@temporalio/workflow';
+import { condition, setHandler } from '@temporalio/workflow';
 import type { StepArgs } from '../../contract/job-types.js';
 import { transcriptionCompletedSignal, type TranscriptionEvent } from '../../contract/messages.js';
-import { stepOptions } from '../../workflows/activity-options.js';
+import { stepActivities } from '../../workflows/step-activities.js';
 import { runJob, type JobOutcome } from '../../workflows/lifecycle.js';
 import { budgetOf } from '../../job-api/define.js';
 import { transcribe } from './definition.js';
@@ -32,7 +32,7 @@ export async function transcribeJob(args: TranscribeArgs): Promise<JobOutcome> {
     // Redelivered webhooks are deduplicated upstream; a repeat here changes nothing either.
     if (!received.some((e) => e.webhookId === event.webhookId)) received.push(event);
   });
-  const steps = proxyActivities<TranscribeActivities>(stepOptions(budgetOf(transcribe, args)));
+  const steps = stepActivities<TranscribeActivities>(budgetOf(transcribe, args));
 
   return runJob(args, transcribe, async (setPhase) => {
     const started = await steps.startTranscription(args);

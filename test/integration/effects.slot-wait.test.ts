@@ -1,0 +1,120 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defaultJobRegistry } from '../../jobs/index.js';
+import { inputHash } from '../../lib/ids.js';
+import { startJobWorkflow } from '../../services/start-job.js';
+import { insertIntent } from '../../store/intents.js';
+import { startHarness, uid, waitFor, TENANTS, type Harness } from '../support/harness.js';
+import { spawnWorker, type WorkerProcess } from '../support/worker-process.js';
+
+// A job waiting for a concurrency slot waits in its workflow (workflows/step-activities.ts): it
+// holds no worker activity slot, spends no retry attempt, and its wait is queue time.
+let h: Harness;
+const procs: WorkerProcess[] = [];
+beforeAll(async () => {
+  h = await startHarness('slot-wait', { workers: 0 });
+  // Two activity slots in the only worker: one is held by the job holding the tenant's only
+  // upstream slot, so a waiter that held the other would leave nothing for anyone else.
+  procs.push(
+    await spawnWorker(h, {
+      CONCURRENCY_LIMITS: JSON.stringify({ summarize: { perTenant: 1, global: 4 } }),
+      WORKER_ACTIVITY_SLOTS: '2',
+    }),
+  );
+});
+afterAll(async () => {
+  await Promise.all(procs.map((p) => p.kill('SIGTERM')));
+  await h?.close();
+});
+
+const waitingForSlot = async (jobId: string, tenant: keyof typeof TENANTS = 'a') =>
+  String((await h.api(`/v1/jobs/${jobId}`, { tenant })).body.statusReason ?? '').includes('waiting for an upstream slot');
+
+/** The events of a job's history whose type name contains `kind` (`ACTIVITY_TASK_FAILED`, `TIMER_STARTED`). */
+async function events(jobId: string, kind: string): Promise<any[]> {
+  const history = await h.temporal.workflow.getHandle(jobId).fetchHistory();
+  const { temporal } = await import('@temporalio/proto');
+  return (history.events ?? []).filter((e) => temporal.api.enums.v1.EventType[e.eventType as number]?.includes(kind));
+}
+
+/** A job whose upstream call the simulator holds until `/__sim/holds/release`: it keeps tenant A's only slot. */
+async function holdTheSlot(): Promise<string> {
+  await h.simFault({ path: '/v1/summaries', times: 1, status: 200, delayMs: 600_000 });
+  const holder = (await h.submit('summarize', { text: `Holds the slot ${uid()}.` })).body.jobId as string;
+  await expect.poll(async () => (await h.simEffects()).byKey[`${holder}:summarize`]?.applied, { timeout: 60_000, interval: 100 }).toBe(1);
+  return holder;
+}
+
+describe('waiting for a concurrency slot in the workflow', () => {
+  it('holds no worker activity slot, spends no attempt, and counts as queue time', async () => {
+    const holder = await holdTheSlot();
+    const waiters = await Promise.all(
+      [1, 2, 3].map(async (i) => (await h.submit('summarize', { text: `Waiter ${i} ${uid()}.` })).body.jobId as string),
+    );
+    for (const w of waiters) await waitFor(`${w} to wait for a slot`, () => waitingForSlot(w));
+
+    // Tenant B's job runs through the worker's second activity slot while tenant A's three
+    // jobs wait: none of them holds it (waiting inside the activity, one would).
+    const other = (await h.submit('summarize', { text: 'Tenant B is not starved.' }, { tenant: 'b' })).body.jobId as string;
+    await h.waitForStatus(other, 'succeeded', 'b', 60_000);
+    expect((await h.api(`/v1/jobs/${holder}`)).body.status).toBe('running');
+    for (const w of waiters) expect(['queued', 'running']).toContain((await h.api(`/v1/jobs/${w}`)).body.status);
+
+    // Each waiter's history shows the wait: attempts that ended for want of a slot, and timers between them.
+    const failed = await events(waiters[0]!, 'ACTIVITY_TASK_FAILED');
+    expect(failed.length).toBeGreaterThan(0);
+    expect(failed.every((e) => e.activityTaskFailedEventAttributes?.failure?.applicationFailureInfo?.type === 'SlotWait')).toBe(true);
+    expect((await events(waiters[0]!, 'TIMER_STARTED')).length).toBeGreaterThan(0);
+
+    const releasedAt = Date.now();
+    await fetch(`${h.sim.url}/__sim/holds/release`, { method: 'POST' });
+    await h.waitForStatus(holder, 'succeeded');
+    for (const w of waiters) {
+      const done = await h.waitForStatus(w, 'succeeded', 'a', 120_000);
+      // No attempt went to the wait, and no attempt row says anything failed.
+      expect(done.attempts).toBe(1);
+      const rows = await h.pool.query('SELECT attempt, outcome FROM job_attempts WHERE job_id = $1 ORDER BY attempt', [w]);
+      expect(rows.rows).toEqual([{ attempt: 1, outcome: 'succeeded' }]);
+      // It could not execute before the holder's call ended: the wait is queue time.
+      expect(Date.parse(done.firstStartedAt)).toBeGreaterThanOrEqual(releasedAt);
+      expect(done.queuedMs).toBe(Date.parse(done.firstStartedAt) - Date.parse(done.createdAt));
+    }
+    const effects = await h.simEffects();
+    expect(effects.peakInFlightByTenant['tenant-a']).toBe(1);
+    for (const id of [holder, ...waiters]) expect(effects.byKey[`${id}:summarize`].applied).toBe(1);
+    // The waits' claims left no effect in doubt: each was sent once, afresh, not reconciled.
+    const reconciled = await h.pool.query('SELECT count(*)::int AS n FROM effects WHERE reconciliations > 0');
+    expect(reconciled.rows[0].n).toBe(0);
+    expect((await h.pool.query('SELECT count(*)::int AS n FROM concurrency_leases')).rows[0].n).toBe(0);
+  });
+
+  it('dead-letters a job whose elapsed cap runs out while it waits, without calling the upstream', async () => {
+    const holder = await holdTheSlot();
+    // A job with a 6 s elapsed cap, started the way the intake starts one.
+    const jobId = `job-slot-cap-${uid()}`;
+    const input = { text: 'Waits past its elapsed cap.' };
+    await insertIntent(h.pool, {
+      jobId,
+      tenantId: TENANTS.a.id,
+      jobType: 'summarize',
+      keyHash: null,
+      inputHash: inputHash('summarize', input),
+      input,
+      priority: 'normal',
+    });
+    await startJobWorkflow(h.temporal, h.taskQueue, defaultJobRegistry.require('summarize'), {
+      jobId,
+      tenantId: TENANTS.a.id,
+      jobType: 'summarize',
+      priority: 'normal',
+      budget: { scheduleToCloseTimeoutMs: 6_000 },
+    });
+    await h.waitForStatus(jobId, 'dead_lettered', 'a', 60_000);
+    const letter = (await h.pool.query('SELECT error_class, message FROM dead_letters WHERE job_id = $1', [jobId])).rows[0];
+    expect(letter.error_class).toBe('slot_unavailable');
+    expect(letter.message).toContain('ran out while waiting');
+    expect((await h.simEffects()).byKey[`${jobId}:summarize`]).toBeUndefined();
+
+    await fetch(`${h.sim.url}/__sim/holds/release`, { method: 'POST' });
+    await h.waitForStatus(holder, 'succeeded');
+  });
+});

@@ -1,0 +1,106 @@
+import { ActivityFailure, ApplicationFailure, log, proxyActivities, proxyLocalActivities, sleep } from '@temporalio/workflow';
+import { SLOT_WAIT_FAILURE, type JobBudget, type SlotWaitArgs, type SlotWaitDetails, type StepArgs } from '../contract/job-types.js';
+import { localStepOptions, stepOptions } from './activity-options.js';
+
+/** Between schedules of a step that found no free slot: jittered, from 250 ms growing to 2 s. */
+const FIRST_PAUSE_MS = 250;
+const PAUSE_CAP_MS = 2_000;
+/** A schedule needs at least this much of the elapsed cap left to be worth making. */
+const MIN_SCHEDULE_MS = 1_000;
+
+type StepFn = (args: StepArgs, ...rest: unknown[]) => Promise<unknown>;
+
+export interface StepActivitiesOptions {
+  /** The fast path: each step a local activity (`localStepOptions`). Default false. */
+  local?: boolean;
+  /** The Web UI's summary of each scheduled step. Default none. */
+  summary?: string;
+}
+
+/**
+ * A job type's step activities, proxied with its budget (`stepOptions`, or `localStepOptions`
+ * on the fast path), where a step waits for a concurrency slot in the workflow, not in a
+ * worker. An attempt that finds no free slot ends at once with a `SlotWait` failure: no retry
+ * attempt spent, no call made, the job `queued` with the reason. The workflow then sleeps on a
+ * durable timer and schedules the step again as the same job attempt, with the attempt cap
+ * lowered by the attempts before it and the elapsed cap by the time gone, so waiting holds no
+ * worker activity slot, counts as queue time, and never stretches the retry budget. A step
+ * whose elapsed cap runs out while it waits is dead-lettered (`slot_unavailable`).
+ *
+ * Each step's first argument must be its `StepArgs` (it carries `slotWait` to the activity).
+ * A workflow that calls `proxyActivities` itself still works: its attempts wait for their slot
+ * inside the activity, as before.
+ */
+export function stepActivities<A extends object>(budget: JobBudget, opts: StepActivitiesOptions = {}): A {
+  const proxy = (b: JobBudget): Record<string, StepFn> => {
+    const options = { ...(opts.local ? localStepOptions(b) : stepOptions(b)), ...(opts.summary ? { summary: opts.summary } : {}) };
+    return opts.local ? proxyLocalActivities<Record<string, StepFn>>(options) : proxyActivities<Record<string, StepFn>>(options);
+  };
+  const first = proxy(budget);
+  return new Proxy({} as A, {
+    get(_target, name) {
+      if (typeof name !== 'string') return undefined;
+      return (args: StepArgs, ...rest: unknown[]) => runWaitingForSlots(name, args, rest, budget, first, proxy);
+    },
+  });
+}
+
+async function runWaitingForSlots(
+  name: string,
+  args: StepArgs,
+  rest: unknown[],
+  budget: JobBudget,
+  first: Record<string, StepFn>,
+  proxy: (b: JobBudget) => Record<string, StepFn>,
+): Promise<unknown> {
+  // Workflow time: the same on every replay.
+  const began = Date.now();
+  let steps = first;
+  let slotWait: SlotWaitArgs = { attemptOffset: 0, resumed: false };
+  for (let round = 0; ; round++) {
+    try {
+      return await steps[name]!({ ...args, slotWait }, ...rest);
+    } catch (err) {
+      const waited = slotWaitOf(err);
+      if (!waited) throw err;
+      const pause = Math.min(PAUSE_CAP_MS, FIRST_PAUSE_MS * 1.5 ** round);
+      const left = budget.scheduleToCloseTimeoutMs - (Date.now() - began) - pause;
+      if (left < MIN_SCHEDULE_MS) throw elapsedCapReached(err as ActivityFailure, budget);
+      if (round === 0) log.info('waiting for a concurrency slot in the workflow', { step: name, attempt: waited.attempt });
+      // Jittered: waiters of one scope do not come back in lockstep.
+      await sleep(pause / 2 + (Math.random() * pause) / 2);
+      slotWait = { attemptOffset: waited.attempt - 1, resumed: true };
+      steps = proxy({
+        ...budget,
+        maximumAttempts: budget.maximumAttempts > 0 ? Math.max(1, budget.maximumAttempts - slotWait.attemptOffset) : 0,
+        scheduleToCloseTimeoutMs: budget.scheduleToCloseTimeoutMs - (Date.now() - began),
+      });
+    }
+  }
+}
+
+/** The details of a `SlotWait` failure, or undefined for any other error. */
+function slotWaitOf(err: unknown): SlotWaitDetails | undefined {
+  if (!(err instanceof ActivityFailure) || !(err.cause instanceof ApplicationFailure)) return undefined;
+  if (err.cause.type !== SLOT_WAIT_FAILURE) return undefined;
+  const d = err.cause.details?.[0] as Partial<SlotWaitDetails> | undefined;
+  return typeof d?.attempt === 'number' ? { errorClass: 'slot_unavailable', attempt: d.attempt } : undefined;
+}
+
+/** The step's last `SlotWait`, said as the elapsed cap it ran out of: the lifecycle dead-letters it with that evidence. */
+function elapsedCapReached(err: ActivityFailure, budget: JobBudget): ActivityFailure {
+  const cause = err.cause as ApplicationFailure;
+  return new ActivityFailure(
+    err.message,
+    err.activityType,
+    err.activityId,
+    'TIMEOUT',
+    err.identity,
+    ApplicationFailure.create({
+      message: `${cause.message}; the elapsed cap of ${budget.scheduleToCloseTimeoutMs} ms ran out while waiting`,
+      type: SLOT_WAIT_FAILURE,
+      nonRetryable: true,
+      details: cause.details ?? [],
+    }),
+  );
+}
