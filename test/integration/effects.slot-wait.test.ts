@@ -3,7 +3,7 @@ import { defaultJobRegistry } from '../../jobs/index.js';
 import { inputHash } from '../../lib/ids.js';
 import { startJobWorkflow } from '../../services/start-job.js';
 import { insertIntent } from '../../store/intents.js';
-import { startHarness, uid, waitFor, TENANTS, type Harness } from '../support/harness.js';
+import { operatorKey, startHarness, uid, waitFor, TENANTS, type Harness } from '../support/harness.js';
 import { spawnWorker, type WorkerProcess } from '../support/worker-process.js';
 
 // A job waiting for a concurrency slot waits in its workflow (workflows/step-activities.ts): it
@@ -64,6 +64,13 @@ describe('waiting for a concurrency slot in the workflow', () => {
     expect(failed.length).toBeGreaterThan(0);
     expect(failed.every((e) => e.activityTaskFailedEventAttributes?.failure?.applicationFailureInfo?.type === 'SlotWait')).toBe(true);
     expect((await events(waiters[0]!, 'TIMER_STARTED')).length).toBeGreaterThan(0);
+    // The operator's timeline reads those attempts as waits, and the verdict says what the job waits for.
+    const timeline = (
+      await h.api(`/v1/admin/jobs/${waiters[0]}/timeline`, { tenant: null, headers: { authorization: `Bearer ${operatorKey('alice')}` } })
+    ).body;
+    const temporalLines = timeline.events.filter((e: any) => e.source === 'temporal').map((e: any) => e.event as string);
+    expect(temporalLines).toContain('activity waiting for a slot: summarizeText');
+    expect(temporalLines.some((l: string) => l.startsWith('activity failed'))).toBe(false);
 
     const releasedAt = Date.now();
     await fetch(`${h.sim.url}/__sim/holds/release`, { method: 'POST' });
