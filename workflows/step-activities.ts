@@ -40,7 +40,7 @@ export function stepActivities<A extends object>(budget: JobBudget, opts: StepAc
   return new Proxy({} as A, {
     get(_target, name) {
       if (typeof name !== 'string') return undefined;
-      return (args: StepArgs, ...rest: unknown[]) => runWaitingForSlots(name, args, rest, budget, first, proxy);
+      return (args: StepArgs, ...rest: unknown[]) => runWaitingForSlots(name, args, rest, budget, first, proxy, opts.local ?? false);
     },
   });
 }
@@ -52,6 +52,7 @@ async function runWaitingForSlots(
   budget: JobBudget,
   first: Record<string, StepFn>,
   proxy: (b: JobBudget) => Record<string, StepFn>,
+  local: boolean,
 ): Promise<unknown> {
   // Workflow time: the same on every replay.
   const began = Date.now();
@@ -60,7 +61,8 @@ async function runWaitingForSlots(
   for (let round = 0; ; round++) {
     try {
       return await steps[name]!({ ...args, slotWait }, ...rest);
-    } catch (err) {
+    } catch (thrown) {
+      const err = local ? asActivityFailure(thrown, name) : thrown;
       const waited = slotWaitOf(err);
       if (!waited) throw err;
       const pause = Math.min(PAUSE_CAP_MS, FIRST_PAUSE_MS * 1.5 ** round);
@@ -77,6 +79,26 @@ async function runWaitingForSlots(
       });
     }
   }
+}
+
+/**
+ * A local activity's failure as the `ActivityFailure` a leased activity's would be. The SDK
+ * (core's local-activity machine) hands a local activity's own failure to the workflow as it
+ * was thrown, wrapping only timeouts and cancellations; the lifecycle (`runJob`) dead-letters
+ * an `ActivityFailure`, so unwrapped, a fast-path job that cannot succeed would fail its
+ * workflow with no dead letter, its row left `running`. The retry state is inferred: a
+ * non-retryable failure ended it, otherwise the attempt cap did.
+ */
+function asActivityFailure(err: unknown, activityType: string): unknown {
+  if (!(err instanceof ApplicationFailure)) return err;
+  return new ActivityFailure(
+    'Local activity failed',
+    activityType,
+    undefined,
+    err.nonRetryable ? 'NON_RETRYABLE_FAILURE' : 'MAXIMUM_ATTEMPTS_REACHED',
+    undefined,
+    err,
+  );
 }
 
 /** The details of a `SlotWait` failure, or undefined for any other error. */

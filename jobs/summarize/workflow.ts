@@ -1,6 +1,6 @@
-import { ActivityFailure, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import { ActivityFailure } from '@temporalio/workflow';
 import type { StepArgs } from '../../contract/job-types.js';
-import { bookkeepingActivities, localStepOptions, stepOptions } from '../../workflows/activity-options.js';
+import { bookkeepingActivities } from '../../workflows/activity-options.js';
 import { stepActivities } from '../../workflows/step-activities.js';
 import { resultStored, runJob, type JobOutcome } from '../../workflows/lifecycle.js';
 import { budgetOf } from '../../job-api/define.js';
@@ -27,9 +27,9 @@ async function summarizeBody(args: StepArgs, local: boolean): Promise<JobOutcome
   const notifyBudget = { ...budget, maximumAttempts: 10, scheduleToCloseTimeoutMs: 30 * 60_000 };
   const summary = 'deliver the notification from the outbox';
   const steps = stepActivities<SummarizeActivities>(budget, { local });
-  const notify = local
-    ? proxyLocalActivities<SystemActivities>({ ...localStepOptions(notifyBudget), summary })
-    : proxyActivities<SystemActivities>({ ...stepOptions(notifyBudget), summary });
+  // Through stepActivities on both paths: on the fast path it wraps a local activity's failure
+  // as the ActivityFailure the catch below expects.
+  const notify = stepActivities<SystemActivities>(notifyBudget, { local, summary });
   return runJob(
     args,
     summarize,

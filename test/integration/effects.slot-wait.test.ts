@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultJobRegistry } from '../../jobs/index.js';
 import { inputHash } from '../../lib/ids.js';
-import { startJobWorkflow } from '../../services/start-job.js';
+import { onStartPath, startJobWorkflow } from '../../services/start-job.js';
 import { insertIntent } from '../../store/intents.js';
 import { operatorKey, startHarness, uid, waitFor, TENANTS, type Harness } from '../support/harness.js';
 import { spawnWorker, type WorkerProcess } from '../support/worker-process.js';
@@ -42,6 +42,30 @@ async function holdTheSlot(): Promise<string> {
   const holder = (await h.submit('summarize', { text: `Holds the slot ${uid()}.` })).body.jobId as string;
   await expect.poll(async () => (await h.simEffects()).byKey[`${holder}:summarize`]?.applied, { timeout: 60_000, interval: 100 }).toBe(1);
   return holder;
+}
+
+/** A job started the way the intake starts one, with a budget or on the fast path. */
+async function startDirect(text: string, opts: { budget?: { scheduleToCloseTimeoutMs: number }; fast?: boolean }): Promise<string> {
+  const jobId = `job-slot-${uid()}`;
+  const input = { text };
+  await insertIntent(h.pool, {
+    jobId,
+    tenantId: TENANTS.a.id,
+    jobType: 'summarize',
+    keyHash: null,
+    inputHash: inputHash('summarize', input),
+    input,
+    priority: 'normal',
+  });
+  const definition = onStartPath(defaultJobRegistry.require('summarize'), new Set(opts.fast ? ['summarize'] : []));
+  await startJobWorkflow(h.temporal, h.taskQueue, definition, {
+    jobId,
+    tenantId: TENANTS.a.id,
+    jobType: 'summarize',
+    priority: 'normal',
+    ...(opts.budget ? { budget: opts.budget } : {}),
+  });
+  return jobId;
 }
 
 describe('waiting for a concurrency slot in the workflow', () => {
@@ -96,25 +120,8 @@ describe('waiting for a concurrency slot in the workflow', () => {
 
   it('dead-letters a job whose elapsed cap runs out while it waits, without calling the upstream', async () => {
     const holder = await holdTheSlot();
-    // A job with a 6 s elapsed cap, started the way the intake starts one.
-    const jobId = `job-slot-cap-${uid()}`;
-    const input = { text: 'Waits past its elapsed cap.' };
-    await insertIntent(h.pool, {
-      jobId,
-      tenantId: TENANTS.a.id,
-      jobType: 'summarize',
-      keyHash: null,
-      inputHash: inputHash('summarize', input),
-      input,
-      priority: 'normal',
-    });
-    await startJobWorkflow(h.temporal, h.taskQueue, defaultJobRegistry.require('summarize'), {
-      jobId,
-      tenantId: TENANTS.a.id,
-      jobType: 'summarize',
-      priority: 'normal',
-      budget: { scheduleToCloseTimeoutMs: 6_000 },
-    });
+    // A job with a 6 s elapsed cap.
+    const jobId = await startDirect('Waits past its elapsed cap.', { budget: { scheduleToCloseTimeoutMs: 6_000 } });
     await h.waitForStatus(jobId, 'dead_lettered', 'a', 60_000);
     const letter = (await h.pool.query('SELECT error_class, message FROM dead_letters WHERE job_id = $1', [jobId])).rows[0];
     expect(letter.error_class).toBe('slot_unavailable');
@@ -123,5 +130,22 @@ describe('waiting for a concurrency slot in the workflow', () => {
 
     await fetch(`${h.sim.url}/__sim/holds/release`, { method: 'POST' });
     await h.waitForStatus(holder, 'succeeded');
+  });
+
+  it('waits in the workflow on the fast path too: a timer between local attempts, one attempt in the end', async () => {
+    const holder = await holdTheSlot();
+    const jobId = await startDirect('Waits on the fast path.', { fast: true });
+    await waitFor(`${jobId} to wait for a slot`, () => waitingForSlot(jobId));
+    await waitFor(`${jobId} to wait on a timer`, async () => (await events(jobId, 'TIMER_STARTED')).length > 0);
+    expect((await events(jobId, 'ACTIVITY_TASK_SCHEDULED')).length).toBe(0);
+
+    await fetch(`${h.sim.url}/__sim/holds/release`, { method: 'POST' });
+    await h.waitForStatus(holder, 'succeeded');
+    const done = await h.waitForStatus(jobId, 'succeeded', 'a', 120_000);
+    expect(done.attempts).toBe(1);
+    const rows = await h.pool.query('SELECT attempt, outcome FROM job_attempts WHERE job_id = $1 ORDER BY attempt', [jobId]);
+    expect(rows.rows).toEqual([{ attempt: 1, outcome: 'succeeded' }]);
+    expect((await h.simEffects()).byKey[`${jobId}:summarize`].applied).toBe(1);
+    expect((await h.temporal.workflow.getHandle(jobId).describe()).type).toBe('summarizeJobLocal');
   });
 });

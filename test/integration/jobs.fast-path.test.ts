@@ -88,6 +88,19 @@ describe('the fast path', () => {
   });
 });
 
+describe('a fast-path job that cannot succeed', () => {
+  it('is dead-lettered with its evidence, as on the standard path (a local activity fails without an ActivityFailure around it)', async () => {
+    await h.simFault({ path: '/v1/summaries', times: 1, status: 400 });
+    const r = await h.submit('summarize', { text: 'Refused by the upstream.' });
+    const done = await h.waitForStatus(r.body.jobId, 'dead_lettered');
+    expect(done.attempts).toBe(1);
+    const letter = await h.pool.query('SELECT error_class, status_code, failed_step FROM dead_letters WHERE job_id = $1', [r.body.jobId]);
+    expect(letter.rows).toEqual([{ error_class: 'invalid_request', status_code: 400, failed_step: 'summarizeText' }]);
+    const handle = h.temporal.workflow.getHandle(r.body.jobId);
+    expect((await handle.describe()).searchAttributes.JobState).toEqual(['dead_lettered']);
+  });
+});
+
 describe('the timeline of a fast-path job', () => {
   it('says where a held step is from Postgres, and shows each local activity as the activity it stands for', async () => {
     const timeline = async (jobId: string) => {
