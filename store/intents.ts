@@ -223,14 +223,22 @@ export async function addExecutionSpan(db: Db, jobId: string, spanMs: number, at
 }
 
 /**
- * The job waits for a concurrency slot: `queued` with the reason, never as failing. With `attemptStartedAt`, a
- * first start this attempt set goes back to NULL: the job has not executed yet, so its wait is
- * queue time (the attempt that gets the slot sets it again).
+ * The job waits for a concurrency slot: `queued` with the reason, never as failing. With
+ * `attemptStartedAt`, a first start this attempt set goes back to NULL: the job has not
+ * executed yet, so its wait is queue time (the attempt that gets the slot sets it again). The
+ * attempt's lease row tells which start it set: its `started_at` is Postgres' clock, as the
+ * first start's is, so the worker's clock (`attemptStartedAt`, used only without a lease row)
+ * does not decide it.
  */
 export async function markWaiting(db: Db, jobId: string, reason: string, fence?: AttemptFence, attemptStartedAt?: Date): Promise<boolean> {
   const r = await db.query(
     `UPDATE job_intents SET status = 'queued', status_reason = $2, updated_at = now(),
-            first_started_at = CASE WHEN first_started_at >= $7::timestamptz THEN NULL ELSE first_started_at END
+            first_started_at = CASE
+              WHEN $7::timestamptz IS NOT NULL
+               AND first_started_at >= coalesce((SELECT l.started_at FROM activity_leases l
+                                                  WHERE l.job_id = $3 AND l.run_id = $4 AND l.activity_id = $5 AND l.attempt = $6),
+                                                $7::timestamptz)
+              THEN NULL ELSE first_started_at END
       WHERE job_id = $1 AND status NOT IN ${TERMINAL} AND ${notSuperseded(3)}`,
     [jobId, reason, ...fenceParams(fence), attemptStartedAt ?? null],
   );

@@ -139,10 +139,13 @@ describe('waiting for a concurrency slot in the workflow', () => {
     await waitFor(`${jobId} to wait on a timer`, async () => (await events(jobId, 'TIMER_STARTED')).length > 0);
     expect((await events(jobId, 'ACTIVITY_TASK_SCHEDULED')).length).toBe(0);
 
+    const releasedAt = Date.now();
     await fetch(`${h.sim.url}/__sim/holds/release`, { method: 'POST' });
     await h.waitForStatus(holder, 'succeeded');
     const done = await h.waitForStatus(jobId, 'succeeded', 'a', 120_000);
     expect(done.attempts).toBe(1);
+    // The local attempts that found no slot set no first start: the wait is queue time.
+    expect(Date.parse(done.firstStartedAt)).toBeGreaterThanOrEqual(releasedAt);
     const rows = await h.pool.query('SELECT attempt, outcome FROM job_attempts WHERE job_id = $1 ORDER BY attempt', [jobId]);
     expect(rows.rows).toEqual([{ attempt: 1, outcome: 'succeeded' }]);
     expect((await h.simEffects()).byKey[`${jobId}:summarize`].applied).toBe(1);
