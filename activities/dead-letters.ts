@@ -234,6 +234,25 @@ export function createDeadLetterActivities(deps: DeadLetterDeps) {
           takenOver: true,
         };
       }
+      // The closed request this one re-sends can still end a replay it held after this request
+      // reported that dead letter as taken over (its local finish was in flight when it was
+      // terminated): the job this request took over has replayed it, so the takeover is
+      // complete. The replay job is awaited (it has closed) and reported as this request's.
+      if (a.takeOver && dl.state === 'replayed' && a.takeOverFrom !== undefined && dl.replay_id === a.takeOverFrom && dl.replay_job_id) {
+        await insertAction(tx, {
+          deadLetterId: dl.id,
+          action: 'replay_taken_over',
+          actor: a.actor,
+          details: { replayId: a.replayId, from: a.takeOverFrom, replayJobId: dl.replay_job_id, alreadyReplayed: true },
+        });
+        return {
+          kind: 'start',
+          replayJobId: dl.replay_job_id,
+          workflowType,
+          args: { ...args, jobId: dl.replay_job_id, effectScope: dl.job_id },
+          takenOver: true,
+        };
+      }
       if (dl.state !== 'open') {
         // Discarded (or replayed, or held by another replay) since the request: never by accident.
         await insertAction(tx, {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { endReplay, insertAction } from '../../store/dead-letters.js';
 import { operatorKey, startHarness, uid, waitFor, type Harness } from '../support/harness.js';
 
 let h: Harness;
@@ -77,26 +78,13 @@ describe('re-sending a replay request after its workflow was terminated', () => 
     expect((again.body.takenOver ?? []).every((t: any) => t.from === first.body.replayId)).toBe(true);
 
     const p = await h.waitForReplay(again.body.replayId, 180_000);
-    const item = (id: string) => p.items.find((i: any) => i.deadLetterId === id);
-    // The same late finish can also commit after the re-sent request answered: a dead letter it
-    // reported as taken over is then already replayed (by the same replay job, `-replay-1`) when
-    // the new replay reaches it, and is skipped, not run again.
-    const lateFinished = replaying.filter((id) => item(id)?.status === 'skipped');
     expect(p).toMatchObject({
       state: 'completed',
-      counts: {
-        total: N,
-        succeeded: replaying.length + open.length - lateFinished.length,
-        skipped: replayed.length + lateFinished.length,
-        failed: 0,
-        running: 0,
-        pending: 0,
-      },
+      counts: { total: N, succeeded: replaying.length + open.length, skipped: replayed.length, failed: 0, running: 0, pending: 0 },
     });
-    for (const id of [...replayed, ...lateFinished])
-      expect(item(id)).toMatchObject({ status: 'skipped', replayJobId: expect.stringMatching(/-replay-1$/) });
-    for (const id of replaying.filter((x) => !lateFinished.includes(x)))
-      expect(item(id)).toMatchObject({ status: 'succeeded', takenOver: true });
+    const item = (id: string) => p.items.find((i: any) => i.deadLetterId === id);
+    for (const id of replayed) expect(item(id)).toMatchObject({ status: 'skipped', replayJobId: expect.stringMatching(/-replay-1$/) });
+    for (const id of replaying) expect(item(id)).toMatchObject({ status: 'succeeded', takenOver: true });
     for (const id of open) expect(item(id)).toMatchObject({ status: 'succeeded' });
 
     // Every dead letter ends replayed, by exactly one replay job; every effect applied once.
@@ -104,7 +92,7 @@ describe('re-sending a replay request after its workflow was terminated', () => 
       const d = (await admin(`/v1/dead-letters/${id}`)).body;
       expect(d).toMatchObject({ state: 'replayed', replayCount: 1, replayJobId: `${jobId}-replay-1` });
       expect(d.replays).toEqual([expect.objectContaining({ jobId: `${jobId}-replay-1`, status: 'succeeded' })]);
-      if (replaying.includes(id) && !lateFinished.includes(id)) expect(d.actions.map((a: any) => a.action)).toContain('replay_taken_over');
+      if (replaying.includes(id)) expect(d.actions.map((a: any) => a.action)).toContain('replay_taken_over');
     }
     const extra = await h.pool.query(`SELECT count(*)::int AS n FROM job_intents WHERE job_id LIKE '%-replay-2'`);
     expect(extra.rows[0].n).toBe(0);
@@ -149,6 +137,63 @@ describe('re-sending a replay request after its workflow was terminated', () => 
         replayJobId: `${jobId}-replay-1`,
       });
     }
+    const sim = await h.simEffects();
+    for (const { jobId } of dls) expect(sim.byKey[`${jobId}:receipt`]).toMatchObject({ applied: 1 });
+  }, 420_000);
+
+  it('a dead letter the terminated request ends after the re-sent request took it over counts as taken over, not skipped', async () => {
+    await h.simFault({ path: '/v1/receipts', times: 2, status: 400 });
+    const dls: Array<{ jobId: string; id: string }> = [];
+    for (let i = 0; i < 2; i++) {
+      const input = { amountCents: 900, currency: 'EUR', customer: `cus_${uid()}`, receiptEmail: 'z@example.com' };
+      const jobId = (await h.submit('purchase', input)).body.jobId;
+      dls.push({ jobId, id: (await h.waitForStatus(jobId, 'dead_lettered')).deadLetterId });
+    }
+    const [x, y] = dls as [{ jobId: string; id: string }, { jobId: string; id: string }];
+    const options = { concurrency: 1, batchSize: 10, ratePerMinute: 600 };
+    const held = (jobId: string) =>
+      expect.poll(async () => (await h.simEffects()).byKey[`${jobId}:receipt`]?.applied, { timeout: 120_000, interval: 100 }).toBe(1);
+    const release = () => fetch(`${h.sim.url}/__sim/holds/release`, { method: 'POST' });
+
+    // The first request's replay job for X is held at the upstream while the request is
+    // terminated; the job (ABANDON) then succeeds, and X stays `replaying` by the closed request.
+    await h.simFault({ path: '/v1/receipts', times: 1, status: 200, delayMs: 600_000 });
+    const first = await admin('/v1/dead-letters/replay', { body: { ids: [x.id], ...options } });
+    expect(first.status).toBe(202);
+    await held(x.jobId);
+    await h.temporal.workflow.getHandle(first.body.replayId).terminate('operator killed the replay mid-way (test)');
+    await release();
+    const replayJob = `${x.jobId}-replay-1`;
+    await h.waitForStatus(replayJob, 'succeeded');
+    expect((await states([x.id])).get(x.id)).toBe('replaying');
+
+    // Re-sent with Y (open, replayed first: concurrency 1) and X, which the answer reports taken over.
+    await h.simFault({ path: '/v1/receipts', times: 1, status: 200, delayMs: 600_000 });
+    const again = await admin('/v1/dead-letters/replay', { body: { ids: [y.id, x.id], ...options } });
+    expect(again.status).toBe(202);
+    expect(again.body.takenOver).toEqual([{ deadLetterId: x.id, from: first.body.replayId }]);
+    // While Y's replay is held, the terminated request's in-flight finish of X commits: what
+    // its local finishReplay writes (Temporal does not stop a terminated workflow's activity).
+    await held(y.jobId);
+    expect(await endReplay(h.pool, x.id, replayJob, 'succeeded')).toBe(true);
+    await insertAction(h.pool, {
+      deadLetterId: x.id,
+      action: 'replay_succeeded',
+      actor: 'carol',
+      details: { replayId: first.body.replayId, replayJobId: replayJob },
+    });
+    await release();
+
+    const p = await h.waitForReplay(again.body.replayId, 180_000);
+    expect(p).toMatchObject({ state: 'completed', counts: { total: 2, succeeded: 2, skipped: 0, failed: 0, running: 0, pending: 0 } });
+    const item = (id: string) => p.items.find((i: any) => i.deadLetterId === id);
+    expect(item(x.id)).toMatchObject({ status: 'succeeded', takenOver: true, replayJobId: replayJob });
+    expect(item(y.id)).toMatchObject({ status: 'succeeded', replayJobId: `${y.jobId}-replay-1` });
+    const d = (await admin(`/v1/dead-letters/${x.id}`)).body;
+    expect(d).toMatchObject({ state: 'replayed', replayCount: 1, replayJobId: replayJob });
+    expect(d.actions.map((a: any) => a.action)).toContain('replay_taken_over');
+    const extra = await h.pool.query('SELECT count(*)::int AS n FROM job_intents WHERE job_id = $1', [`${x.jobId}-replay-2`]);
+    expect(extra.rows[0].n).toBe(0);
     const sim = await h.simEffects();
     for (const { jobId } of dls) expect(sim.byKey[`${jobId}:receipt`]).toMatchObject({ applied: 1 });
   }, 420_000);
