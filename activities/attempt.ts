@@ -42,9 +42,14 @@ function scheduleAttempt(): number {
   return attemptScope.getStore()?.attempt ?? Context.current().info.attempt;
 }
 
+/** The step's attempts before this schedule (`SlotWaitArgs.attemptOffset`); 0 outside a step's scope. */
+export function attemptOffset(): number {
+  return attemptScope.getStore()?.offset ?? 0;
+}
+
 /** The job's attempt number for this step: the schedule's attempt plus the attempts before this schedule. */
 export function attemptNumber(): number {
-  return scheduleAttempt() + (attemptScope.getStore()?.offset ?? 0);
+  return scheduleAttempt() + attemptOffset();
 }
 
 /** This attempt's fence (store/fence.ts); undefined outside an activity. */
@@ -118,7 +123,7 @@ export async function failAttempt(
   // A local activity's step counts its attempts in Postgres: a takeover does not reset the cap.
   // A schedule after a slot wait has its cap lowered by the attempts before it (`offset`).
   const raw = Math.max(info.attempt, scheduleAttempt());
-  const attempt = raw + (attemptScope.getStore()?.offset ?? 0);
+  const attempt = raw + attemptOffset();
   const lastAttempt = info.retryPolicy?.maximumAttempts ? raw >= info.retryPolicy.maximumAttempts : false;
   const base = { jobId: job.jobId, step: job.step, attempt, startedAt: job.startedAt };
 

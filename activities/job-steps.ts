@@ -10,7 +10,7 @@ import { SLOT_WAIT_FAILURE, type SlotWaitDetails, type StepArgs } from '../contr
 import { budgetOf } from '../job-api/define.js';
 import type { ActivityDeps } from './deps.js';
 import { effectSlot } from './concurrency.js';
-import { currentFence, failAttempt, setLocalAttempt, withAttemptScope, withHeartbeat } from './attempt.js';
+import { attemptNumber, attemptOffset, currentFence, failAttempt, setLocalAttempt, withAttemptScope, withHeartbeat } from './attempt.js';
 import { runEffect, storeSuccess, warnStale, type EffectResult } from './effects.js';
 import type { EffectSuccess } from '../store/effects.js';
 import { fallbackPlan, planFrom } from './fallback.js';
@@ -126,8 +126,7 @@ async function runStepWith<T>(
   const startedAt = new Date();
   // The job's attempt: the schedule's (Temporal's, or for a local activity its lease row's,
   // numbered in the attempt's first statement) after the step's attempts before this schedule.
-  const offset = args.slotWait?.attemptOffset ?? 0;
-  let attempt = Context.current().info.attempt + offset;
+  let attempt = attemptNumber();
   // After a wait in the workflow, the job stays `queued` until this attempt has its slot.
   const resumed = { pending: args.slotWait?.resumed ?? false };
   const definition = deps.jobs.require(args.jobType);
@@ -240,7 +239,10 @@ async function runStepWith<T>(
             : await startAttempt(deps.pool, args.jobId, attempt, currentFence(), opts.prefetchInput ?? false, leaseRow, resumed.pending);
           if (lease) lease.started = true;
         });
-        if (local && lease) await numberLocalAttempt(deps, lease, start?.attempt ?? null, step, offset, (n) => (attempt = n + offset));
+        if (local && lease) {
+          await numberLocalAttempt(deps, lease, start?.attempt ?? null, step);
+          attempt = attemptNumber();
+        }
         ran = true;
         return body(ctx);
       },
@@ -282,27 +284,19 @@ function slotWait(err: SlotUnavailableError, attempt: number): ApplicationFailur
  * the attempt before it left its lease open, it was lost (its worker died, or its workflow task
  * timed out): flagged and counted, as a leased activity's next attempt does.
  */
-async function numberLocalAttempt(
-  deps: StepDeps,
-  lease: LeaseScope,
-  n: number | null,
-  step: string,
-  offset: number,
-  set: (n: number) => void,
-): Promise<void> {
+async function numberLocalAttempt(deps: StepDeps, lease: LeaseScope, n: number | null, step: string): Promise<void> {
   if (n === null) {
     throw new RetryableError('another attempt of this step started at the same moment', { errorClass: 'attempt_race' });
   }
   lease.key.attempt = n;
   setLocalAttempt(n);
-  set(n);
   if (n === 1) return;
   const previous = { ...lease.key, attempt: n - 1 };
   try {
     const lost = await flagLeaseExpired(deps.pool, previous, undefined);
     if (lost.flagged) {
       deps.log.warn({ jobId: lease.key.jobId, step, attempt: n - 1 }, 'previous attempt lost its workflow task (no outcome recorded)');
-      await recordLostAttempt(deps.pool, previous, lost.step ?? step, offset);
+      await recordLostAttempt(deps.pool, previous, lost.step ?? step, attemptOffset());
     }
   } catch (err) {
     deps.log.warn({ jobId: lease.key.jobId, err: (err as Error).message }, 'could not record lease evidence');
