@@ -7,6 +7,7 @@ import { recordAttempt } from '../store/attempts.js';
 import {
   beginEffect,
   clearDoubt,
+  withdrawClaim,
   countReconciliation,
   recordEffectFailure,
   recordEffectSuccess,
@@ -186,7 +187,7 @@ export async function runEffect(deps: EffectDeps, s: EffectSpec): Promise<Effect
     return { res: response, providerId, stored };
   };
   const { res, providerId, stored } = s.guard
-    ? await guarded(deps, s.guard, callAndRecord, { effectKey, fence, reconciling })
+    ? await guarded(deps, s.guard, callAndRecord, { effectKey, fence, reconciling, created: row.inserted })
     : await callAndRecord();
   if (!stored) warnStale(deps.log, { jobId: s.jobId, effectKey, step: s.step, attempt });
   deps.log.info({ jobId: s.jobId, effectKey, step: s.step, providerId, reconciled: reconciling }, 'effect applied');
@@ -195,20 +196,20 @@ export async function runEffect(deps: EffectDeps, s: EffectSpec): Promise<Effect
 
 /**
  * The call under its slot's guard. No slot free and the workflow waits for one
- * (`SlotUnavailableError`): nothing was sent, so a claim that put the effect in doubt takes
- * that back (the next schedule sends it afresh, not as a reconciliation). An effect that was
- * in doubt before this attempt stays in doubt.
+ * (`SlotUnavailableError`): nothing was sent, so the claim is taken back (`withdrawClaim`: a
+ * row it created goes, else its doubt is cleared; the next schedule sends it afresh, not as a
+ * reconciliation). An effect that was in doubt before this attempt stays in doubt.
  */
 async function guarded<T>(
   deps: EffectDeps,
   guard: NonNullable<EffectSpec['guard']>,
   call: (release?: SlotRelease) => Promise<T>,
-  c: { effectKey: string; fence: ReturnType<typeof currentFence>; reconciling: boolean },
+  c: { effectKey: string; fence: ReturnType<typeof currentFence>; reconciling: boolean; created: boolean },
 ): Promise<T> {
   try {
     return await guard(call);
   } catch (err) {
-    if (err instanceof SlotUnavailableError && !c.reconciling) await clearDoubt(deps.pool, c.effectKey, c.fence);
+    if (err instanceof SlotUnavailableError && !c.reconciling) await withdrawClaim(deps.pool, c.effectKey, c.created, c.fence);
     throw err;
   }
 }

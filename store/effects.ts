@@ -181,6 +181,23 @@ export async function recordEffectSuccess(
 }
 
 /** A definite refusal (429, 4xx): the upstream did not apply the effect. */
+/**
+ * A claim taken back because no concurrency slot was free (nothing was sent). A row that this
+ * very claim created goes again, so a job that waits for a slot shows no effect until one is
+ * sent: no claim counted, no `first_attempt_at` before the job first ran, no "pending" row
+ * that reads as a refusal. A row that existed before only has its doubt cleared: its
+ * `attempts` is a fence (`markEffectNotApplied`) and never goes back.
+ */
+export async function withdrawClaim(db: Db, effectKey: string, created: boolean, fence?: AttemptFence): Promise<void> {
+  if (!created) return clearDoubt(db, effectKey, fence);
+  await db.query(
+    `WITH gone AS (DELETE FROM effects WHERE effect_key = $1 AND state = 'pending' AND attempts = 1 AND ${notSuperseded(2)} RETURNING 1)
+     UPDATE effects SET in_doubt = false, updated_at = now()
+      WHERE effect_key = $1 AND state = 'pending' AND NOT EXISTS (SELECT 1 FROM gone) AND ${notSuperseded(2)}`,
+    [effectKey, ...fenceParams(fence)],
+  );
+}
+
 export async function clearDoubt(db: Db, effectKey: string, fence?: AttemptFence): Promise<void> {
   await db.query(
     `UPDATE effects SET in_doubt = false, updated_at = now() WHERE effect_key = $1 AND state = 'pending' AND ${notSuperseded(2)}`,

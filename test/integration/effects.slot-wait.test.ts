@@ -96,6 +96,11 @@ describe('waiting for a concurrency slot in the workflow', () => {
     expect(temporalLines).toContain('activity waiting for a slot: summarizeText');
     expect(temporalLines.some((l: string) => l.startsWith('activity failed'))).toBe(false);
 
+    // Nothing was sent for a waiter, so it has no effect row: no claim counted, no first send
+    // dated before the job ran, no pending row that would read as a refusal.
+    const waiting = await h.pool.query('SELECT count(*)::int AS n FROM effects WHERE job_id = ANY($1)', [waiters]);
+    expect(waiting.rows[0].n).toBe(0);
+
     const releasedAt = Date.now();
     await fetch(`${h.sim.url}/__sim/holds/release`, { method: 'POST' });
     await h.waitForStatus(holder, 'succeeded');
@@ -108,6 +113,14 @@ describe('waiting for a concurrency slot in the workflow', () => {
       // It could not execute before the holder's call ended: the wait is queue time.
       expect(Date.parse(done.firstStartedAt)).toBeGreaterThanOrEqual(releasedAt);
       expect(done.queuedMs).toBe(Date.parse(done.firstStartedAt) - Date.parse(done.createdAt));
+      // One claim, the one that sent it, made after the holder's call ended.
+      const effect = await h.pool.query<{ attempts: number; first_attempt_at: Date }>(
+        'SELECT attempts, first_attempt_at FROM effects WHERE job_id = $1',
+        [w],
+      );
+      expect(effect.rows).toHaveLength(1);
+      expect(effect.rows[0]!.attempts).toBe(1);
+      expect(effect.rows[0]!.first_attempt_at.getTime()).toBeGreaterThanOrEqual(releasedAt);
     }
     const effects = await h.simEffects();
     expect(effects.peakInFlightByTenant['tenant-a']).toBe(1);
