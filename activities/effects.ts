@@ -7,11 +7,11 @@ import { recordAttempt } from '../store/attempts.js';
 import {
   beginEffect,
   clearDoubt,
-  withdrawClaim,
   countReconciliation,
   recordEffectFailure,
   recordEffectSuccess,
   reopenFailedEffect,
+  withdrawClaim,
   type ClaimedEffectRow,
   type EffectRow,
   type EffectSuccess,

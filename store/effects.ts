@@ -180,7 +180,6 @@ export async function recordEffectSuccess(
   return r.rows[0]!.stored;
 }
 
-/** A definite refusal (429, 4xx): the upstream did not apply the effect. */
 /**
  * A claim taken back because no concurrency slot was free (nothing was sent). A row that this
  * very claim created goes again, so a job that waits for a slot shows no effect until one is
@@ -198,6 +197,7 @@ export async function withdrawClaim(db: Db, effectKey: string, created: boolean,
   );
 }
 
+/** A definite refusal (429, 4xx): the upstream did not apply the effect (and `withdrawClaim` on a row older than its claim). */
 export async function clearDoubt(db: Db, effectKey: string, fence?: AttemptFence): Promise<void> {
   await db.query(
     `UPDATE effects SET in_doubt = false, updated_at = now() WHERE effect_key = $1 AND state = 'pending' AND ${notSuperseded(2)}`,
