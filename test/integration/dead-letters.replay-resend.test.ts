@@ -36,13 +36,16 @@ describe('re-sending a replay request after its workflow was terminated', () => 
     for (const jobId of jobIds) dls.push({ jobId, id: (await h.waitForStatus(jobId, 'dead_lettered')).deadLetterId });
     const ids = dls.map((d) => d.id);
 
-    // Receipts held 3 s: a replay stays `replaying` long enough to be caught by the terminate.
-    await h.simFault({ path: '/v1/receipts', times: N, status: 200, delayMs: 3_000 });
+    // The first receipt answers at once and the next two are held until the test releases them:
+    // one dead letter is replayed, two stay `replaying` and, as at most `concurrency` (2) move at
+    // a time, the other five stay open, however slow the machine is. (A hold of 3 s once ran out
+    // between this wait and the re-send on temporal-server: the re-sent request then found
+    // nothing replaying.) The rest answer at once.
+    await h.simFault({ path: '/v1/receipts', times: 1, status: 200, delayMs: 1 });
+    await h.simFault({ path: '/v1/receipts', times: 2, status: 200, delayMs: 600_000 });
     const body = { ids, concurrency: 2, batchSize: 10, ratePerMinute: 600 };
     const first = await admin('/v1/dead-letters/replay', { body });
     expect(first.status).toBe(202);
-    // At most `concurrency` (2) dead letters move at a time, so three open ones leave at least one
-    // that the re-sent request must replay itself.
     await waitFor(
       'one replayed, one replaying and three still open',
       async () => {
@@ -58,6 +61,7 @@ describe('re-sending a replay request after its workflow was terminated', () => 
 
     const again = await admin('/v1/dead-letters/replay', { body });
     expect(again.status).toBe(202);
+    await fetch(`${h.sim.url}/__sim/holds/release`, { method: 'POST' });
     // A local activity the terminated workflow had in flight still commits after the terminate
     // (Temporal does not stop it): a late prepare moves an `open` dead letter to `replaying`, a
     // late finish moves a `replaying` one to `replayed`. So the re-sent request's own report is
@@ -113,7 +117,8 @@ describe('re-sending a replay request after its workflow was terminated', () => 
       dls.push({ jobId, id: (await h.waitForStatus(jobId, 'dead_lettered', 'b')).deadLetterId });
     }
     const ids = dls.map((d) => d.id);
-    await h.simFault({ path: '/v1/receipts', times: N, status: 200, delayMs: 3_000 });
+    // The first receipt is held until the re-send has answered (concurrency 1: one replaying).
+    await h.simFault({ path: '/v1/receipts', times: 1, status: 200, delayMs: 600_000 });
     const body = { filter: { tenantId: tenant, jobType: 'purchase' }, concurrency: 1, batchSize: 10, ratePerMinute: 600 };
     const first = await admin('/v1/dead-letters/replay', { body });
     expect(first.status).toBe(202);
@@ -123,6 +128,7 @@ describe('re-sending a replay request after its workflow was terminated', () => 
 
     const again = await admin('/v1/dead-letters/replay', { body });
     expect(again.status).toBe(202);
+    await fetch(`${h.sim.url}/__sim/holds/release`, { method: 'POST' });
     const takenOver: string[] = (again.body.takenOver ?? []).map((t: any) => t.deadLetterId);
     // Before the change a filter only selected open dead letters: the replaying one stayed so.
     expect(takenOver.length).toBeGreaterThanOrEqual(1);
