@@ -13,6 +13,9 @@ afterAll(async () => {
 const admin = (path: string, init: { method?: string; body?: unknown } = {}) =>
   h.api(path, { ...init, tenant: null, headers: { authorization: `Bearer ${operatorKey('carol')}` } });
 
+/** Ends the simulator's held answers (fault `delayMs`) now. */
+const release = () => fetch(`${h.sim.url}/__sim/holds/release`, { method: 'POST' });
+
 const states = async (ids: string[]): Promise<Map<string, string>> => {
   const r = await h.pool.query<{ id: string; state: string }>('SELECT id, state FROM dead_letters WHERE id = ANY($1)', [ids]);
   return new Map(r.rows.map((x) => [x.id, x.state]));
@@ -61,7 +64,7 @@ describe('re-sending a replay request after its workflow was terminated', () => 
 
     const again = await admin('/v1/dead-letters/replay', { body });
     expect(again.status).toBe(202);
-    await fetch(`${h.sim.url}/__sim/holds/release`, { method: 'POST' });
+    await release();
     // A local activity the terminated workflow had in flight still commits after the terminate
     // (Temporal does not stop it): a late prepare moves an `open` dead letter to `replaying`, a
     // late finish moves a `replaying` one to `replayed`. So the re-sent request's own report is
@@ -128,7 +131,7 @@ describe('re-sending a replay request after its workflow was terminated', () => 
 
     const again = await admin('/v1/dead-letters/replay', { body });
     expect(again.status).toBe(202);
-    await fetch(`${h.sim.url}/__sim/holds/release`, { method: 'POST' });
+    await release();
     const takenOver: string[] = (again.body.takenOver ?? []).map((t: any) => t.deadLetterId);
     // Before the change a filter only selected open dead letters: the replaying one stayed so.
     expect(takenOver.length).toBeGreaterThanOrEqual(1);
@@ -159,7 +162,6 @@ describe('re-sending a replay request after its workflow was terminated', () => 
     const options = { concurrency: 1, batchSize: 10, ratePerMinute: 600 };
     const held = (jobId: string) =>
       expect.poll(async () => (await h.simEffects()).byKey[`${jobId}:receipt`]?.applied, { timeout: 120_000, interval: 100 }).toBe(1);
-    const release = () => fetch(`${h.sim.url}/__sim/holds/release`, { method: 'POST' });
 
     // The first request's replay job for X is held at the upstream while the request is
     // terminated; the job (ABANDON) then succeeds, and X stays `replaying` by the closed request.
