@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { endReplay, insertAction } from '../../store/dead-letters.js';
 import { operatorKey, startHarness, uid, waitFor, type Harness } from '../support/harness.js';
 
@@ -15,6 +15,11 @@ const admin = (path: string, init: { method?: string; body?: unknown } = {}) =>
 
 /** Ends the simulator's held answers (fault `delayMs`) now. */
 const release = () => fetch(`${h.sim.url}/__sim/holds/release`, { method: 'POST' });
+// A test that fails between a hold and its release would leave answers held for 10 minutes,
+// and their replays in flight, under the next test: release whatever is still held.
+afterEach(async () => {
+  await release();
+});
 
 const states = async (ids: string[]): Promise<Map<string, string>> => {
   const r = await h.pool.query<{ id: string; state: string }>('SELECT id, state FROM dead_letters WHERE id = ANY($1)', [ids]);
