@@ -17,7 +17,7 @@ import { createLogger, type Logger } from '../../lib/logger.js';
 import { prepareStack } from '../../services/stack.js';
 import { buildApp } from '../../server/app.js';
 import { startSimulator, type Simulator } from '../../simulator/server.js';
-import { bundleWorkflows, createWorker } from '../../workers/worker.js';
+import { bundleWorkflows, createWorker, WORKFLOW_SOURCE_MAP } from '../../workers/worker.js';
 import type { ConcurrencyLimits, JobType } from '../../contract/job-types.js';
 import type { FastifyInstance } from 'fastify';
 import { startDevServer } from '../lib/dev-server.js';
@@ -232,8 +232,14 @@ export async function startStack(o: { quick: boolean; log: (msg: string) => void
     let bareBundle: Promise<WorkflowBundleOption> | undefined;
     const bundles = {
       product: () => (productBundle ??= bundleWorkflows()),
+      // The baselines' bundle gets the product's source-map setting too: what they are compared
+      // on is what each bundle holds, not how the product chose to bundle it.
       bare: () =>
-        (bareBundle ??= bundleWorkflowCode({ workflowsPath: BARE_WORKFLOWS_PATH, logger: quietLogger }).then(({ code }) => ({ code }))),
+        (bareBundle ??= bundleWorkflowCode({
+          workflowsPath: BARE_WORKFLOWS_PATH,
+          logger: quietLogger,
+          webpackConfigHook: (config) => ({ ...config, devtool: WORKFLOW_SOURCE_MAP }),
+        }).then(({ code }) => ({ code }))),
     };
     const jobsClient = (taskQueue: string, p = benchPool, fastPath?: ReadonlySet<string>): JobsClient =>
       createJobsClient({ jobs: defaultJobRegistry, pool: p, temporal, taskQueue, ...(fastPath ? { fastPath } : {}) });

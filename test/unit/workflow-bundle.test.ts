@@ -4,6 +4,8 @@
 // drops a require whose result is unused from a package that declares no side effects, as zod
 // does: this checks that the preload really loads zod, not an empty function, and each built-in
 // job type's definition (job-api/registry.ts `definitionModule`).
+import { readFileSync } from 'node:fs';
+import { SourceMapConsumer, type RawSourceMap } from 'source-map';
 import { describe, expect, it } from 'vitest';
 import { bundleWorkflows } from '../../workers/worker.js';
 
@@ -24,5 +26,29 @@ describe('the workflow bundle', () => {
   it('loads every built-in job definition in the preload too (each would build its input schema per workflow)', async () => {
     const preload = preloadOf(await code());
     for (const type of ['summarize', 'purchase', 'transcribe', 'digest']) expect(preload).toContain(`"./jobs/${type}/definition.ts"`);
+  }, 120_000);
+
+  it('maps each bundled line to its .ts file and line, without carrying the files themselves', async () => {
+    const c = await code();
+    const at = c.lastIndexOf('//# sourceMappingURL=data:application/json');
+    expect(at).toBeGreaterThan(0);
+    const map = JSON.parse(Buffer.from(c.slice(c.indexOf('base64,', at) + 7), 'base64').toString()) as RawSourceMap;
+    // Nothing reads the files' text (the SDK only with showStackTraceSources); each thread would hold it.
+    expect(map.sourcesContent ?? []).toEqual([]);
+    // A known call in a job's workflow still points at its source line.
+    const source = readFileSync(new URL('../../jobs/summarize/workflow.ts', import.meta.url), 'utf8').split('\n');
+    const sourceLine = source.findIndex((l) => l.includes('return summarizeBody(args, true);')) + 1;
+    const lines = c.slice(0, at).split('\n');
+    const line = lines.findIndex((l) => l.includes('summarizeBody(args, true)')) + 1;
+    expect(sourceLine).toBeGreaterThan(0);
+    expect(line).toBeGreaterThan(0);
+    const consumer = await new SourceMapConsumer(map);
+    try {
+      const pos = consumer.originalPositionFor({ line, column: lines[line - 1]!.indexOf('summarizeBody') });
+      expect(pos.source).toMatch(/jobs\/summarize\/workflow\.ts$/);
+      expect(pos.line).toBe(sourceLine);
+    } finally {
+      consumer.destroy();
+    }
   }, 120_000);
 });
