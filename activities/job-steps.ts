@@ -1,12 +1,12 @@
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import { isConnectionError } from '../lib/db.js';
-import { RetryableError, SlotUnavailableError } from '../lib/errors.js';
+import { NotAdmittedError, RetryableError, SlotUnavailableError } from '../lib/errors.js';
 import { effectKeyFor } from '../lib/ids.js';
 import { flagLeaseExpired, leaseEnded, type LeaseKey } from '../store/activity-leases.js';
 import { recordLostAttempt } from '../store/attempts.js';
 import { addExecutionSpan, loadInput, startAttempt, type AttemptStart } from '../store/intents.js';
 import { writeResultFenced } from '../store/step-result.js';
-import { SLOT_WAIT_FAILURE, type SlotWaitDetails, type StepArgs } from '../contract/job-types.js';
+import { ADMISSION_WAIT_FAILURE, SLOT_WAIT_FAILURE, type SlotWaitDetails, type StepArgs } from '../contract/job-types.js';
 import { budgetOf } from '../job-api/define.js';
 import type { ActivityDeps } from './deps.js';
 import { effectSlot } from './concurrency.js';
@@ -234,11 +234,28 @@ async function runStepWith<T>(
                   step,
                 }
               : undefined;
+          const admitCheck = args.admitInStep === true;
           start = local
-            ? await startAttempt(deps.pool, args.jobId, null, undefined, opts.prefetchInput ?? false, leaseRow, resumed.pending)
-            : await startAttempt(deps.pool, args.jobId, attempt, currentFence(), opts.prefetchInput ?? false, leaseRow, resumed.pending);
-          if (lease) lease.started = true;
+            ? await startAttempt(deps.pool, args.jobId, null, undefined, opts.prefetchInput ?? false, leaseRow, resumed.pending, admitCheck)
+            : await startAttempt(
+                deps.pool,
+                args.jobId,
+                attempt,
+                currentFence(),
+                opts.prefetchInput ?? false,
+                leaseRow,
+                resumed.pending,
+                admitCheck,
+              );
+          if (lease) lease.started = start.admitted;
         });
+        if (start && !start.admitted) {
+          // Not admitted: the statement wrote nothing, no lease row either. A leased activity's
+          // tracking (activities/lease-tracking.ts) must not write one afterwards as evidence of
+          // an attempt that never began: its scope says the lease is done with.
+          if (lease && !local) lease.started = lease.ended = true;
+          throw new NotAdmittedError('the degradation gate did not admit the job at once; the workflow runs the gate');
+        }
         if (local && lease) {
           await numberLocalAttempt(deps, lease, start?.attempt ?? null, step);
           attempt = attemptNumber();
@@ -259,8 +276,18 @@ async function runStepWith<T>(
     await recordSpan();
     if (local) await endLocalLease(deps, lease, err instanceof CancelledFailure ? 'cancelled' : 'failed');
     if (err instanceof SlotUnavailableError) throw slotWait(err, attempt);
+    if (err instanceof NotAdmittedError) throw notAdmitted(err);
     return failAttempt(deps, { jobId: args.jobId, step, budget, startedAt }, err);
   }
+}
+
+/**
+ * The first step's statement found the job not admitted at once (`StepArgs.admitInStep`): the
+ * workflow runs the degradation gate (workflows/step-activities.ts) and schedules the step
+ * again. Not retryable, so Temporal spends no attempt on it; nothing of the attempt was written.
+ */
+function notAdmitted(err: NotAdmittedError): ApplicationFailure {
+  return ApplicationFailure.create({ message: err.message, type: ADMISSION_WAIT_FAILURE, nonRetryable: true });
 }
 
 /**

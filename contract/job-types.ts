@@ -91,8 +91,25 @@ export interface SlotWaitDetails {
   attempt: number;
 }
 
+/**
+ * The Temporal failure type of a first step that the degradation gate did not admit at once
+ * (`StepArgs.admitInStep`): nothing was written or called; the workflow runs the gate and then
+ * schedules the step again.
+ */
+export const ADMISSION_WAIT_FAILURE = 'AdmissionWait';
+
 /** Which job's effects a step uses: replays of a job reuse the original job's effects. */
-export type StepArgs = JobArgs & { effectScope?: string; slotWait?: SlotWaitArgs };
+export type StepArgs = JobArgs & {
+  effectScope?: string;
+  slotWait?: SlotWaitArgs;
+  /**
+   * Set by `stepActivities` on the first step of a job whose lifecycle folds the degradation
+   * gate into it (`runJob`'s `admitInFirstStep`): the attempt's first statement also asks the
+   * gate's question (is this priority admitted at once?) and, if not, writes nothing and ends
+   * with an `AdmissionWait` failure. Absent: the gate already ran in the workflow.
+   */
+  admitInStep?: boolean;
+};
 
 export const JOB_STATES = ['queued', 'running', 'retrying', 'succeeded', 'dead_lettered', 'cancelled', 'deferred'] as const;
 export type JobState = (typeof JOB_STATES)[number];

@@ -43,6 +43,14 @@ export class SlotUnavailableError extends DurableJobsError {
   readonly code = 'slot_unavailable';
 }
 
+/**
+ * The degradation gate did not admit the job at its first step (`StepArgs.admitInStep`): the
+ * attempt wrote nothing and made no call; the workflow runs the gate (activities/job-steps.ts).
+ */
+export class NotAdmittedError extends DurableJobsError {
+  readonly code = 'not_admitted';
+}
+
 export interface FieldIssue {
   path: string;
   message: string;

@@ -4,7 +4,7 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import { duration } from '../lib/job-stage.js';
 import type { JobTimeline, TimelineDeps, TimelineEvent } from './timeline-types.js';
-import { SLOT_WAIT_FAILURE } from '../contract/job-types.js';
+import { ADMISSION_WAIT_FAILURE, SLOT_WAIT_FAILURE } from '../contract/job-types.js';
 
 export const iso = (d: Date) => d.toISOString();
 const E = proto.temporal.api.enums.v1.EventType;
@@ -101,8 +101,16 @@ function temporalEvents(events: HistoryEvent[]): TimelineEvent[] {
       const a = ev.activityTaskFailedEventAttributes;
       // No concurrency slot was free: the workflow waits on a timer and schedules the step again
       // (workflows/step-activities.ts); no attempt was spent, so it reads as a wait, not a failure.
-      const waited = a.failure?.applicationFailureInfo?.type === SLOT_WAIT_FAILURE;
-      event = `${waited ? 'activity waiting for a slot' : 'activity failed'}: ${sched(a.scheduledEventId)}`;
+      // Nor did a first step that the degradation gate did not admit at once (StepArgs.admitInStep):
+      // nothing ran; the gate's own decision follows.
+      const type = a.failure?.applicationFailureInfo?.type;
+      const what =
+        type === SLOT_WAIT_FAILURE
+          ? 'activity waiting for a slot'
+          : type === ADMISSION_WAIT_FAILURE
+            ? 'activity held for the degradation gate'
+            : 'activity failed';
+      event = `${what}: ${sched(a.scheduledEventId)}`;
       detail = `${a.failure?.message ?? ''}${a.retryState ? ` (${proto.temporal.api.enums.v1.RetryState[a.retryState as number] ?? a.retryState})` : ''}`;
     } else if (ev.activityTaskTimedOutEventAttributes) {
       const a = ev.activityTaskTimedOutEventAttributes;

@@ -27,9 +27,10 @@ export async function leaseStarted(db: Db, k: LeaseStart): Promise<void> {
 /**
  * `leaseStarted` as a CTE of the statement that starts an attempt (store/intents.ts
  * `startAttempt`), so the lease row and the attempt's first writes commit together in one
- * round trip. Parameters `$i..$i+6` (`leaseStartedParams`); all NULL inserts nothing.
+ * round trip. Parameters `$i..$i+6` (`leaseStartedParams`); all NULL inserts nothing, and so
+ * does a false `when` (an SQL condition of the statement's, such as the degradation gate's answer).
  */
-export function leaseStartedCte(i: number): string {
+export function leaseStartedCte(i: number, when = 'true'): string {
   // A NULL attempt (a local activity's lease, activities/job-steps.ts) takes the next number
   // of its activity: Postgres numbers those attempts, so a takeover after a lost workflow task
   // (where the SDK counts from 1 again) still fences the attempt it took over from.
@@ -39,7 +40,7 @@ export function leaseStartedCte(i: number): string {
                     coalesce($${i + 3}::int, (SELECT coalesce(max(p.attempt), 0) + 1 FROM activity_leases p
                                                WHERE p.job_id = $${i} AND p.run_id = $${i + 1} AND p.activity_id = $${i + 2})),
                     $${i + 4}::text, clock_timestamp() + $${i + 5}::float8 * interval '1 millisecond', $${i + 6}::text
-              WHERE $${i}::text IS NOT NULL
+              WHERE $${i}::text IS NOT NULL AND ${when}
              ON CONFLICT DO NOTHING
              RETURNING attempt)`;
 }

@@ -156,7 +156,25 @@ export interface AttemptStart {
    * row took (null when a concurrent attempt took that number first).
    */
   attempt: number | null;
+  /** False only when the gate's question was asked (`admitCheck`) and the job is not admitted at once: nothing was written. */
+  admitted: boolean;
 }
+
+/**
+ * The degradation gate's question for a job that has not started (activities/admission.ts
+ * `checkAdmission`, the "admit at once" case), asked inside the attempt's first statement when
+ * the gate is folded into the first step (`StepArgs.admitInStep`). Not admitted at once: its
+ * priority is paused, it was deferred before, it holds a ramp reservation, or others of its
+ * priority are still deferred (it queues behind them). Each of those goes to the full gate in
+ * the workflow. A job already running (a later attempt) is always admitted: only a job that has
+ * not started can be deferred. CASE, not AND: without the question nothing below is evaluated.
+ */
+const ADMITTED_AT_ONCE = (check: string) => `CASE WHEN NOT ${check}::boolean OR i.status NOT IN ('queued', 'deferred') THEN true
+           ELSE NOT (i.status = 'deferred'
+                     OR i.priority = ANY (g.paused_priorities)
+                     OR EXISTS (SELECT 1 FROM admissions a WHERE a.job_id = i.job_id AND a.round = 0)
+                     OR EXISTS (SELECT 1 FROM job_intents o WHERE o.status = 'deferred' AND o.priority = i.priority AND o.job_id <> i.job_id))
+           END`;
 
 /**
  * An attempt's first statement: `markRunning` (same rules, no slot wait) and, in the same
@@ -168,6 +186,8 @@ export interface AttemptStart {
  * `leaseStartedCte`) is written by the same statement: one commit and one round trip for the
  * whole start (it was four: BEGIN, the lease, this, COMMIT). The fence (store/fence.ts) needs
  * the lease row committed no later than the attempt's first other write; here they commit together.
+ * With `admitCheck` it also asks the degradation gate's question (`ADMITTED_AT_ONCE`), so a job
+ * admitted at once costs the gate no statement of its own.
  */
 export async function startAttempt(
   db: Db,
@@ -177,15 +197,23 @@ export async function startAttempt(
   withInput: boolean,
   lease?: LeaseStart,
   stillWaiting = false,
+  admitCheck = false,
 ): Promise<AttemptStart> {
   // `attempt` null: the lease row numbers it (a local activity's attempt, `leaseStartedCte`).
   const att = `coalesce($2::int, (SELECT attempt FROM lease_started))`;
   // `stillWaiting`: the step is scheduled again after a wait for a slot (`SlotWaitArgs.resumed`);
   // a job still `queued` for it stays so, with its reason, until this attempt has its slot.
   const keep = `status IN ${TERMINAL} OR ($15::boolean AND status = 'queued')`;
-  const r = await db.query<SettingRow & { marked: boolean; found: boolean; input: unknown; attempt: number | null }>({
+  // With `admitCheck`, a job the gate does not admit at once gets neither its lease row nor its
+  // update: the attempt has not started. Same snapshot as the update, so no pause slips between.
+  const admitted = `coalesce((SELECT admitted FROM gate), true)`;
+  const r = await db.query<SettingRow & { marked: boolean; found: boolean; input: unknown; attempt: number | null; admitted: boolean }>({
     name: 'start-attempt',
-    text: `WITH ${leaseStartedCte(8)},
+    text: `WITH gate AS (
+             SELECT ${ADMITTED_AT_ONCE('$16')} AS admitted
+               FROM job_intents i CROSS JOIN degradation_setting g
+              WHERE i.job_id = $1 AND g.id = 1),
+           ${leaseStartedCte(8, admitted)},
            upd AS (
              UPDATE job_intents
                 SET attempts = greatest(attempts, ${att}),
@@ -194,16 +222,16 @@ export async function startAttempt(
                     next_attempt_at = CASE WHEN status IN ${TERMINAL} THEN next_attempt_at END,
                     first_started_at = CASE WHEN status IN ${TERMINAL} THEN first_started_at ELSE coalesce(first_started_at, now()) END,
                     updated_at = now()
-              WHERE job_id = $1 AND (status NOT IN ${TERMINAL} OR attempts < ${att}) AND ${notSuperseded(3)}
+              WHERE job_id = $1 AND (status NOT IN ${TERMINAL} OR attempts < ${att}) AND ${notSuperseded(3)} AND ${admitted}
               RETURNING 1)
            SELECT EXISTS (SELECT 1 FROM upd) AS marked, i.job_id IS NOT NULL AS found,
-                  CASE WHEN $7::boolean THEN i.input END AS input, ${att} AS attempt, ${SETTING_COLUMNS('s')}
+                  CASE WHEN $7::boolean THEN i.input END AS input, ${att} AS attempt, ${admitted} AS admitted, ${SETTING_COLUMNS('s')}
              FROM degradation_setting s LEFT JOIN job_intents i ON i.job_id = $1
             WHERE s.id = 1`,
-    values: [jobId, attempt, ...fenceParams(fence), withInput, ...leaseStartedParams(lease), stillWaiting],
+    values: [jobId, attempt, ...fenceParams(fence), withInput, ...leaseStartedParams(lease), stillWaiting, admitCheck],
   });
   const row = r.rows[0]!;
-  return { marked: row.marked, found: row.found, input: row.input, setting: toSetting(row), attempt: row.attempt };
+  return { marked: row.marked, found: row.found, input: row.input, setting: toSetting(row), attempt: row.attempt, admitted: row.admitted };
 }
 
 /**

@@ -67,3 +67,45 @@ export async function admissionGate(
     await condition(() => nudged, pollMs);
   }
 }
+
+/**
+ * The gate folded into the job's first step (`runJob`'s `admitInFirstStep`): the step's first
+ * statement asks the gate's question, so a job admitted at once costs no local activity and no
+ * statement of its own. Module state is this workflow's own (the SDK evaluates workflow modules
+ * per workflow; only workflows/shared-modules.ts and the definitions are shared).
+ */
+interface FoldedGate {
+  /** The full gate, run when the first step was not admitted. */
+  run: () => Promise<void>;
+  /** A step has answered (admitted, or the gate ran after a refusal): later steps skip the question. */
+  settled: boolean;
+  /** The gate's run after a refusal, shared by steps refused together. */
+  running?: Promise<void>;
+}
+
+let folded: FoldedGate | undefined;
+
+/** From `runJob`: the next step scheduled asks the gate's question; `run` is the gate for a refusal. */
+export function foldGateIntoFirstStep(run: () => Promise<void>): void {
+  folded = { run, settled: false };
+}
+
+/** Whether the step being scheduled must ask the gate's question (`StepArgs.admitInStep`). */
+export function gateAskedInStep(): boolean {
+  return folded !== undefined && !folded.settled;
+}
+
+/** The step that asked came back any way but `AdmissionWait`: its statement admitted the job. */
+export function admittedInStep(): void {
+  if (folded) folded.settled = true;
+}
+
+/** The step that asked was not admitted: run the full gate (once for steps refused together). */
+export async function gateAfterRefusal(): Promise<void> {
+  if (!folded) return;
+  const f = folded;
+  f.running ??= f.run().then(() => {
+    f.settled = true;
+  });
+  await f.running;
+}

@@ -3,6 +3,7 @@ import {
   ApplicationFailure,
   CancellationScope,
   isCancellation,
+  patched,
   setCurrentDetails,
   setHandler,
   TimeoutFailure,
@@ -12,7 +13,7 @@ import {
 import type { JobState, StepArgs } from '../contract/job-types.js';
 import { JobStateKey, jobProgressQuery } from '../contract/messages.js';
 import { bookkeepingActivities as bookkeeping } from './activity-options.js';
-import { admissionGate } from './admission.js';
+import { admissionGate, foldGateIntoFirstStep } from './admission.js';
 import { changed } from './shape.js';
 
 /** What the `jobProgress` query answers. */
@@ -63,6 +64,7 @@ function failureEvidence(err: ActivityFailure): { errorClass: string; message: s
  * | accepted, no worker has taken it yet            | `queued`                     | `queued`        |
  * | held back by the degradation gate               | `deferred`                   | `deferred`      |
  * | admitted, step scheduled, no attempt running yet | `queued` (with slot reason)  | `running`       |
+ * | first step scheduled, asking the gate in it (*)  | `queued`                     | `running`       |
  * | an attempt is running                           | `running`                    | `running`       |
  * | between attempts (back-off)                     | `retrying`                   | `running`       |
  * | result stored, notification still going out     | `succeeded`                  | `succeeded`     |
@@ -75,6 +77,10 @@ function failureEvidence(err: ActivityFailure): { errorClass: string; message: s
  * `JobState="running"` means "admitted and not finished": it covers `queued`-after-admission,
  * `running` and `retrying`. Each change reaches the search attribute in the workflow task
  * after the activity that wrote the API's row, so it may lag the API by that one task.
+ *
+ * (*) With `admitInFirstStep` the gate's question is asked by the first step's statement, so the
+ * workflow sets `running` when it schedules that step; a job the gate then holds back shows
+ * `deferred` one workflow task later, while the API's row goes from `queued` to `deferred`.
  */
 export const SEARCH_STATE_FOR_STATUS: Record<JobState, JobState> = {
   queued: 'queued',
@@ -102,6 +108,17 @@ export interface RunJobOptions {
    * Never set it on a type with runs that started before those patches. Default false.
    */
   current?: boolean;
+  /**
+   * Fold the degradation gate into the body's first step: that step's first statement asks
+   * whether the job is admitted at once (`StepArgs.admitInStep`), instead of a local activity
+   * before the body. A job admitted at once then costs one Postgres statement and one local
+   * activity fewer; one that is not (a paused priority, a ramped resume) comes back from that
+   * step with nothing written, runs the gate as before, and is scheduled again. Set it only
+   * when the body's first activity is a step proxied with `stepActivities` (only those ask the
+   * question; any other would run ungated). Patched (`admission-in-first-step`): runs started
+   * before it replay with the gate first. Default false.
+   */
+  admitInFirstStep?: boolean;
 }
 
 /**
@@ -123,10 +140,19 @@ export async function runJob(
   // set `running` here and replay that way.
   const queuedUntilAdmitted = changed(current, 'jobstate-queued-until-admitted');
   if (!queuedUntilAdmitted) setPhase('running', job.description);
+  // Always `patched()`, never `current`: fast-path types that opt in had runs before this change.
+  const gateInStep = opts.admitInFirstStep === true && patched('admission-in-first-step');
   try {
-    // Degradation gate: a paused priority waits here, visibly `deferred`, before any step runs.
-    await admissionGate(args, setPhase, current);
-    if (queuedUntilAdmitted && progress.phase !== 'running') setPhase('running', job.description);
+    if (gateInStep) {
+      // The first step asks the gate's question; a refusal runs the gate below and shows
+      // `deferred` one workflow task after this `running` (as the API's row never says running).
+      foldGateIntoFirstStep(() => admissionGate(args, setPhase, current));
+      if (progress.phase !== 'running') setPhase('running', job.description);
+    } else {
+      // Degradation gate: a paused priority waits here, visibly `deferred`, before any step runs.
+      await admissionGate(args, setPhase, current);
+      if (queuedUntilAdmitted && progress.phase !== 'running') setPhase('running', job.description);
+    }
     const result = await body(setPhase);
     setPhase('succeeded', '');
     return { state: 'succeeded', result };

@@ -1,6 +1,14 @@
 import { ActivityFailure, ApplicationFailure, log, proxyActivities, proxyLocalActivities, sleep } from '@temporalio/workflow';
-import { SLOT_WAIT_FAILURE, type JobBudget, type SlotWaitArgs, type SlotWaitDetails, type StepArgs } from '../contract/job-types.js';
+import {
+  ADMISSION_WAIT_FAILURE,
+  SLOT_WAIT_FAILURE,
+  type JobBudget,
+  type SlotWaitArgs,
+  type SlotWaitDetails,
+  type StepArgs,
+} from '../contract/job-types.js';
 import { localStepOptions, stepOptions } from './activity-options.js';
+import { admittedInStep, gateAfterRefusal, gateAskedInStep } from './admission.js';
 
 /** Between schedules of a step that found no free slot: jittered, from 250 ms growing to 2 s. */
 const FIRST_PAUSE_MS = 250;
@@ -55,14 +63,27 @@ async function runWaitingForSlots(
   local: boolean,
 ): Promise<unknown> {
   // Workflow time: the same on every replay.
-  const began = Date.now();
+  let began = Date.now();
   let steps = first;
   let slotWait: SlotWaitArgs = { attemptOffset: 0, resumed: false };
   for (let round = 0; ; round++) {
+    // The job's first step may ask the degradation gate's question (runJob's `admitInFirstStep`).
+    const asks = gateAskedInStep();
     try {
-      return await steps[name]!({ ...args, slotWait }, ...rest);
+      const out = await steps[name]!({ ...args, slotWait, ...(asks ? { admitInStep: true } : {}) }, ...rest);
+      if (asks) admittedInStep();
+      return out;
     } catch (thrown) {
       const err = local ? asActivityFailure(thrown, name) : thrown;
+      if (asks && failureTypeOf(err) === ADMISSION_WAIT_FAILURE) {
+        // Not admitted, nothing written: the gate holds the job (deferred, a ramp slot) as it
+        // would have before the body; then the step runs afresh, its budget from now on.
+        await gateAfterRefusal();
+        began = Date.now();
+        round = -1;
+        continue;
+      }
+      if (asks) admittedInStep();
       const waited = slotWaitOf(err);
       if (!waited) throw err;
       const pause = Math.min(PAUSE_CAP_MS, FIRST_PAUSE_MS * 1.5 ** round);
@@ -101,10 +122,16 @@ function asActivityFailure(err: unknown, activityType: string): unknown {
   );
 }
 
+/** The type of an activity's own failure (`ApplicationFailure`), or undefined for any other error. */
+function failureTypeOf(err: unknown): string | undefined {
+  if (!(err instanceof ActivityFailure) || !(err.cause instanceof ApplicationFailure)) return undefined;
+  return err.cause.type ?? undefined;
+}
+
 /** The details of a `SlotWait` failure, or undefined for any other error. */
 function slotWaitOf(err: unknown): SlotWaitDetails | undefined {
+  if (failureTypeOf(err) !== SLOT_WAIT_FAILURE) return undefined;
   if (!(err instanceof ActivityFailure) || !(err.cause instanceof ApplicationFailure)) return undefined;
-  if (err.cause.type !== SLOT_WAIT_FAILURE) return undefined;
   const d = err.cause.details?.[0] as Partial<SlotWaitDetails> | undefined;
   return typeof d?.attempt === 'number' ? { errorClass: 'slot_unavailable', attempt: d.attempt } : undefined;
 }

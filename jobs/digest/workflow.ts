@@ -12,5 +12,5 @@ import type { DigestActivities } from './activities.js';
  */
 export async function digestJob(args: StepArgs): Promise<JobOutcome> {
   const steps = stepActivities<DigestActivities>(budgetOf(digest, args));
-  return runJob(args, digest, () => steps.sendDigest(args));
+  return runJob(args, digest, () => steps.sendDigest(args), { admitInFirstStep: true });
 }

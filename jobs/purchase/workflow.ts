@@ -11,8 +11,13 @@ import type { PurchaseActivities } from './activities.js';
  */
 export async function purchaseJob(args: StepArgs): Promise<JobOutcome> {
   const steps = stepActivities<PurchaseActivities>(budgetOf(purchase, args));
-  return runJob(args, purchase, async () => {
-    const { chargeId } = await steps.chargeCustomer(args);
-    return steps.sendReceipt({ ...args, chargeId });
-  });
+  return runJob(
+    args,
+    purchase,
+    async () => {
+      const { chargeId } = await steps.chargeCustomer(args);
+      return steps.sendReceipt({ ...args, chargeId });
+    },
+    { admitInFirstStep: true },
+  );
 }

@@ -34,30 +34,35 @@ export async function transcribeJob(args: TranscribeArgs): Promise<JobOutcome> {
   });
   const steps = stepActivities<TranscribeActivities>(budgetOf(transcribe, args));
 
-  return runJob(args, transcribe, async (setPhase) => {
-    const started = await steps.startTranscription(args);
-    const id = started.transcriptionId;
-    received.push(...started.early);
-    const forThisJob = () => received.find((e) => e.transcriptionId === id);
-    const viaWebhook = (event: TranscriptionEvent) =>
-      steps.completeTranscription({ ...args, transcriptionId: id, text: event.text, via: 'webhook', webhookId: event.webhookId });
+  return runJob(
+    args,
+    transcribe,
+    async (setPhase) => {
+      const started = await steps.startTranscription(args);
+      const id = started.transcriptionId;
+      received.push(...started.early);
+      const forThisJob = () => received.find((e) => e.transcriptionId === id);
+      const viaWebhook = (event: TranscriptionEvent) =>
+        steps.completeTranscription({ ...args, transcriptionId: id, text: event.text, via: 'webhook', webhookId: event.webhookId });
 
-    const waitMs = args.webhookWaitMs ?? DEFAULT_WEBHOOK_WAIT_MS;
-    if (!started.noWebhookExpected) {
-      setPhase('running', `waiting for the provider's webhook (transcription ${id})`);
-      if (await condition(() => forThisJob() !== undefined, waitMs)) return viaWebhook(forThisJob()!);
-    }
-
-    setPhase('running', `no webhook in time: polling the provider (transcription ${id})`);
-    let delay = POLL_FIRST_MS;
-    for (let waited = 0; ; waited += delay, delay = Math.min(delay * 2, POLL_CAP_MS)) {
-      const giveUp = waited + delay > POLL_TOTAL_MS;
-      const poll = await steps.pollTranscription({ ...args, transcriptionId: id, giveUp });
-      if (poll.status === 'completed') {
-        return steps.completeTranscription({ ...args, transcriptionId: id, text: poll.text ?? '', via: 'polling', webhookId: null });
+      const waitMs = args.webhookWaitMs ?? DEFAULT_WEBHOOK_WAIT_MS;
+      if (!started.noWebhookExpected) {
+        setPhase('running', `waiting for the provider's webhook (transcription ${id})`);
+        if (await condition(() => forThisJob() !== undefined, waitMs)) return viaWebhook(forThisJob()!);
       }
-      // A webhook that arrives while polling ends the wait early.
-      if (await condition(() => forThisJob() !== undefined, delay)) return viaWebhook(forThisJob()!);
-    }
-  });
+
+      setPhase('running', `no webhook in time: polling the provider (transcription ${id})`);
+      let delay = POLL_FIRST_MS;
+      for (let waited = 0; ; waited += delay, delay = Math.min(delay * 2, POLL_CAP_MS)) {
+        const giveUp = waited + delay > POLL_TOTAL_MS;
+        const poll = await steps.pollTranscription({ ...args, transcriptionId: id, giveUp });
+        if (poll.status === 'completed') {
+          return steps.completeTranscription({ ...args, transcriptionId: id, text: poll.text ?? '', via: 'polling', webhookId: null });
+        }
+        // A webhook that arrives while polling ends the wait early.
+        if (await condition(() => forThisJob() !== undefined, delay)) return viaWebhook(forThisJob()!);
+      }
+    },
+    { admitInFirstStep: true },
+  );
 }

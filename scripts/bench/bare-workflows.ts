@@ -2,10 +2,10 @@
 // their own workers on their own task queues, with the same worker settings as the product's:
 //  - bareWorkflow: one no-op activity (the engine's floor);
 //  - twinWorkflow: shaped like `summarize` (started with the same search attributes, summary,
-//    details and ID policies by the bench): a no-op local activity (the admission gate's place:
-//    the product's gate is a local activity), JobState=running upsert, an activity with the
+//    details and ID policies by the bench): JobState=running upsert, an activity with the
 //    step's heartbeat timeout that heartbeats at once and makes the same upstream call,
-//    JobState=succeeded upsert, complete.
+//    JobState=succeeded upsert, complete. No gate of its own: the product asks the degradation
+//    gate's question in the step's first statement (runJob's `admitInFirstStep`).
 //    No Postgres: product ÷ twin is our own cost, twin ÷ bare the cost of the Temporal shape.
 //  - replayTwinWorkflow: shaped like the dead-letter replay's fast path (workflows/replay.ts,
 //    replay-one.ts) with no Postgres: for each item, with at most `concurrency` in flight, a no-op
@@ -32,20 +32,20 @@ const { bareActivity } = proxyActivities<BareActivities>({
   // Long enough for the memory baseline's held activities; a bare run never comes close.
   startToCloseTimeout: '15 minutes',
 });
-// The gate's options (BOOKKEEPING_OPTIONS' timeout) as a local activity, like workflows/admission.ts.
-const gate = proxyLocalActivities<BareActivities>({ startToCloseTimeout: '30 seconds' });
 const { bareCall } = proxyActivities<BareActivities>({
   // Long enough for the memory twin's held calls (they heartbeat); a throughput call takes milliseconds.
   startToCloseTimeout: '15 minutes',
   heartbeatTimeout: '10 seconds',
 });
 
+// The replay's prepare and finish are local activities (workflows/replay-one.ts): the same options' timeout.
+const bookkeeping = proxyLocalActivities<BareActivities>({ startToCloseTimeout: '30 seconds' });
+
 export async function bareWorkflow(holdMs = 0): Promise<void> {
   await bareActivity(holdMs);
 }
 
 export async function twinWorkflow(call: BareCall): Promise<unknown> {
-  await gate.bareActivity(0);
   upsertSearchAttributes([{ key: JobState, value: 'running' }]);
   const out = await bareCall(call);
   upsertSearchAttributes([{ key: JobState, value: 'succeeded' }]);
@@ -75,7 +75,7 @@ export async function replayTwinWorkflow(a: ReplayTwinArgs): Promise<ReplayTwinR
     const startedAt = Date.now();
     let holding = true;
     try {
-      await gate.bareActivity(0);
+      await bookkeeping.bareActivity(0);
       const child = await startChild(twinWorkflow, {
         workflowId: id,
         args: [{ providerUrl: a.providerUrl, key: id, text: a.text }],
@@ -91,7 +91,7 @@ export async function replayTwinWorkflow(a: ReplayTwinArgs): Promise<ReplayTwinR
       await child.result();
       running--;
       holding = false;
-      await gate.bareActivity(0);
+      await bookkeeping.bareActivity(0);
     } finally {
       if (holding) running--;
       items.push({ startedAt, finishedAt: Date.now() });

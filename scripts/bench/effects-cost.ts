@@ -139,7 +139,7 @@ export async function measureEffectCost(stack: BenchStack): Promise<BenchRow[]> 
       baseline: { label: 'two one-row commits p50, same Postgres, same run', unit: 'ms', value: commitsSpread },
       sense: 'lower-better',
       paired: true,
-      notes: `activity '${stepType}' ${spread(perRepeat.product).median.toFixed(1)} ms vs twin ${spread(perRepeat.twin).median.toFixed(1)} ms (history event times); the worker waited ${spread(counts.pgWaitMs).median.toFixed(2)} ms per job on Postgres (its statements timed at its client, the gate's read included)`,
+      notes: `activity '${stepType}' ${spread(perRepeat.product).median.toFixed(1)} ms vs twin ${spread(perRepeat.twin).median.toFixed(1)} ms (history event times); the worker waited ${spread(counts.pgWaitMs).median.toFixed(2)} ms per job on Postgres (its statements timed at its client; the gate's question is asked in the attempt's first statement)`,
       details: {
         stepActivityMs: spread(perRepeat.product),
         twinCallActivityMs: spread(perRepeat.twin),
@@ -156,7 +156,7 @@ export async function measureEffectCost(stack: BenchStack): Promise<BenchRow[]> 
       sense: 'lower-better',
       paired: true,
       notes:
-        "the effect's claim and the step's result statement, which carries the provider's IDs (`storeWithResult`): that statement's whole time, the result and outbox rows included; the row above adds the attempt's first statement and the gate's read",
+        "the effect's claim and the step's result statement, which carries the provider's IDs (`storeWithResult`): that statement's whole time, the result and outbox rows included; the row above adds the attempt's first statement (which also asks the degradation gate's question)",
     }),
     row({
       id: 'effects.statements-in-worker',
