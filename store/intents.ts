@@ -206,7 +206,8 @@ export async function startAttempt(
   const keep = `status IN ${TERMINAL} OR ($15::boolean AND status = 'queued')`;
   // With `admitCheck`, a job the gate does not admit at once gets neither its lease row nor its
   // update: the attempt has not started. Same snapshot as the update, so no pause slips between.
-  const admitted = `coalesce((SELECT admitted FROM gate), true)`;
+  // An intent not visible (yet) is not admitted either: the gate waits for it, as it always did.
+  const admitted = `coalesce((SELECT admitted FROM gate), NOT $16::boolean)`;
   const r = await db.query<SettingRow & { marked: boolean; found: boolean; input: unknown; attempt: number | null; admitted: boolean }>({
     name: 'start-attempt',
     text: `WITH gate AS (
