@@ -184,7 +184,7 @@ function report(
       'throughput.twin',
       'twin',
       'bare',
-      "the cost of summarize's Temporal shape (2 activities, search attributes, metadata, heartbeat)",
+      "the cost of summarize's Temporal shape (its step activity with a heartbeat timeout, two JobState upserts, search attributes, metadata)",
     ),
     tpRow(
       'throughput.fast',
