@@ -167,9 +167,9 @@ export interface AttemptStart {
  * priority is paused, it was deferred before, it holds a ramp reservation, or others of its
  * priority are still deferred (it queues behind them). Each of those goes to the full gate in
  * the workflow. A job already running (a later attempt) is always admitted: only a job that has
- * not started can be deferred. CASE, not AND: without the question nothing below is evaluated.
+ * not started can be deferred. CASE, not OR: for a started job nothing below is evaluated.
  */
-const ADMITTED_AT_ONCE = (check: string) => `CASE WHEN NOT ${check}::boolean OR i.status NOT IN ('queued', 'deferred') THEN true
+const ADMITTED_AT_ONCE = `CASE WHEN i.status NOT IN ('queued', 'deferred') THEN true
            ELSE NOT (i.status = 'deferred'
                      OR i.priority = ANY (g.paused_priorities)
                      OR EXISTS (SELECT 1 FROM admissions a WHERE a.job_id = i.job_id AND a.round = 0)
@@ -207,13 +207,14 @@ export async function startAttempt(
   // With `admitCheck`, a job the gate does not admit at once gets neither its lease row nor its
   // update: the attempt has not started. Same snapshot as the update, so no pause slips between.
   // An intent not visible (yet) is not admitted either: the gate waits for it, as it always did.
+  // Without the question the gate reads nothing (`$16` is a one-time filter) and admits.
   const admitted = `coalesce((SELECT admitted FROM gate), NOT $16::boolean)`;
   const r = await db.query<SettingRow & { marked: boolean; found: boolean; input: unknown; attempt: number | null; admitted: boolean }>({
     name: 'start-attempt',
     text: `WITH gate AS (
-             SELECT ${ADMITTED_AT_ONCE('$16')} AS admitted
+             SELECT ${ADMITTED_AT_ONCE} AS admitted
                FROM job_intents i CROSS JOIN degradation_setting g
-              WHERE i.job_id = $1 AND g.id = 1),
+              WHERE $16::boolean AND i.job_id = $1 AND g.id = 1),
            ${leaseStartedCte(8, admitted)},
            upd AS (
              UPDATE job_intents

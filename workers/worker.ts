@@ -57,6 +57,9 @@ export async function writeWorkflowsEntry(jobs: JobRegistry): Promise<string> {
  */
 export const WORKFLOW_SOURCE_MAP = 'inline-nosources-cheap-module-source-map';
 
+/** The bundler's `webpackConfigHook` that applies `WORKFLOW_SOURCE_MAP` (the bench's baseline bundles use it too). */
+export const withWorkflowSourceMap = <C extends object>(config: C): C => ({ ...config, devtool: WORKFLOW_SOURCE_MAP });
+
 /** Bundle once and share: bundling takes seconds, and every worker in a process can reuse it. */
 export async function bundleWorkflows(jobs: JobRegistry = defaultJobRegistry): Promise<WorkflowBundleOption> {
   const { code } = await bundleWorkflowCode({
@@ -65,7 +68,7 @@ export async function bundleWorkflows(jobs: JobRegistry = defaultJobRegistry): P
     // each job type's definition that names its module (its input schema and plain data).
     preloadModules: [SHARED_MODULES_PATH, ...jobs.modules.flatMap((m) => (m.definitionPath ? [m.definitionPath] : []))],
     logger: quietBundlerLogger,
-    webpackConfigHook: (config) => ({ ...config, devtool: WORKFLOW_SOURCE_MAP }),
+    webpackConfigHook: withWorkflowSourceMap,
   });
   return { code };
 }

@@ -131,8 +131,7 @@ function failureTypeOf(err: unknown): string | undefined {
 /** The details of a `SlotWait` failure, or undefined for any other error. */
 function slotWaitOf(err: unknown): SlotWaitDetails | undefined {
   if (failureTypeOf(err) !== SLOT_WAIT_FAILURE) return undefined;
-  if (!(err instanceof ActivityFailure) || !(err.cause instanceof ApplicationFailure)) return undefined;
-  const d = err.cause.details?.[0] as Partial<SlotWaitDetails> | undefined;
+  const d = ((err as ActivityFailure).cause as ApplicationFailure).details?.[0] as Partial<SlotWaitDetails> | undefined;
   return typeof d?.attempt === 'number' ? { errorClass: 'slot_unavailable', attempt: d.attempt } : undefined;
 }
 

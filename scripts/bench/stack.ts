@@ -17,7 +17,7 @@ import { createLogger, type Logger } from '../../lib/logger.js';
 import { prepareStack } from '../../services/stack.js';
 import { buildApp } from '../../server/app.js';
 import { startSimulator, type Simulator } from '../../simulator/server.js';
-import { bundleWorkflows, createWorker, WORKFLOW_SOURCE_MAP } from '../../workers/worker.js';
+import { bundleWorkflows, createWorker, withWorkflowSourceMap } from '../../workers/worker.js';
 import type { ConcurrencyLimits, JobType } from '../../contract/job-types.js';
 import type { FastifyInstance } from 'fastify';
 import { startDevServer } from '../lib/dev-server.js';
@@ -238,7 +238,7 @@ export async function startStack(o: { quick: boolean; log: (msg: string) => void
         (bareBundle ??= bundleWorkflowCode({
           workflowsPath: BARE_WORKFLOWS_PATH,
           logger: quietLogger,
-          webpackConfigHook: (config) => ({ ...config, devtool: WORKFLOW_SOURCE_MAP }),
+          webpackConfigHook: withWorkflowSourceMap,
         }).then(({ code }) => ({ code }))),
     };
     const jobsClient = (taskQueue: string, p = benchPool, fastPath?: ReadonlySet<string>): JobsClient =>
