@@ -97,6 +97,11 @@ describe('a fast-path job that cannot succeed', () => {
     const letter = await h.pool.query('SELECT error_class, status_code, failed_step FROM dead_letters WHERE job_id = $1', [r.body.jobId]);
     expect(letter.rows).toEqual([{ error_class: 'invalid_request', status_code: 400, failed_step: 'summarizeText' }]);
     const handle = h.temporal.workflow.getHandle(r.body.jobId);
+    // The row is written by the dead-letter activity; the search attribute follows in the
+    // workflow task after it, so it may lag the row by that task (workflows/lifecycle.ts).
+    await waitFor('JobState=dead_lettered on the workflow', async () =>
+      ((await handle.describe()).searchAttributes.JobState as string[] | undefined)?.includes('dead_lettered'),
+    );
     expect((await handle.describe()).searchAttributes.JobState).toEqual(['dead_lettered']);
   });
 });
