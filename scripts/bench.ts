@@ -30,6 +30,7 @@ import { row, spread, type BenchRow } from './bench/stats.js';
 import { measureTableGrowth } from './bench/table-growth.js';
 import { measureThroughput } from './bench/throughput.js';
 import { measureWorkerMemory } from './bench/worker-memory.js';
+import { MMAP_THRESHOLD_ENV, workerProcessEnv } from '../lib/worker-allocator.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const SECTIONS = ['throughput', 'intake', 'effects', 'replay', 'growth', 'memory', 'slots', 'machine'] as const;
@@ -133,6 +134,7 @@ async function main(): Promise<number> {
         argv: process.argv.slice(2).join(' '),
         sections: [...args.only].join(', '),
         activitySlots: 50,
+        workerAllocator: `every worker child (product and baselines) started with ${MMAP_THRESHOLD_ENV}=${workerProcessEnv(process.env)[MMAP_THRESHOLD_ENV] ?? '(as GLIBC_TUNABLES sets it)'}, as npm run worker starts one`,
         concurrencyCaps: 'raised out of the way for throughput and memory (replay measures a cap)',
         postgres: stack.embeddedPg ? 'fsync on, synchronous_commit on' : 'as DATABASE_URL runs it',
       },

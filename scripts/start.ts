@@ -19,6 +19,7 @@ import { startSimulator } from '../simulator/server.js';
 import { startDevServer } from './lib/dev-server.js';
 import { startEmbeddedPostgres } from './lib/embedded-pg.js';
 import { superviseChild, type Supervised } from './lib/supervise.js';
+import { workerProcessEnv } from '../lib/worker-allocator.js';
 import { tryCurlLine } from './lib/try-line.js';
 import { resolveTemporalCli } from './lib/temporal-cli.js';
 import { defaultJobRegistry } from '../jobs/index.js';
@@ -173,7 +174,7 @@ async function bringUp(): Promise<void> {
       superviseChild({
         name: `worker-${i + 1}`,
         entry: path.join(ROOT, 'workers/main.ts'),
-        env: childEnv,
+        env: workerProcessEnv(childEnv),
         log: say,
         // The worker drains for its grace time, then the SDK's force margin (workers/worker.ts).
         killAfterMs: (config.workerShutdownGraceSeconds + 15) * 1000,

@@ -10,6 +10,7 @@ import { createLogger } from '../lib/logger.js';
 import { exitWithParent, onShutdown } from '../lib/shutdown.js';
 import { connectionOptions } from '../lib/temporal.js';
 import { createWorker } from './worker.js';
+import { allocatorAdvice } from '../lib/worker-allocator.js';
 import { defaultJobRegistry } from '../jobs/index.js';
 
 exitWithParent();
@@ -22,6 +23,11 @@ if (!config.databaseUrl || !config.temporalAddress || !config.providerUrl) {
   log.fatal('a standalone worker needs DATABASE_URL, TEMPORAL_ADDRESS and PROVIDER_URL (npm start sets them for its own workers)');
   process.exit(2);
 }
+const advice = allocatorAdvice(
+  process.env,
+  (process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header?.glibcVersionRuntime,
+);
+if (advice) log.warn(advice);
 const pool = createPool(config.databaseUrl, log, config.tuning.pgPoolSize);
 // The SDK's Runtime would install its own SIGINT/SIGTERM handlers (Runtime.install's default
 // `shutdownSignals`) beside ours; one owner of the signals decides when the process exits.

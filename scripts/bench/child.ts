@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { PgCounters } from './pg-probe.js';
 import { waitUntil } from './stats.js';
+import { workerProcessEnv } from '../../lib/worker-allocator.js';
 import type { ChildSettings } from './worker-child.js';
 
 const CHILD = fileURLToPath(new URL('./worker-child.ts', import.meta.url));
@@ -31,6 +32,8 @@ export interface Child {
 export async function startChild(_ctx: { log: (msg: string) => void }, settings: ChildSettings): Promise<Child> {
   const proc = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify(settings)], {
     cwd: ROOT,
+    // Every worker child, product and baselines alike, as `npm run worker` starts a worker.
+    env: workerProcessEnv(process.env),
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   const counter: ChildCounter = { inFlight: 0, peak: 0, completed: 0 };

@@ -18,6 +18,7 @@ import { resolveTemporalCli } from '../lib/temporal-cli.js';
 import { defaultJobRegistry } from '../../jobs/index.js';
 import { defaultPorts, resolveTemporalServerBinaries, startTemporalServer, type TemporalServer } from '../lib/temporal-server.js';
 import { temporalServerEnv } from '../lib/temporal-server-env.js';
+import { workerProcessEnv } from '../../lib/worker-allocator.js';
 
 const WORKER_ENTRY = fileURLToPath(new URL('../../workers/main.ts', import.meta.url));
 
@@ -221,7 +222,7 @@ export async function startDrillStack(say: (m: string) => void): Promise<DrillSt
 
 async function spawnWorkerProcess(env: Record<string, string>): Promise<DrillWorker> {
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', WORKER_ENTRY], {
-    env: { ...process.env, ...env },
+    env: workerProcessEnv({ ...process.env, ...env }), // as `npm run worker` starts it
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

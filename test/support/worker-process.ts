@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { inject } from 'vitest';
 import type { Harness } from './harness.js';
+import { workerProcessEnv } from '../../lib/worker-allocator.js';
 
 const ENTRY = fileURLToPath(new URL('../../workers/main.ts', import.meta.url));
 
@@ -20,7 +21,8 @@ export interface WorkerProcess {
  */
 export async function spawnWorker(h: Harness, env: Record<string, string> = {}): Promise<WorkerProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', ENTRY], {
-    env: {
+    // As `npm run worker` starts it (lib/worker-allocator.ts).
+    env: workerProcessEnv({
       ...process.env,
       DATABASE_URL: h.databaseUrl,
       TEMPORAL_ADDRESS: inject('temporalAddress'),
@@ -29,7 +31,7 @@ export async function spawnWorker(h: Harness, env: Record<string, string> = {}):
       TASK_QUEUE: h.taskQueue,
       LOG_LEVEL: 'info',
       ...env,
-    },
+    }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
