@@ -36,8 +36,8 @@ export function workerProcessEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 export function allocatorAdvice(env: NodeJS.ProcessEnv, glibcVersion: string | undefined): string | null {
   if (glibcVersion === undefined || setsMmapThreshold(env)) return null;
   return (
-    `${MMAP_THRESHOLD_ENV} is not set: with glibc ${glibcVersion} a busy worker keeps up to twice the memory it needs ` +
-    `(freed buffers stay resident). Start workers with ${MMAP_THRESHOLD_ENV}=${WORKER_MMAP_THRESHOLD_BYTES} ` +
+    `${MMAP_THRESHOLD_ENV} is not set: with glibc ${glibcVersion}, memory a busy worker has freed stays resident ` +
+    `(1,000 running jobs: 638 MB against 451 MB with it). Start workers with ${MMAP_THRESHOLD_ENV}=${WORKER_MMAP_THRESHOLD_BYTES} ` +
     `(npm run worker and npm start do); see the README, "Worker memory".`
   );
 }
