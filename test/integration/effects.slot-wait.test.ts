@@ -96,10 +96,15 @@ describe('waiting for a concurrency slot in the workflow', () => {
     expect(temporalLines).toContain('activity waiting for a slot: summarizeText');
     expect(temporalLines.some((l: string) => l.startsWith('activity failed'))).toBe(false);
 
-    // Nothing was sent for a waiter, so it has no effect row: no claim counted, no first send
-    // dated before the job ran, no pending row that would read as a refusal.
-    const waiting = await h.pool.query('SELECT count(*)::int AS n FROM effects WHERE job_id = ANY($1)', [waiters]);
-    expect(waiting.rows[0].n).toBe(0);
+    // Nothing was sent for a waiter, so it keeps no effect row: no claim counted, no first send
+    // dated before the job ran, no pending row that would read as a refusal. Each retry's claim
+    // row exists for the moment between its claim and its withdrawal (store/effects.ts,
+    // `withdrawClaim`), so a read can land in that moment: wait for a read between retries. A row
+    // that stayed would fail here.
+    await waitFor('no effect row kept for the waiters', async () => {
+      const waiting = await h.pool.query('SELECT count(*)::int AS n FROM effects WHERE job_id = ANY($1)', [waiters]);
+      return waiting.rows[0].n === 0;
+    });
 
     const releasedAt = Date.now();
     await fetch(`${h.sim.url}/__sim/holds/release`, { method: 'POST' });
