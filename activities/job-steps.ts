@@ -235,17 +235,22 @@ async function runStepWith<T>(
                 }
               : undefined;
           const admitCheck = args.admitInStep === true;
+          const fence = local ? undefined : currentFence();
+          // A schedule's first attempt fences no earlier one: its start is evidence only, committed
+          // without waiting for the flush (`startAttempt`); the effect's claim, synchronous, flushes it.
+          // A local attempt's number comes from its lease row, so its start stays synchronous.
           start = local
             ? await startAttempt(deps.pool, args.jobId, null, undefined, opts.prefetchInput ?? false, leaseRow, resumed.pending, admitCheck)
             : await startAttempt(
                 deps.pool,
                 args.jobId,
                 attempt,
-                currentFence(),
+                fence,
                 opts.prefetchInput ?? false,
                 leaseRow,
                 resumed.pending,
                 admitCheck,
+                fence?.attempt === 1,
               );
           if (lease) lease.started = start.admitted;
         });

@@ -19,9 +19,12 @@ export const MMAP_THRESHOLD_ENV = 'MALLOC_MMAP_THRESHOLD_';
 /** glibc's own initial threshold (128 KiB), kept fixed instead of rising after frees. */
 export const WORKER_MMAP_THRESHOLD_BYTES = 131_072;
 
-/** Whether the environment already sets the threshold, by the variable or by `GLIBC_TUNABLES`. */
+/**
+ * Whether the environment already sets the threshold, by the variable or by `GLIBC_TUNABLES`.
+ * An empty variable sets nothing (glibc ignores it), as `npm run worker`'s `${VAR:-...}` reads it.
+ */
 export function setsMmapThreshold(env: NodeJS.ProcessEnv): boolean {
-  return env[MMAP_THRESHOLD_ENV] !== undefined || /(^|:)glibc\.malloc\.mmap_threshold=/.test(env.GLIBC_TUNABLES ?? '');
+  return (env[MMAP_THRESHOLD_ENV] ?? '') !== '' || /(^|:)glibc\.malloc\.mmap_threshold=/.test(env.GLIBC_TUNABLES ?? '');
 }
 
 /** The environment a worker process is spawned with: `env`, plus the fixed threshold unless `env` sets one. */

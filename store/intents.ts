@@ -158,6 +158,8 @@ export interface AttemptStart {
   attempt: number | null;
   /** False only when the gate's question was asked (`admitCheck`) and the job is not admitted at once: nothing was written. */
   admitted: boolean;
+  /** The `synchronous_commit` the statement committed with: `off` for an evidence-only start (`asyncCommit`). */
+  commitMode: string;
 }
 
 /**
@@ -188,6 +190,15 @@ const ADMITTED_AT_ONCE = `CASE WHEN i.status NOT IN ('queued', 'deferred') THEN 
  * the lease row committed no later than the attempt's first other write; here they commit together.
  * With `admitCheck` it also asks the degradation gate's question (`ADMITTED_AT_ONCE`), so a job
  * admitted at once costs the gate no statement of its own.
+ *
+ * With `asyncCommit` the statement commits without waiting for its WAL flush
+ * (`synchronous_commit = off` for its own transaction only: `set_config(..., true)`, so nothing
+ * leaks to the session, and PgBouncer's transaction mode is fine). Only for what is evidence:
+ * the first attempt of a schedule, whose lease row fences no earlier attempt. Such a commit is
+ * visible at once and is made durable by the next synchronous commit (WAL is flushed in order),
+ * so the effect's claim, which must be durable before the call, makes this start durable too. A
+ * Postgres crash within the flush delay (under a second) loses at most the start's evidence: the
+ * `running` mark and the lease row of an attempt that wrote nothing else.
  */
 export async function startAttempt(
   db: Db,
@@ -198,6 +209,7 @@ export async function startAttempt(
   lease?: LeaseStart,
   stillWaiting = false,
   admitCheck = false,
+  asyncCommit = false,
 ): Promise<AttemptStart> {
   // `attempt` null: the lease row numbers it (a local activity's attempt, `leaseStartedCte`).
   const att = `coalesce($2::int, (SELECT attempt FROM lease_started))`;
@@ -209,9 +221,14 @@ export async function startAttempt(
   // An intent not visible (yet) is not admitted either: the gate waits for it, as it always did.
   // Without the question the gate reads nothing (`$16` is a one-time filter) and admits.
   const admitted = `coalesce((SELECT admitted FROM gate), NOT $16::boolean)`;
-  const r = await db.query<SettingRow & { marked: boolean; found: boolean; input: unknown; attempt: number | null; admitted: boolean }>({
+  const r = await db.query<
+    SettingRow & { marked: boolean; found: boolean; input: unknown; attempt: number | null; admitted: boolean; commit_mode: string }
+  >({
     name: 'start-attempt',
-    text: `WITH gate AS (
+    text: `WITH commit_mode AS (
+             SELECT CASE WHEN $17::boolean THEN set_config('synchronous_commit', 'off', true)
+                         ELSE current_setting('synchronous_commit') END AS mode),
+           gate AS (
              SELECT ${ADMITTED_AT_ONCE} AS admitted
                FROM job_intents i CROSS JOIN degradation_setting g
               WHERE $16::boolean AND i.job_id = $1 AND g.id = 1),
@@ -227,13 +244,22 @@ export async function startAttempt(
               WHERE job_id = $1 AND (status NOT IN ${TERMINAL} OR attempts < ${att}) AND ${notSuperseded(3)} AND ${admitted}
               RETURNING 1)
            SELECT EXISTS (SELECT 1 FROM upd) AS marked, i.job_id IS NOT NULL AS found,
-                  CASE WHEN $7::boolean THEN i.input END AS input, ${att} AS attempt, ${admitted} AS admitted, ${SETTING_COLUMNS('s')}
+                  CASE WHEN $7::boolean THEN i.input END AS input, ${att} AS attempt, ${admitted} AS admitted,
+                  (SELECT mode FROM commit_mode) AS commit_mode, ${SETTING_COLUMNS('s')}
              FROM degradation_setting s LEFT JOIN job_intents i ON i.job_id = $1
             WHERE s.id = 1`,
-    values: [jobId, attempt, ...fenceParams(fence), withInput, ...leaseStartedParams(lease), stillWaiting, admitCheck],
+    values: [jobId, attempt, ...fenceParams(fence), withInput, ...leaseStartedParams(lease), stillWaiting, admitCheck, asyncCommit],
   });
   const row = r.rows[0]!;
-  return { marked: row.marked, found: row.found, input: row.input, setting: toSetting(row), attempt: row.attempt, admitted: row.admitted };
+  return {
+    marked: row.marked,
+    found: row.found,
+    input: row.input,
+    setting: toSetting(row),
+    attempt: row.attempt,
+    admitted: row.admitted,
+    commitMode: row.commit_mode,
+  };
 }
 
 /**
