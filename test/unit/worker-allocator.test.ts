@@ -23,9 +23,11 @@ describe('the allocator setting a worker process starts with', () => {
     expect(allocatorAdvice({ MALLOC_MMAP_THRESHOLD_: '' }, '2.36')).toMatch(/is not set/);
   });
 
-  it("npm run worker starts with the same value as the other launchers", () => {
+  it('npm run worker starts with the same value as the other launchers', () => {
     const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { scripts: Record<string, string> };
-    expect(pkg.scripts.worker).toBe(`MALLOC_MMAP_THRESHOLD_=\${MALLOC_MMAP_THRESHOLD_:-${WORKER_MMAP_THRESHOLD_BYTES}} tsx workers/main.ts`);
+    expect(pkg.scripts.worker).toBe(
+      `MALLOC_MMAP_THRESHOLD_=\${MALLOC_MMAP_THRESHOLD_:-${WORKER_MMAP_THRESHOLD_BYTES}} tsx workers/main.ts`,
+    );
   });
 
   it('advises only a glibc process that lacks the setting', () => {
