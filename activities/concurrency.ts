@@ -1,7 +1,8 @@
 import { Context } from '@temporalio/activity';
 import type pg from 'pg';
 import type { Logger } from '../lib/logger.js';
-import { forgetEnsuredSlots, releaseSlot, renewSlots, tryAcquireSlot } from '../store/concurrency.js';
+import { forgetEnsuredSlots, forgetWaiter, registerWaiter, releaseSlot, renewSlots, tryAcquireSlot } from '../store/concurrency.js';
+import { slotFreedSignal } from '../contract/messages.js';
 import { markRunning, markWaiting } from '../store/intents.js';
 import { currentFence } from './attempt.js';
 import type { ConcurrencyLimits } from '../contract/job-types.js';
@@ -130,12 +131,16 @@ export async function withSlot<T>(
   if (!slot && s.waitInWorkflow) {
     // The first start this attempt set goes back: the job has not executed yet.
     await markWaiting(deps.pool, s.jobId, reason, currentFence(), s.attemptStartedAt);
+    // The next release of its type may wake it (`wakeSlotWaiter`); its timer ends the wait otherwise.
+    await registerWaiter(deps.pool, { jobId: s.jobId, jobType: s.jobType, tenantId: s.tenantId });
     // Slot rows deleted behind this process's back (a reset table) are created again next time.
     forgetEnsuredSlots();
     throw new SlotUnavailableError(reason);
   }
   if (slot && s.resumed?.pending) {
     s.resumed.pending = false;
+    // It waited in the workflow: no release should wake it any more.
+    await forgetWaiter(deps.pool, s.jobId);
     await markRunning(
       deps.pool,
       s.jobId,
@@ -190,7 +195,28 @@ export async function withSlot<T>(
 }
 
 async function release(deps: { pool: pg.Pool; log: Logger }, jobId: string, id: string): Promise<void> {
-  await releaseSlot(deps.pool, id).catch((e: Error) =>
-    deps.log.warn({ jobId, err: e.message }, 'could not release slot; it expires by itself'),
+  await releaseSlot(deps.pool, id).then(
+    (woken) => wakeSlotWaiter(deps.log, woken),
+    (e: Error) => deps.log.warn({ jobId, err: e.message }, 'could not release slot; it expires by itself'),
   );
+}
+
+/**
+ * Signals the workflow of the job a freed slot woke (`releaseSlot` and the statements that carry
+ * its CTE name it), so it tries again now instead of at the end of its back-off. Not awaited:
+ * the signal is a hint, and a lost one (the job finished meanwhile, Temporal unreachable) costs
+ * that job the rest of its timer's wait, nothing else. Outside an activity there is no client to send it with.
+ */
+export function wakeSlotWaiter(log: Logger, jobId: string | null | undefined): void {
+  if (!jobId) return;
+  let client;
+  try {
+    client = Context.current().client;
+  } catch {
+    return;
+  }
+  client.workflow
+    .getHandle(jobId)
+    .signal(slotFreedSignal)
+    .catch((e: Error) => log.info({ jobId, err: e.message }, 'could not wake a job waiting for a slot; its timer will'));
 }

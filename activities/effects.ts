@@ -10,6 +10,7 @@ import {
   countReconciliation,
   recordEffectFailure,
   recordEffectSuccess,
+  storeEffectSuccess,
   reopenFailedEffect,
   withdrawClaim,
   type ClaimedEffectRow,
@@ -20,7 +21,7 @@ import type { SlotRequest } from '../store/concurrency.js';
 import { NonRetryableError, RetryableError, SlotUnavailableError } from '../lib/errors.js';
 import { attemptNumber, currentFence } from './attempt.js';
 import { chooseUpstream, upstreamFor, type FallbackPlan } from './fallback.js';
-import type { SlotRelease } from './concurrency.js';
+import { wakeSlotWaiter, type SlotRelease } from './concurrency.js';
 import type { Provider } from './provider.js';
 
 export interface EffectDeps {
@@ -182,7 +183,7 @@ export async function runEffect(deps: EffectDeps, s: EffectSpec): Promise<Effect
       releaseSlotId: release?.slotId ?? null,
     };
     // Handed off, the slot is the caller's to free: with the success, or by expiring if that never commits.
-    const stored = s.handOff ? (s.handOff(success), true) : await storeSuccess(deps.pool, success);
+    const stored = s.handOff ? (s.handOff(success), true) : await storeSuccess(deps, success);
     release?.released();
     return { res: response, providerId, stored };
   };
@@ -214,12 +215,14 @@ async function guarded<T>(
   }
 }
 
-/** Commits a success on its own (one statement); returns whether the fence let the effect row change. */
-export function storeSuccess(db: pg.Pool, e: EffectSuccess): Promise<boolean> {
-  return recordEffectSuccess(db, e.effectKey, e.providerRequestId, e.providerId, e.result, e.fence, {
-    attempt: e.attempt,
-    releaseSlotId: e.releaseSlotId,
-  });
+/**
+ * Commits a success on its own (one statement) and wakes the job its freed slot names; returns
+ * whether the fence let the effect row change.
+ */
+export async function storeSuccess(deps: { pool: pg.Pool; log: Logger }, e: EffectSuccess): Promise<boolean> {
+  const { stored, woken } = await storeEffectSuccess(deps.pool, e);
+  wakeSlotWaiter(deps.log, woken);
+  return stored;
 }
 
 /** A success whose effect-row write the fence refused (the attempt and slot rows are written anyway). */

@@ -9,7 +9,7 @@ import { writeResultFenced } from '../store/step-result.js';
 import { ADMISSION_WAIT_FAILURE, SLOT_WAIT_FAILURE, type SlotWaitDetails, type StepArgs } from '../contract/job-types.js';
 import { budgetOf } from '../job-api/define.js';
 import type { ActivityDeps } from './deps.js';
-import { effectSlot } from './concurrency.js';
+import { effectSlot, wakeSlotWaiter } from './concurrency.js';
 import { attemptNumber, attemptOffset, currentFence, failAttempt, setLocalAttempt, withAttemptScope, withHeartbeat } from './attempt.js';
 import { runEffect, storeSuccess, warnStale, type EffectResult } from './effects.js';
 import type { EffectSuccess } from '../store/effects.js';
@@ -140,7 +140,7 @@ async function runStepWith<T>(
     const e = state.effect;
     if (!e) return;
     state.effect = undefined;
-    if (!(await storeSuccess(deps.pool, e)))
+    if (!(await storeSuccess(deps, e)))
       warnStale(deps.log, { jobId: args.jobId, effectKey: e.effectKey, step: e.attempt?.step ?? step, attempt });
   };
   const slotFor = (name: string) =>
@@ -363,7 +363,7 @@ export async function completeWithOutbox(
 ): Promise<boolean> {
   const closing = ctx.closing?.();
   const effect = ctx.takeEffect?.();
-  const { landed, effectStored } = await writeResultFenced(
+  const { landed, effectStored, woken } = await writeResultFenced(
     deps.pool,
     ctx.args.jobId,
     ctx.attempt,
@@ -391,6 +391,7 @@ export async function completeWithOutbox(
     },
   );
   ctx.finished?.();
+  wakeSlotWaiter(deps.log, woken);
   if (effect && !effectStored) {
     warnStale(deps.log, {
       jobId: ctx.args.jobId,

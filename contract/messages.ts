@@ -35,6 +35,13 @@ export function toEvent(webhookId: string, payload: Record<string, unknown>): Tr
  */
 export const degradationChangedSignal = defineSignal('degradationChanged');
 
+/**
+ * Sent (best-effort) by the worker whose statement freed a concurrency slot to the job that
+ * waited longest for one of its type (store/concurrency.ts `releaseSlot`): it tries again at
+ * once. Only a hint: the wait's own timer still ends it.
+ */
+export const slotFreedSignal = defineSignal('slotFreed');
+
 /** The product's search attributes (Keyword), the only declaration: every start sets them, every server registers them. */
 export const TenantIdKey = defineSearchAttributeKey('TenantId', SearchAttributeType.KEYWORD);
 export const JobTypeKey = defineSearchAttributeKey('JobType', SearchAttributeType.KEYWORD);

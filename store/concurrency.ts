@@ -123,19 +123,57 @@ export async function renewSlots(db: Db, ids: string[], ttlMs: number): Promise<
 
 /**
  * `releaseSlot` as CTEs of another statement (the effect's success, store/effects.ts): the
- * slot is freed by the statement that records the call's outcome. Parameter `$i`; NULL frees nothing.
+ * slot is freed by the statement that records the call's outcome. Parameter `$i`; NULL frees
+ * nothing. `${prefix}_woken` returns the waiter the freed slot wakes (`wokenWaiterCte`).
  */
 export function releaseSlotCte(i: number, prefix = 'slot'): string {
   return `${prefix}_lease_gone AS (DELETE FROM concurrency_leases WHERE id = $${i}::bigint),
-           ${prefix}_freed AS (UPDATE concurrency_slots SET lease_id = NULL, expires_at = NULL WHERE lease_id = $${i}::bigint)`;
+           ${prefix}_freed AS (UPDATE concurrency_slots SET lease_id = NULL, expires_at = NULL WHERE lease_id = $${i}::bigint),
+           ${wokenWaiterCte(i, `${prefix}_woken`)}`;
 }
 
-/** Frees the lease and its slots in one statement (when the effect's success did not). */
-export async function releaseSlot(db: Db, id: string): Promise<void> {
-  await db.query({
+/**
+ * The job a freed slot wakes: the oldest waiter of the lease's job type and tenant, else of its
+ * job type (schema/0018_slot_waiters.sql), taken out of the table in the same statement, so two
+ * releases never wake the same waiter. A waiter held back only by the cap across all job types
+ * is woken by its own type's releases or by its timer. The lease row is read as it was before
+ * the statement deleted it. Returns `job_id`; none when no waiter (the usual case: two index probes).
+ */
+function wokenWaiterCte(i: number, name: string): string {
+  const oldest = (tenant: boolean) =>
+    `(SELECT w.job_id FROM slot_waiters w, concurrency_leases l
+       WHERE l.id = $${i}::bigint AND w.job_type = l.job_type${tenant ? ' AND w.tenant_id = l.tenant_id' : ''}
+       ORDER BY w.since LIMIT 1 FOR UPDATE OF w SKIP LOCKED)`;
+  return `${name} AS (DELETE FROM slot_waiters WHERE $${i}::bigint IS NOT NULL AND job_id = coalesce(${oldest(true)}, ${oldest(false)})
+                       RETURNING job_id)`;
+}
+
+/**
+ * Frees the lease and its slots in one statement (when the effect's success did not). Returns
+ * the waiting job the freed slot wakes, if any (`wokenWaiterCte`).
+ */
+export async function releaseSlot(db: Db, id: string): Promise<string | null> {
+  const r = await db.query<{ woken: string | null }>({
     name: 'release-slot',
-    text: `WITH gone AS (DELETE FROM concurrency_leases WHERE id = $1::bigint)
-           UPDATE concurrency_slots SET lease_id = NULL, expires_at = NULL WHERE lease_id = $1::bigint`,
+    text: `WITH ${releaseSlotCte(1)} SELECT (SELECT job_id FROM slot_woken) AS woken`,
     values: [id],
   });
+  return r.rows[0]?.woken ?? null;
+}
+
+/**
+ * The job waits in its workflow for a slot: the next release of its job type may wake it
+ * (`wokenWaiterCte`). A job already registered keeps its place.
+ */
+export async function registerWaiter(db: Db, w: { jobId: string; jobType: string; tenantId: string }): Promise<void> {
+  await db.query('INSERT INTO slot_waiters (job_id, job_type, tenant_id) VALUES ($1, $2, $3) ON CONFLICT (job_id) DO NOTHING', [
+    w.jobId,
+    w.jobType,
+    w.tenantId,
+  ]);
+}
+
+/** The job has its slot (or stopped waiting): no release should wake it any more. */
+export async function forgetWaiter(db: Db, jobId: string): Promise<void> {
+  await db.query('DELETE FROM slot_waiters WHERE job_id = $1', [jobId]);
 }

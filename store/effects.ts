@@ -172,12 +172,17 @@ export async function recordEffectSuccess(
   fence?: AttemptFence,
   also: { attempt?: AttemptRecord | undefined; releaseSlotId?: string | null | undefined } = {},
 ): Promise<boolean> {
-  const r = await db.query<{ stored: boolean }>({
+  return (await storeEffectSuccess(db, { effectKey, providerRequestId, providerId, result, fence, ...also })).stored;
+}
+
+/** `recordEffectSuccess`, also returning the waiting job its freed slot wakes (store/concurrency.ts `releaseSlotCte`). */
+export async function storeEffectSuccess(db: Db, e: EffectSuccess): Promise<{ stored: boolean; woken: string | null }> {
+  const r = await db.query<{ stored: boolean; woken: string | null }>({
     name: 'record-effect-success',
-    text: `WITH ${effectSuccessCtes(1)} SELECT EXISTS (SELECT 1 FROM effect_stored) AS stored`,
-    values: effectSuccessParams({ effectKey, providerRequestId, providerId, result, fence, ...also }),
+    text: `WITH ${effectSuccessCtes(1)} SELECT EXISTS (SELECT 1 FROM effect_stored) AS stored, (SELECT job_id FROM effect_slot_woken) AS woken`,
+    values: effectSuccessParams(e),
   });
-  return r.rows[0]!.stored;
+  return r.rows[0]!;
 }
 
 /**

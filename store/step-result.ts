@@ -17,7 +17,8 @@ import { insertOutboxCte, insertOutboxParams, type NewOutboxRow } from './outbox
  * notification's state stay as they were. With `effect`, the step's last effect's success
  * too (store/effects.ts `effectSuccessCtes`): its own fence decides it, so a refused result
  * never takes a recorded effect success with it. `landed` is false when the result write was
- * refused; `effectStored` whether the effect row changed (false also when none was given).
+ * refused; `effectStored` whether the effect row changed (false also when none was given);
+ * `woken` the waiting job the effect's freed slot wakes (store/concurrency.ts `releaseSlotCte`).
  */
 export async function writeResultFenced(
   db: Db,
@@ -34,9 +35,9 @@ export async function writeResultFenced(
     refused?: AttemptRecord;
     effect?: EffectSuccess;
   } = {},
-): Promise<{ landed: boolean; effectStored: boolean }> {
+): Promise<{ landed: boolean; effectStored: boolean; woken: string | null }> {
   const spanMs = also.span ? Math.max(0, Math.round(also.span.ms)) : null;
-  const r = await db.query<{ landed: boolean; effect_stored: boolean }>({
+  const r = await db.query<{ landed: boolean; effect_stored: boolean; woken: string | null }>({
     name: 'write-result-fenced',
     text: `WITH written AS (
              UPDATE job_intents
@@ -58,7 +59,8 @@ export async function writeResultFenced(
            ${recordAttemptCte(12, 'NOT EXISTS (SELECT 1 FROM written)')},
            ${leaseEndedCte(21)},
            ${effectSuccessCtes(26)}
-         SELECT EXISTS (SELECT 1 FROM written) AS landed, EXISTS (SELECT 1 FROM effect_stored) AS effect_stored`,
+         SELECT EXISTS (SELECT 1 FROM written) AS landed, EXISTS (SELECT 1 FROM effect_stored) AS effect_stored,
+                (SELECT job_id FROM effect_slot_woken) AS woken`,
     values: [
       jobId,
       fence,
@@ -72,5 +74,5 @@ export async function writeResultFenced(
       ...effectSuccessParams(also.effect),
     ],
   });
-  return { landed: r.rows[0]!.landed, effectStored: r.rows[0]!.effect_stored };
+  return { landed: r.rows[0]!.landed, effectStored: r.rows[0]!.effect_stored, woken: r.rows[0]!.woken };
 }

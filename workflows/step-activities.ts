@@ -1,4 +1,15 @@
-import { ActivityFailure, ApplicationFailure, log, proxyActivities, proxyLocalActivities, sleep } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  condition,
+  log,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+  sleep,
+} from '@temporalio/workflow';
+import { slotFreedSignal } from '../contract/messages.js';
 import {
   ADMISSION_WAIT_FAILURE,
   SLOT_WAIT_FAILURE,
@@ -15,6 +26,8 @@ const FIRST_PAUSE_MS = 250;
 const PAUSE_CAP_MS = 2_000;
 /** A schedule needs at least this much of the elapsed cap left to be worth making. */
 const MIN_SCHEDULE_MS = 1_000;
+/** Histories from before the wait could be woken by `slotFreedSignal` slept on a bare timer. */
+const SLOT_WAKE_PATCH = 'slot-wait-woken-by-release';
 
 type StepFn = (args: StepArgs, ...rest: unknown[]) => Promise<unknown>;
 
@@ -29,11 +42,13 @@ export interface StepActivitiesOptions {
  * A job type's step activities, proxied with its budget (`stepOptions`, or `localStepOptions`
  * on the fast path), where a step waits for a concurrency slot in the workflow, not in a
  * worker. An attempt that finds no free slot ends at once with a `SlotWait` failure: no retry
- * attempt spent, no call made, the job `queued` with the reason. The workflow then sleeps on a
- * durable timer and schedules the step again as the same job attempt, with the attempt cap
- * lowered by the attempts before it and the elapsed cap by the time gone, so waiting holds no
- * worker activity slot, counts as queue time, and never stretches the retry budget. A step
- * whose elapsed cap runs out while it waits is dead-lettered (`slot_unavailable`).
+ * attempt spent, no call made, the job `queued` with the reason. The workflow then waits on a
+ * durable timer, ended early when a freed slot wakes it (`slotFreedSignal`: the statement that
+ * frees a slot of its type names the longest waiter), and schedules the step again as the same
+ * job attempt, with the attempt cap lowered by the attempts before it and the elapsed cap by the
+ * time gone, so waiting holds no worker activity slot, counts as queue time, and never stretches
+ * the retry budget. A step whose elapsed cap runs out while it waits is dead-lettered
+ * (`slot_unavailable`).
  *
  * Each step's first argument must be its `StepArgs` (it carries `slotWait` to the activity).
  * A workflow that calls `proxyActivities` itself still works: its attempts wait for their slot
@@ -66,9 +81,14 @@ async function runWaitingForSlots(
   let began = Date.now();
   let steps = first;
   let slotWait: SlotWaitArgs = { attemptOffset: 0, resumed: false };
+  // Wakes by a freed slot (`slotFreedSignal`), counted from the first wait on; one that came
+  // while an attempt ran ends the next wait at once (that attempt may have missed the slot).
+  let wakes = 0;
+  let listening = false;
   for (let round = 0; ; round++) {
     // The job's first step may ask the degradation gate's question (runJob's `admitInFirstStep`).
     const asks = gateAskedInStep();
+    const wakesBefore = wakes;
     try {
       const out = await steps[name]!({ ...args, slotWait, ...(asks ? { admitInStep: true } : {}) }, ...rest);
       if (asks) admittedInStep();
@@ -91,7 +111,15 @@ async function runWaitingForSlots(
       if (left < MIN_SCHEDULE_MS) throw elapsedCapReached(err as ActivityFailure, budget);
       if (round === 0) log.info('waiting for a concurrency slot in the workflow', { step: name, attempt: waited.attempt });
       // Jittered: waiters of one scope do not come back in lockstep.
-      await sleep(pause / 2 + (Math.random() * pause) / 2);
+      const wait = pause / 2 + (Math.random() * pause) / 2;
+      // On the waiting path only, so the patch's marker is in no history of a job that never waited.
+      if (patched(SLOT_WAKE_PATCH)) {
+        if (!listening) {
+          setHandler(slotFreedSignal, () => void wakes++);
+          listening = true;
+        }
+        await condition(() => wakes > wakesBefore, wait);
+      } else await sleep(wait);
       slotWait = { attemptOffset: waited.attempt - 1, resumed: true };
       steps = proxy({
         ...budget,

@@ -136,6 +136,27 @@ describe('waiting for a concurrency slot in the workflow', () => {
     expect((await h.pool.query('SELECT count(*)::int AS n FROM concurrency_leases')).rows[0].n).toBe(0);
   });
 
+  it('a freed slot wakes the waiter: the statement that frees it names the job, and its workflow is signalled', async () => {
+    const holder = await holdTheSlot();
+    const waiter = (await h.submit('summarize', { text: `Woken by the release ${uid()}.` })).body.jobId as string;
+    await waitFor(`${waiter} to wait for a slot`, () => waitingForSlot(waiter));
+    await waitFor(`${waiter} to register as a waiter`, async () => {
+      const r = await h.pool.query('SELECT count(*)::int AS n FROM slot_waiters WHERE job_id = $1', [waiter]);
+      return r.rows[0].n === 1;
+    });
+    expect(await events(waiter, 'SIGNALED')).toHaveLength(0);
+
+    await fetch(`${h.sim.url}/__sim/holds/release`, { method: 'POST' });
+    await h.waitForStatus(holder, 'succeeded');
+    const done = await h.waitForStatus(waiter, 'succeeded', 'a', 120_000);
+    expect(done.attempts).toBe(1);
+    // The holder's result statement freed the slot and took the waiter out; its worker signalled it.
+    const signals = await events(waiter, 'SIGNALED');
+    expect(signals.map((e) => e.workflowExecutionSignaledEventAttributes?.signalName)).toEqual(['slotFreed']);
+    expect((await h.pool.query('SELECT count(*)::int AS n FROM slot_waiters WHERE job_id = $1', [waiter])).rows[0].n).toBe(0);
+    expect((await h.simEffects()).byKey[`${waiter}:summarize`].applied).toBe(1);
+  });
+
   it('dead-letters a job whose elapsed cap runs out while it waits, without calling the upstream', async () => {
     const holder = await holdTheSlot();
     // A job with a 6 s elapsed cap.
