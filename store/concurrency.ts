@@ -135,14 +135,17 @@ export function releaseSlotCte(i: number, prefix = 'slot'): string {
 /**
  * The job a freed slot wakes: the oldest waiter of the lease's job type and tenant, else of its
  * job type (schema/0018_slot_waiters.sql), taken out of the table in the same statement, so two
- * releases never wake the same waiter. A waiter held back only by the cap across all job types
- * is woken by its own type's releases or by its timer. The lease row is read as it was before
- * the statement deleted it. Returns `job_id`; none when no waiter (the usual case: two index probes).
+ * releases never wake the same waiter. A waiter whose job has finished meanwhile (cancelled, or
+ * dead-lettered when its elapsed cap ran out) is passed over (`registerWaiter` clears those). A
+ * waiter held back only by the cap across all job types is woken by its own type's releases or
+ * by its timer. The lease row is read as it was before the statement deleted it. Returns
+ * `job_id`; none when no waiter (the usual case: two index probes).
  */
 function wokenWaiterCte(i: number, name: string): string {
   const oldest = (tenant: boolean) =>
     `(SELECT w.job_id FROM slot_waiters w, concurrency_leases l
        WHERE l.id = $${i}::bigint AND w.job_type = l.job_type${tenant ? ' AND w.tenant_id = l.tenant_id' : ''}
+         AND EXISTS (SELECT 1 FROM job_intents j WHERE j.job_id = w.job_id AND j.finished_at IS NULL)
        ORDER BY w.since LIMIT 1 FOR UPDATE OF w SKIP LOCKED)`;
   return `${name} AS (DELETE FROM slot_waiters WHERE $${i}::bigint IS NOT NULL AND job_id = coalesce(${oldest(true)}, ${oldest(false)})
                        RETURNING job_id)`;
@@ -163,14 +166,18 @@ export async function releaseSlot(db: Db, id: string): Promise<string | null> {
 
 /**
  * The job waits in its workflow for a slot: the next release of its job type may wake it
- * (`wokenWaiterCte`). A job already registered keeps its place.
+ * (`wokenWaiterCte`). A job already registered keeps its place. The same statement clears the
+ * waiters of its type whose jobs finished while they waited (or whose rows are gone), so none
+ * stays behind for good.
  */
 export async function registerWaiter(db: Db, w: { jobId: string; jobType: string; tenantId: string }): Promise<void> {
-  await db.query('INSERT INTO slot_waiters (job_id, job_type, tenant_id) VALUES ($1, $2, $3) ON CONFLICT (job_id) DO NOTHING', [
-    w.jobId,
-    w.jobType,
-    w.tenantId,
-  ]);
+  await db.query(
+    `WITH finished AS (
+       DELETE FROM slot_waiters s
+        WHERE s.job_type = $2 AND NOT EXISTS (SELECT 1 FROM job_intents j WHERE j.job_id = s.job_id AND j.finished_at IS NULL))
+     INSERT INTO slot_waiters (job_id, job_type, tenant_id) VALUES ($1, $2, $3) ON CONFLICT (job_id) DO NOTHING`,
+    [w.jobId, w.jobType, w.tenantId],
+  );
 }
 
 /** The job has its slot (or stopped waiting): no release should wake it any more. */

@@ -1,12 +1,13 @@
 // Which waiting job a freed slot wakes (store/concurrency.ts `releaseSlot`, `wokenWaiterCte`):
 // the oldest waiter of the lease's job type and tenant, else of its job type, never one of
-// another type; each waiter once, however many releases run.
+// another type, nor one whose job has finished; each waiter once, however many releases run.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createPool } from '../../lib/db.js';
 import { createLogger } from '../../lib/logger.js';
-import { migrate } from '../../lib/migrate.js';
+import { prepareStack } from '../../services/stack.js';
 import { forgetWaiter, registerWaiter, releaseSlot, tryAcquireSlot, type SlotRequest } from '../../store/concurrency.js';
+import { insertIntent } from '../../store/intents.js';
 import { createTestDatabase } from '../support/harness.js';
 
 let pool: pg.Pool;
@@ -14,7 +15,12 @@ let pool: pg.Pool;
 beforeAll(async () => {
   const url = await createTestDatabase('slot_waiters', inject('databaseUrl'));
   pool = createPool(url, createLogger('test', 'silent'), 4);
-  await migrate(pool);
+  await prepareStack(pool, {
+    tenants: [
+      { tenantId: 'tenant-a', apiKey: 'key-tenant-a' },
+      { tenantId: 'tenant-b', apiKey: 'key-tenant-b' },
+    ],
+  });
 });
 afterAll(async () => {
   await pool?.end();
@@ -35,9 +41,10 @@ async function taken(jobType: string, tenantId: string): Promise<string> {
   return id!;
 }
 
-/** Registers waiters one after another, so each has a later `since` than the one before. */
+/** Registers waiters (each with its job's intent) one after another, so each has a later `since` than the one before. */
 async function waiting(...ws: Array<[string, string, string]>): Promise<void> {
   for (const [jobId, jobType, tenantId] of ws) {
+    await insertIntent(pool, { jobId, tenantId, jobType, keyHash: null, inputHash: 'h', input: {}, priority: 'normal' });
     await registerWaiter(pool, { jobId, jobType, tenantId });
     await pool.query('SELECT pg_sleep(0.002)');
   }
@@ -66,6 +73,16 @@ describe('the waiter a freed slot wakes', () => {
     const leases = [await taken('summarize', 'tenant-a'), await taken('summarize', 'tenant-a'), await taken('summarize', 'tenant-a')];
     const woken = await Promise.all(leases.map((id) => releaseSlot(pool, id)));
     expect(woken.filter((w) => w !== null).sort()).toEqual(['w-1', 'w-2']);
+  });
+
+  it('a waiter whose job finished meanwhile is passed over, and the next waiter of its type clears it', async () => {
+    await waiting(['w-cancelled', 'summarize', 'tenant-a'], ['w-live', 'summarize', 'tenant-a']);
+    await pool.query(`UPDATE job_intents SET status = 'cancelled', finished_at = now() WHERE job_id = 'w-cancelled'`);
+    expect(await releaseSlot(pool, await taken('summarize', 'tenant-a'))).toBe('w-live');
+    expect(await releaseSlot(pool, await taken('summarize', 'tenant-a'))).toBeNull();
+    await waiting(['w-next', 'summarize', 'tenant-b']);
+    expect((await pool.query('SELECT job_id FROM slot_waiters ORDER BY job_id')).rows).toEqual([{ job_id: 'w-next' }]);
+    await forgetWaiter(pool, 'w-next');
   });
 
   it('a release that frees nothing wakes nobody', async () => {
