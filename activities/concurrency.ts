@@ -205,7 +205,8 @@ async function release(deps: { pool: pg.Pool; log: Logger }, jobId: string, id: 
  * Signals the workflow of the job a freed slot woke (`releaseSlot` and the statements that carry
  * its CTE name it), so it tries again now instead of at the end of its back-off. Not awaited:
  * the signal is a hint, and a lost one (the job finished meanwhile, Temporal unreachable) costs
- * that job the rest of its timer's wait, nothing else. Outside an activity there is no client to send it with.
+ * that job the rest of its timer's wait, nothing else. Outside an activity there is no client
+ * to send it with.
  */
 export function wakeSlotWaiter(log: Logger, jobId: string | null | undefined): void {
   if (!jobId) return;

@@ -85,7 +85,8 @@ export interface StepOptions {
  * Postgres cost per attempt: its first transaction writes the lease row (with the step: the
  * next attempt's evidence if this one dies before its first heartbeat), marks the job
  * running, and reads the degradation setting (and the input when asked for) in one
- * statement, which a schedule's first attempt commits without waiting for the flush; each effect commits its claim once before the call and its outcome once after;
+ * statement, which a schedule's first attempt commits without waiting for the flush; each
+ * effect commits its claim once before the call and its outcome once after;
  * `completeWithOutbox` commits the result, the outbox row, the execution span and the lease's
  * end together.
  */

@@ -198,7 +198,7 @@ const ADMITTED_AT_ONCE = `CASE WHEN i.status NOT IN ('queued', 'deferred') THEN 
  * visible at once and is made durable by the next synchronous commit (WAL is flushed in order),
  * so the effect's claim, which must be durable before the call, makes this start durable too. A
  * Postgres crash within the flush delay (under a second) loses at most the start's evidence: the
- * `running` mark and the lease row of an attempt that wrote nothing else.
+ * `running` mark and the lease row of an attempt that had written nothing else by then.
  */
 export async function startAttempt(
   db: Db,
