@@ -240,19 +240,10 @@ async function runStepWith<T>(
           // A schedule's first attempt fences no earlier one: its start is evidence only, committed
           // without waiting for the flush (`startAttempt`); the effect's claim, synchronous, flushes it.
           // A local attempt's number comes from its lease row, so its start stays synchronous.
+          const startOpts = { withInput: opts.prefetchInput ?? false, lease: leaseRow, stillWaiting: resumed.pending, admitCheck };
           start = local
-            ? await startAttempt(deps.pool, args.jobId, null, undefined, opts.prefetchInput ?? false, leaseRow, resumed.pending, admitCheck)
-            : await startAttempt(
-                deps.pool,
-                args.jobId,
-                attempt,
-                fence,
-                opts.prefetchInput ?? false,
-                leaseRow,
-                resumed.pending,
-                admitCheck,
-                fence?.attempt === 1,
-              );
+            ? await startAttempt(deps.pool, args.jobId, null, undefined, startOpts)
+            : await startAttempt(deps.pool, args.jobId, attempt, fence, { ...startOpts, asyncCommit: fence?.attempt === 1 });
           if (lease) lease.started = start.admitted;
         });
         if (start && !start.admitted) {

@@ -164,20 +164,27 @@ export async function releaseSlot(db: Db, id: string): Promise<string | null> {
   return r.rows[0]?.woken ?? null;
 }
 
+/** How many of a type's oldest waiters each registration checks for jobs that finished while waiting. */
+const WAITERS_CHECKED = 16;
+
 /**
  * The job waits in its workflow for a slot: the next release of its job type may wake it
- * (`wokenWaiterCte`). A job already registered keeps its place. The same statement clears the
- * waiters of its type whose jobs finished while they waited (or whose rows are gone), so none
- * stays behind for good.
+ * (`wokenWaiterCte`). A job already registered keeps its place. The same statement clears, among
+ * the type's oldest waiters, those whose jobs finished while they waited (or whose rows are
+ * gone): the ones a release would otherwise pass over. Only the front of the queue is checked,
+ * so a registration costs a bounded number of probes however many jobs wait (each waiting job
+ * registers on every round); a finished waiter further back is cleared once it reaches the front.
  */
 export async function registerWaiter(db: Db, w: { jobId: string; jobType: string; tenantId: string }): Promise<void> {
-  await db.query(
-    `WITH finished AS (
-       DELETE FROM slot_waiters s
-        WHERE s.job_type = $2 AND NOT EXISTS (SELECT 1 FROM job_intents j WHERE j.job_id = s.job_id AND j.finished_at IS NULL))
-     INSERT INTO slot_waiters (job_id, job_type, tenant_id) VALUES ($1, $2, $3) ON CONFLICT (job_id) DO NOTHING`,
-    [w.jobId, w.jobType, w.tenantId],
-  );
+  await db.query({
+    name: 'register-slot-waiter',
+    text: `WITH finished AS (
+             DELETE FROM slot_waiters
+              WHERE job_id IN (SELECT o.job_id FROM (SELECT job_id FROM slot_waiters WHERE job_type = $2 ORDER BY since LIMIT $4) o
+                                WHERE NOT EXISTS (SELECT 1 FROM job_intents j WHERE j.job_id = o.job_id AND j.finished_at IS NULL)))
+           INSERT INTO slot_waiters (job_id, job_type, tenant_id) VALUES ($1, $2, $3) ON CONFLICT (job_id) DO NOTHING`,
+    values: [w.jobId, w.jobType, w.tenantId, WAITERS_CHECKED],
+  });
 }
 
 /** The job has its slot (or stopped waiting): no release should wake it any more. */

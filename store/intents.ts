@@ -162,6 +162,20 @@ export interface AttemptStart {
   commitMode: string;
 }
 
+/** What an attempt's first statement does besides marking it running (`startAttempt`). */
+export interface AttemptStartOptions {
+  /** Read the job's input too. Default false. */
+  withInput?: boolean;
+  /** Write the attempt's lease row in the same statement. */
+  lease?: LeaseStart | undefined;
+  /** The step is scheduled again after a wait for a slot and the job stays `queued`. Default false. */
+  stillWaiting?: boolean;
+  /** Ask the degradation gate's question. Default false. */
+  admitCheck?: boolean;
+  /** Commit without waiting for the WAL flush (evidence only). Default false. */
+  asyncCommit?: boolean;
+}
+
 /**
  * The degradation gate's question for a job that has not started (activities/admission.ts
  * `checkAdmission`, the "admit at once" case), asked inside the attempt's first statement when
@@ -205,12 +219,9 @@ export async function startAttempt(
   jobId: string,
   attempt: number | null,
   fence: AttemptFence | undefined,
-  withInput: boolean,
-  lease?: LeaseStart,
-  stillWaiting = false,
-  admitCheck = false,
-  asyncCommit = false,
+  opts: AttemptStartOptions = {},
 ): Promise<AttemptStart> {
+  const { withInput = false, lease, stillWaiting = false, admitCheck = false, asyncCommit = false } = opts;
   // `attempt` null: the lease row numbers it (a local activity's attempt, `leaseStartedCte`).
   const att = `coalesce($2::int, (SELECT attempt FROM lease_started))`;
   // `stillWaiting`: the step is scheduled again after a wait for a slot (`SlotWaitArgs.resumed`);

@@ -57,7 +57,7 @@ describe("an attempt's start commits asynchronously only where it is evidence", 
       priority: 'normal',
     });
     expect(await setting()).toBe('on');
-    const first = await startAttempt(client, jobId, 1, fence(1), true, lease(1), false, false, true);
+    const first = await startAttempt(client, jobId, 1, fence(1), { withInput: true, lease: lease(1), asyncCommit: true });
     expect(first).toMatchObject({ marked: true, found: true, input: { text: 'x' }, commitMode: 'off' });
     // Visible at once, from another session too, and the setting did not outlive the statement.
     expect(await setting()).toBe('on');
@@ -70,7 +70,7 @@ describe("an attempt's start commits asynchronously only where it is evidence", 
   });
 
   it("a later attempt's start, which fences the one before, commits synchronously", async () => {
-    const second = await startAttempt(client, jobId, 2, fence(2), false, lease(2), false, false, false);
+    const second = await startAttempt(client, jobId, 2, fence(2), { lease: lease(2) });
     expect(second).toMatchObject({ marked: true, commitMode: 'on' });
     expect(await setting()).toBe('on');
   });
