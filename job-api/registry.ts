@@ -43,6 +43,12 @@ export interface JobTypeModule {
    * once per workflow thread instead of once per cached workflow (`workers/worker.ts`).
    */
   definitionPath?: string;
+  /**
+   * The workflow module keeps no state in its module scope (`jobType`'s `sharedWorkflow`): the
+   * worker evaluates it once per workflow thread, as the workflow library, instead of once per
+   * cached workflow.
+   */
+  sharedWorkflow?: boolean;
   /** The type's activities, wired with the worker's dependencies. Each key is a Temporal activity type. */
   activities: (deps: ActivityDeps) => Record<string, ActivityFunction>;
 }
@@ -55,15 +61,27 @@ export interface JobTypeModule {
  * any workflow, instead of once for every workflow in its cache (each would build its own input
  * schema). The SDK freezes what it loads that way, so that module must hold only what
  * `defineJob` asks for anyway: data, zod schemas and pure functions.
+ *
+ * `sharedWorkflow` (optional, default false) does the same for the workflow module: set it only
+ * when that module (and every module of yours it imports) keeps nothing in module scope that a
+ * workflow changes: no `let` or `var` at the top level, no Map or Set, no container that is not
+ * exported. Every workflow of the worker's thread would share it, and one workflow's state would
+ * leak into the next. What a workflow keeps belongs inside its workflow function.
  */
 export function jobType(
   definition: JobDefinition,
-  worker: { workflows: URL | string; activities: JobTypeModule['activities']; definitionModule?: URL | string },
+  worker: {
+    workflows: URL | string;
+    activities: JobTypeModule['activities'];
+    definitionModule?: URL | string;
+    sharedWorkflow?: boolean;
+  },
 ): JobTypeModule {
   return {
     definition,
     workflowsPath: modulePath(worker.workflows),
     ...(worker.definitionModule ? { definitionPath: modulePath(worker.definitionModule) } : {}),
+    ...(worker.sharedWorkflow ? { sharedWorkflow: true } : {}),
     activities: worker.activities,
   };
 }

@@ -18,6 +18,24 @@ export const SYSTEM_WORKFLOWS_PATH = modulePath(new URL('../workflows/index.ts',
 const SHARED_MODULES_PATH = modulePath(new URL('../workflows/shared-modules.ts', import.meta.url));
 
 /**
+ * The workflow library, preloaded beside zod: the system workflows and what a job type's
+ * workflow imports (`durable-jobs/jobs/workflow`: the lifecycle, the step proxies, the contract).
+ * The SDK's reusable V8 context otherwise evaluates every module a workflow imports once for
+ * each workflow in the cache: each function a closure of its own, each module's objects and
+ * helpers again: about 17 KB of live heap per cached workflow (bench/README.md, "Where a
+ * worker's memory goes"). These modules keep no per-workflow state in module scope (the one
+ * that did, workflows/admission.ts, keeps it in the workflow's globals, which the SDK swaps per
+ * workflow); test/unit/workflow-modules.test.ts holds every preloaded module to that. A job
+ * type's workflow module is preloaded only when its type says it keeps no such state
+ * (`jobType`'s `sharedWorkflow`, which the shipped types set); otherwise its module scope stays
+ * each workflow's own.
+ */
+export const WORKFLOW_LIBRARY_PATHS = [
+  SYSTEM_WORKFLOWS_PATH,
+  modulePath(new URL('../job-api/workflow.ts', import.meta.url)),
+];
+
+/**
  * The bundle's entry for a registry: the system workflows and each job type's workflow
  * function (and its fast-path one), by name (only functions become workflow types). Written to a file named by its
  * content, so concurrent workers of one registry share it, under the `node_modules` that
@@ -64,9 +82,14 @@ export const withWorkflowSourceMap = <C extends object>(config: C): C => ({ ...c
 export async function bundleWorkflows(jobs: JobRegistry = defaultJobRegistry): Promise<WorkflowBundleOption> {
   const { code } = await bundleWorkflowCode({
     workflowsPath: await writeWorkflowsEntry(jobs),
-    // Evaluated once per workflow thread (shared, frozen), not once per cached workflow: zod, and
-    // each job type's definition that names its module (its input schema and plain data).
-    preloadModules: [SHARED_MODULES_PATH, ...jobs.modules.flatMap((m) => (m.definitionPath ? [m.definitionPath] : []))],
+    // Evaluated once per workflow thread (shared, frozen), not once per cached workflow: zod, the
+    // workflow library, each job type's definition that names its module (its input schema and
+    // plain data), and the workflow modules of the types that declare them stateless.
+    preloadModules: [
+      SHARED_MODULES_PATH,
+      ...WORKFLOW_LIBRARY_PATHS,
+      ...jobs.modules.flatMap((m) => [...(m.definitionPath ? [m.definitionPath] : []), ...(m.sharedWorkflow ? [m.workflowsPath] : [])]),
+    ],
     logger: quietBundlerLogger,
     webpackConfigHook: withWorkflowSourceMap,
   });

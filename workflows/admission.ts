@@ -71,8 +71,7 @@ export async function admissionGate(
 /**
  * The gate folded into the job's first step (`runJob`'s `admitInFirstStep`): the step's first
  * statement asks the gate's question, so a job admitted at once costs no local activity and no
- * statement of its own. Module state is this workflow's own (the SDK evaluates workflow modules
- * per workflow; only workflows/shared-modules.ts and the definitions are shared).
+ * statement of its own.
  */
 interface FoldedGate {
   /** The full gate, run when the first step was not admitted. */
@@ -83,27 +82,37 @@ interface FoldedGate {
   running?: Promise<void>;
 }
 
-let folded: FoldedGate | undefined;
+/**
+ * The folded gate is this workflow's own, so it lives in the workflow's globals, not in module
+ * scope: this module is evaluated once per workflow thread and shared by every workflow in it
+ * (it is preloaded, workers/worker.ts `WORKFLOW_LIBRARY_PATHS`), while the SDK's reusable V8
+ * context swaps the globals of each workflow in and out around its activations.
+ */
+const FOLDED_GATE = '__durableJobsFoldedGate';
+const workflowGlobals = () => globalThis as unknown as { [FOLDED_GATE]?: FoldedGate };
+const folded = (): FoldedGate | undefined => workflowGlobals()[FOLDED_GATE];
 
 /** From `runJob`: the next step scheduled asks the gate's question; `run` is the gate for a refusal. */
 export function foldGateIntoFirstStep(run: () => Promise<void>): void {
-  folded = { run, settled: false };
+  workflowGlobals()[FOLDED_GATE] = { run, settled: false };
 }
 
 /** Whether the step being scheduled must ask the gate's question (`StepArgs.admitInStep`). */
 export function gateAskedInStep(): boolean {
-  return folded !== undefined && !folded.settled;
+  const f = folded();
+  return f !== undefined && !f.settled;
 }
 
 /** The step that asked came back any way but `AdmissionWait`: its statement admitted the job. */
 export function admittedInStep(): void {
-  if (folded) folded.settled = true;
+  const f = folded();
+  if (f) f.settled = true;
 }
 
 /** The step that asked was not admitted: run the full gate (once for steps refused together). */
 export async function gateAfterRefusal(): Promise<void> {
-  if (!folded) return;
-  const f = folded;
+  const f = folded();
+  if (!f) return;
   f.running ??= f.run().then(() => {
     f.settled = true;
   });

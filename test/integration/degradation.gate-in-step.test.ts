@@ -92,4 +92,46 @@ describe('the degradation gate asked in the first step', () => {
     expect(e.attempts.map((a) => [a.attempt, a.step, a.outcome])).toEqual([[1, 'summarize', 'succeeded']]);
     expect((await h.simEffects()).byKey[`${jobId}:summarize`]).toMatchObject({ applied: 1, requests: 1 });
   });
+
+  // The gate module is shared by every workflow of the worker's thread (preloaded, workers/worker.ts
+  // `WORKFLOW_LIBRARY_PATHS`); each workflow's folded gate is its own. Jobs submitted together
+  // interleave their workflow tasks on the one worker: were the folded gate one for all, a paused
+  // job's refusal would run another job's gate, be admitted by it, and run while paused.
+  it('keeps each workflow its own folded gate when paused and admitted jobs run side by side', async () => {
+    expect((await degradation(['low'])).status).toBe(200);
+    const paused: string[] = [];
+    const admitted: string[] = [];
+    try {
+      const submitted = await Promise.all(
+        Array.from({ length: 12 }, (_, i) =>
+          h.submit('summarize', { text: `Side by side ${i}.` }, i % 2 === 0 ? { priority: 'low' } : {}).then((r) => ({ i, r })),
+        ),
+      );
+      for (const { i, r } of submitted) {
+        expect(r.status).toBe(202);
+        (i % 2 === 0 ? paused : admitted).push(r.body.jobId);
+      }
+      for (const id of admitted) expect((await h.waitForStatus(id, 'succeeded')).attempts).toBe(1);
+      for (const id of paused) {
+        await h.waitForStatus(id, 'deferred');
+        const handle = h.temporal.workflow.getHandle(id);
+        await waitFor(
+          `JobState=deferred on ${id}`,
+          async () => (await handle.describe()).typedSearchAttributes.get(JobStateKey) === 'deferred',
+        );
+      }
+      // Every admitted job has finished: a paused one that had run would show it by now.
+      for (const id of paused) {
+        const held = await evidence(id);
+        expect(held).toMatchObject({ leases: [], effects: [], attempts: [] });
+        expect(held.intent).toMatchObject({ status: 'deferred', attempts: 0, first_started_at: null });
+      }
+    } finally {
+      expect((await degradation([])).status).toBe(200);
+    }
+    for (const id of paused) {
+      expect((await h.waitForStatus(id, 'succeeded')).attempts).toBe(1);
+      expect((await h.simEffects()).byKey[`${id}:summarize`]).toMatchObject({ applied: 1, requests: 1 });
+    }
+  });
 });
