@@ -30,10 +30,7 @@ const SHARED_MODULES_PATH = modulePath(new URL('../workflows/shared-modules.ts',
  * (`jobType`'s `sharedWorkflow`, which the shipped types set); otherwise its module scope stays
  * each workflow's own.
  */
-export const WORKFLOW_LIBRARY_PATHS = [
-  SYSTEM_WORKFLOWS_PATH,
-  modulePath(new URL('../job-api/workflow.ts', import.meta.url)),
-];
+export const WORKFLOW_LIBRARY_PATHS = [SYSTEM_WORKFLOWS_PATH, modulePath(new URL('../job-api/workflow.ts', import.meta.url))];
 
 /**
  * The bundle's entry for a registry: the system workflows and each job type's workflow

@@ -28,7 +28,7 @@ describe('the workflow bundle', () => {
     for (const type of ['summarize', 'purchase', 'transcribe', 'digest']) expect(preload).toContain(`"./jobs/${type}/definition.ts"`);
   }, 120_000);
 
-  it('loads the workflow library and the shipped job types\' workflows in the preload (each module is otherwise evaluated per workflow)', async () => {
+  it("loads the workflow library and the shipped job types' workflows in the preload (each module is otherwise evaluated per workflow)", async () => {
     const preload = preloadOf(await code());
     expect(preload).toContain('"./workflows/index.ts"');
     expect(preload).toContain('"./job-api/workflow.ts"');

@@ -29,7 +29,8 @@ export function moduleStateFindings(fileName: string, text: string): string[] {
         continue;
       }
       let init = d.initializer;
-      while (init && (ts.isAsExpression(init) || ts.isSatisfiesExpression(init) || ts.isParenthesizedExpression(init))) init = init.expression;
+      while (init && (ts.isAsExpression(init) || ts.isSatisfiesExpression(init) || ts.isParenthesizedExpression(init)))
+        init = init.expression;
       if (init && ts.isNewExpression(init) && /^(Map|Set|WeakMap|WeakSet)$/.test(init.expression.getText(sf)))
         findings.push(`${where(d)} ${name}: a ${init.expression.getText(sf)} in module scope (freezing does not stop its changes)`);
       else if (init && !exported && (ts.isArrayLiteralExpression(init) || ts.isObjectLiteralExpression(init)))
