@@ -140,7 +140,8 @@ async function bringUp(): Promise<void> {
   const secrets = { ...config.webhookSecrets };
   if (!secrets.sim) {
     secrets.sim = [`whsec_${randomBytes(24).toString('base64')}`];
-    say(`generated webhook secret for source "sim": ${secrets.sim[0]} (set WEBHOOK_SECRETS=sim=... to keep one)`);
+    // Never printed: a secret does not reach the terminal (or a CI log that captures it).
+    say('generated a webhook secret for source "sim", shared by the simulator and the API (set WEBHOOK_SECRETS=sim=... to choose one)');
   }
   let providerUrl = config.providerUrl;
   if (!providerUrl) {
