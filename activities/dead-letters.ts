@@ -8,6 +8,7 @@ import {
   deadLetterForJob,
   endReplay,
   insertAction,
+  insertReplayActionOnce,
   insertDeadLetter,
   lockDeadLetter,
   markReplaying,
@@ -220,7 +221,7 @@ export function createDeadLetterActivities(deps: DeadLetterDeps) {
           ? dl.replay_id
           : undefined;
       if (heldJob && from && (await takeOverReplay(tx, dl.id, from, a.replayId))) {
-        await insertAction(tx, {
+        await insertReplayActionOnce(tx, {
           deadLetterId: dl.id,
           action: 'replay_taken_over',
           actor: a.actor,
@@ -239,7 +240,7 @@ export function createDeadLetterActivities(deps: DeadLetterDeps) {
       // terminated): the job this request took over has replayed it, so the takeover is
       // complete. The replay job is awaited (it has closed) and reported as this request's.
       if (a.takeOver && dl.state === 'replayed' && a.takeOverFrom !== undefined && dl.replay_id === a.takeOverFrom && dl.replay_job_id) {
-        await insertAction(tx, {
+        await insertReplayActionOnce(tx, {
           deadLetterId: dl.id,
           action: 'replay_taken_over',
           actor: a.actor,
@@ -255,7 +256,7 @@ export function createDeadLetterActivities(deps: DeadLetterDeps) {
       }
       if (dl.state !== 'open') {
         // Discarded (or replayed, or held by another replay) since the request: never by accident.
-        await insertAction(tx, {
+        await insertReplayActionOnce(tx, {
           deadLetterId: dl.id,
           action: 'replay_skipped',
           actor: a.actor,

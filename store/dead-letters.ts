@@ -163,6 +163,25 @@ export async function insertAction(
   ]);
 }
 
+/**
+ * The audit row of one replay request's decision about this dead letter, written once however
+ * often the activity that decides it is retried (a retry after its commit decides the same way
+ * again). Call it with the dead letter locked, as `prepareReplay` does.
+ */
+export async function insertReplayActionOnce(
+  db: Db,
+  a: { deadLetterId: string; action: DeadLetterAction; actor: string; details: { replayId: string } & Record<string, unknown> },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO dead_letter_actions (dead_letter_id, action, actor, details)
+     SELECT $1, $2, $3, $4
+     WHERE NOT EXISTS (
+       SELECT 1 FROM dead_letter_actions WHERE dead_letter_id = $1 AND action = $2 AND details->>'replayId' = $5
+     )`,
+    [a.deadLetterId, a.action, a.actor, JSON.stringify(a.details), a.details.replayId],
+  );
+}
+
 export async function actionsFor(db: Db, deadLetterId: string): Promise<ActionRow[]> {
   const r = await db.query<ActionRow>(
     'SELECT id, action, actor, details, at FROM dead_letter_actions WHERE dead_letter_id = $1 ORDER BY id',

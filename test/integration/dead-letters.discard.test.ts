@@ -2,6 +2,8 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDeadLetterActivities } from '../../activities/dead-letters.js';
+import { defaultJobRegistry } from '../../jobs/index.js';
 import { operatorKey, startHarness, uid, type Harness } from '../support/harness.js';
 
 let h: Harness;
@@ -78,6 +80,19 @@ describe('discard', () => {
     expect((await admin('/v1/dead-letters/dl-000000000000000000000000/discard', { body: { reason: 'x' } })).status).toBe(404);
     expect((await admin('/v1/dead-letters/replay', { body: { ids: ['dl-nope'] } })).status).toBe(404);
     expect((await admin('/v1/dead-letters/replay', { body: { ids: [two.deadLetterId], filter: {} } })).status).toBe(400);
+
+    // A replay request's activity that decides to skip the discarded one, retried after its
+    // commit (Temporal runs it again when the completion is lost), audits the skip once.
+    const activities = createDeadLetterActivities({ pool: h.pool, log: h.log, codeVersion: 'test', jobs: defaultJobRegistry });
+    const replayId = `replay-retried-${uid()}`;
+    for (let i = 0; i < 2; i++) {
+      expect(await activities.prepareReplay({ deadLetterId: one.deadLetterId, replayId, actor: 'carol' })).toMatchObject({
+        kind: 'skip',
+        reason: 'dead letter is discarded',
+      });
+    }
+    const skips = (await admin(`/v1/dead-letters/${one.deadLetterId}`)).body.actions.filter((a: any) => a.action === 'replay_skipped');
+    expect(skips.filter((a: any) => a.details.replayId === replayId)).toHaveLength(1);
   });
 
   it('npm run dlq: list, show, dry run, refused replay and discard, as tables or JSON', async () => {
