@@ -224,14 +224,44 @@ export const topology: DrillItem = {
         rows.length === JOBS && rows.every((r) => r.n === 1 && TERMINAL.includes(r.status)),
         `intent rows: ${rows.length}, statuses ${JSON.stringify(byStatus)}`,
       );
-      const open: string[] = [];
-      for (let i = 0; i < ids.length; i += 25) {
-        const batch = await Promise.all(
-          ids.slice(i, i + 25).map(async (id) => ({ id, st: (await s.temporal.workflow.getHandle(id).describe()).status.name })),
-        );
-        open.push(...batch.filter((b) => b.st !== 'COMPLETED').map((b) => `${b.id}=${b.st}`));
+      // A terminal intent row is not yet a closed workflow: a notification may still be going
+      // out, or a worker killed after the step's commit leaves its activity (or workflow task) to
+      // time out and run again elsewhere. Wait for every workflow to close, then check how.
+      const statusesOf = async (jobIds: string[]) => {
+        const out: { id: string; st: string }[] = [];
+        for (let i = 0; i < jobIds.length; i += 25) {
+          out.push(
+            ...(await Promise.all(
+              jobIds.slice(i, i + 25).map(async (id) => ({ id, st: (await s.temporal.workflow.getHandle(id).describe()).status.name })),
+            )),
+          );
+        }
+        return out;
+      };
+      let open = (await statusesOf(ids)).filter((w) => w.st === 'RUNNING').map((w) => w.id);
+      const openAtDrain = open.length;
+      const closingFrom = Date.now();
+      const closeDeadline = closingFrom + 180_000;
+      while (open.length > 0 && Date.now() < closeDeadline) {
+        await new Promise((r) => setTimeout(r, 1_000));
+        open = (await statusesOf(open)).filter((w) => w.st === 'RUNNING').map((w) => w.id);
       }
-      check(open.length === 0, `${open.length} workflows not completed: ${open.slice(0, 5).join(', ')}`);
+      const closedAt = Date.now();
+      if (open.length > 0) {
+        // Say where each one stands: its pending activities are the difference between slow and stuck.
+        const where = await Promise.all(
+          open.slice(0, 5).map(async (id) => {
+            const pending = (await s.temporal.workflow.getHandle(id).describe()).raw.pendingActivities ?? [];
+            const acts = pending.map(
+              (a) => `${a.activityType?.name} attempt ${a.attempt}${a.lastFailure?.message ? ` (${a.lastFailure.message})` : ''}`,
+            );
+            return `${id}: ${acts.join('; ') || 'no pending activity'}`;
+          }),
+        );
+        check(false, `${open.length} workflows still running 180 s after every intent was terminal: ${where.join(' | ')}`);
+      }
+      const notCompleted = (await statusesOf(ids)).filter((w) => w.st !== 'COMPLETED').map((w) => `${w.id}=${w.st}`);
+      check(notCompleted.length === 0, `${notCompleted.length} workflows not completed: ${notCompleted.slice(0, 5).join(', ')}`);
 
       const effects = (await simEffects(s)).byKey as Record<string, { applied: number }>;
       const twice = Object.entries(effects).filter(([k, e]) => ids.some((id) => k.startsWith(`${id}:`)) && e.applied > 1);
@@ -264,6 +294,9 @@ export const topology: DrillItem = {
             .join(', ')}), each one intent row and one completed workflow; ` +
           `${applied} effect keys, none applied twice; intake p50 ${pct(lat, 50).toFixed(0)} ms, p95 ${pct(lat, 95).toFixed(0)} ms, max ${lat[lat.length - 1]!.toFixed(0)} ms (${retried} intents re-sent after a 503 or refused connection); ` +
           `intake took ${((intakeEnd - started) / 1000).toFixed(1)} s, drained ${((drainedAt - intakeEnd) / 1000).toFixed(1)} s after the last acknowledgement (${((drainedAt - started) / 1000).toFixed(1)} s in all); ` +
+          (openAtDrain === 0
+            ? 'every workflow closed by the time every intent was terminal; '
+            : `${openAtDrain} workflows still running once every intent was terminal (a notification going out, or a killed worker's task timing out), all closed ${((closedAt - closingFrom) / 1000).toFixed(1)} s later; `) +
           `peak Postgres connections: ${peakTemporalConns} of temporal-server, ${peakAllConns} in all`,
       };
     } finally {
