@@ -6,7 +6,7 @@ import { flagLeaseExpired, leaseEnded, type LeaseKey } from '../store/activity-l
 import { recordLostAttempt } from '../store/attempts.js';
 import { addExecutionSpan, loadInput, startAttempt, type AttemptStart } from '../store/intents.js';
 import { writeResultFenced } from '../store/step-result.js';
-import { ADMISSION_WAIT_FAILURE, SLOT_WAIT_FAILURE, type SlotWaitDetails, type StepArgs } from '../contract/job-types.js';
+import { ADMISSION_WAIT_FAILURE, SLOT_WAIT_FAILURE, type SlotWaitDetails, type StepArgs, type StepWait } from '../contract/job-types.js';
 import { budgetOf } from '../job-api/define.js';
 import type { ActivityDeps } from './deps.js';
 import { effectSlot, wakeSlotWaiter } from './concurrency.js';
@@ -272,8 +272,16 @@ async function runStepWith<T>(
     );
     await recordSpan();
     if (local) await endLocalLease(deps, lease, err instanceof CancelledFailure ? 'cancelled' : 'failed');
-    if (err instanceof SlotUnavailableError) throw slotWait(err, attempt);
-    if (err instanceof NotAdmittedError) throw notAdmitted(err);
+    // A workflow that reads waits as return values gets one (no failed activity in its history).
+    const waitsReturn = args.slotWait?.waitsReturn === true;
+    if (err instanceof SlotUnavailableError) {
+      if (waitsReturn) return { durableJobsWait: 'slot', message: err.message, attempt } satisfies StepWait as T;
+      throw slotWait(err, attempt);
+    }
+    if (err instanceof NotAdmittedError) {
+      if (waitsReturn) return { durableJobsWait: 'admission', message: err.message } satisfies StepWait as T;
+      throw notAdmitted(err);
+    }
     return failAttempt(deps, { jobId: args.jobId, step, budget, startedAt }, err);
   }
 }
@@ -281,7 +289,9 @@ async function runStepWith<T>(
 /**
  * The first step's statement found the job not admitted at once (`StepArgs.admitInStep`): the
  * workflow runs the degradation gate (workflows/step-activities.ts) and schedules the step
- * again. Not retryable, so Temporal spends no attempt on it; nothing of the attempt was written.
+ * again. Returned as a `StepWait` to a workflow that reads them (`SlotWaitArgs.waitsReturn`);
+ * for one from before, this failure: not retryable, so Temporal spends no attempt on it.
+ * Nothing of the attempt was written.
  */
 function notAdmitted(err: NotAdmittedError): ApplicationFailure {
   return ApplicationFailure.create({ message: err.message, type: ADMISSION_WAIT_FAILURE, nonRetryable: true });
@@ -289,8 +299,10 @@ function notAdmitted(err: NotAdmittedError): ApplicationFailure {
 
 /**
  * No concurrency slot was free: the workflow waits (workflows/step-activities.ts) and schedules
- * the step again as the same job attempt. Not retryable, so Temporal spends no attempt of the
- * step's cap on it; no attempt row either (the wait is no outcome of the upstream's).
+ * the step again as the same job attempt. Returned as a `StepWait` to a workflow that reads them
+ * (`SlotWaitArgs.waitsReturn`); for one from before, this failure: not retryable, so Temporal
+ * spends no attempt of the step's cap on it. No attempt row either (the wait is no outcome of
+ * the upstream's).
  */
 function slotWait(err: SlotUnavailableError, attempt: number): ApplicationFailure {
   return ApplicationFailure.create({

@@ -80,9 +80,37 @@ export interface SlotWaitArgs {
   attemptOffset: number;
   /** This schedule follows a wait: its attempt leaves the job `queued` (with the reason) until it has its slot. */
   resumed: boolean;
+  /**
+   * The workflow reads a wait as the step's return value (`StepWait`), not as a failure, so
+   * the Web UI and Temporal's metrics show no failed activity for a job that only waited.
+   * Absent (a workflow from before this field): a wait is a `SlotWait` or `AdmissionWait` failure.
+   */
+  waitsReturn?: boolean;
 }
 
-/** The Temporal failure type of an attempt that found no free concurrency slot (`SlotWaitArgs`). */
+/**
+ * What a step returns instead of its result when its attempt must wait (`SlotWaitArgs.waitsReturn`):
+ * `slot`, no concurrency slot was free (the job attempt that waited is `attempt`); `admission`, the
+ * degradation gate did not admit the job at once (`StepArgs.admitInStep`). Nothing was sent,
+ * no retry attempt spent; the workflow waits and schedules the step again.
+ */
+export interface StepWait {
+  durableJobsWait: 'slot' | 'admission';
+  message: string;
+  attempt?: number;
+}
+
+/** The `StepWait` a step returned, or undefined for a step's own result. */
+export function stepWaitOf(value: unknown): StepWait | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const kind = (value as Partial<StepWait>).durableJobsWait;
+  return kind === 'slot' || kind === 'admission' ? (value as StepWait) : undefined;
+}
+
+/**
+ * The Temporal failure type of an attempt that found no free concurrency slot (`SlotWaitArgs`),
+ * for a workflow that does not read waits as return values (`SlotWaitArgs.waitsReturn`).
+ */
 export const SLOT_WAIT_FAILURE = 'SlotWait';
 
 /** What a `SlotWait` failure carries: the job attempt that waited (the next schedule runs it again). */
@@ -93,8 +121,9 @@ export interface SlotWaitDetails {
 
 /**
  * The Temporal failure type of a first step that the degradation gate did not admit at once
- * (`StepArgs.admitInStep`): nothing was written or called; the workflow runs the gate and then
- * schedules the step again.
+ * (`StepArgs.admitInStep`), for a workflow that does not read waits as return values
+ * (`SlotWaitArgs.waitsReturn`): nothing was written or called; the workflow runs the gate and
+ * then schedules the step again.
  */
 export const ADMISSION_WAIT_FAILURE = 'AdmissionWait';
 

@@ -4,7 +4,7 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import { duration } from '../lib/job-stage.js';
 import type { JobTimeline, TimelineDeps, TimelineEvent } from './timeline-types.js';
-import { ADMISSION_WAIT_FAILURE, SLOT_WAIT_FAILURE } from '../contract/job-types.js';
+import { ADMISSION_WAIT_FAILURE, SLOT_WAIT_FAILURE, stepWaitOf } from '../contract/job-types.js';
 
 export const iso = (d: Date) => d.toISOString();
 const E = proto.temporal.api.enums.v1.EventType;
@@ -47,16 +47,33 @@ function gateDecision(result: unknown): string | undefined {
 /** The marker name the TypeScript SDK's core gives local activities. */
 const LOCAL_ACTIVITY_MARKER = 'core_local_activity';
 
-/** A local activity's marker: its type (from the marker's `data`), and its outcome. */
+/**
+ * How an activity that ended reads: a step that had to wait is no failure and no result (no
+ * attempt was spent). It returns the wait (`StepWait`); histories from before
+ * `SlotWaitArgs.waitsReturn` hold it as a `SlotWait` or `AdmissionWait` failure.
+ */
+function endedAs(outcome: { result?: unknown; failureType?: string | null }): string {
+  const wait = stepWaitOf(outcome.result)?.durableJobsWait;
+  if (wait === 'slot' || outcome.failureType === SLOT_WAIT_FAILURE) return 'activity waiting for a slot';
+  if (wait === 'admission' || outcome.failureType === ADMISSION_WAIT_FAILURE) return 'activity held for the degradation gate';
+  return outcome.failureType !== undefined ? 'activity failed' : 'activity completed';
+}
+
+/** A local activity's marker: its type (from the marker's `data`), and how it ended. */
 function localActivity(
   a: proto.temporal.api.history.v1.IMarkerRecordedEventAttributes,
-): { name: string; failed: boolean; detail?: string } | undefined {
+): { name: string; event: string; detail?: string } | undefined {
   const data = decode(a.details?.data) as { activity_type?: string; activityType?: string } | undefined;
   const name = data?.activity_type ?? data?.activityType;
   if (!name) return undefined;
-  if (a.failure) return { name, failed: true, ...(a.failure.message ? { detail: a.failure.message } : {}) };
-  const detail = name === 'checkAdmission' ? gateDecision(decode(a.details?.result)) : undefined;
-  return { name, failed: false, ...(detail ? { detail } : {}) };
+  if (a.failure) {
+    const event = endedAs({ failureType: a.failure.applicationFailureInfo?.type ?? null });
+    return { name, event, ...(a.failure.message ? { detail: a.failure.message } : {}) };
+  }
+  const result = decode(a.details?.result);
+  const wait = stepWaitOf(result);
+  const detail = wait ? wait.message : name === 'checkAdmission' ? gateDecision(result) : undefined;
+  return { name, event: endedAs({ result }), ...(detail ? { detail } : {}) };
 }
 
 /** One timeline line per history event; activity names resolved through their scheduled event. Payloads are not shown, except the gate's decision. */
@@ -95,22 +112,14 @@ function temporalEvents(events: HistoryEvent[]): TimelineEvent[] {
     } else if (ev.activityTaskCompletedEventAttributes) {
       const a = ev.activityTaskCompletedEventAttributes;
       const name = sched(a.scheduledEventId);
-      event = `activity completed: ${name}`;
-      if (name === 'checkAdmission') detail = gateDecision(decode(a.result));
+      const result = decode(a.result);
+      const wait = stepWaitOf(result);
+      event = `${endedAs({ result })}: ${name}`;
+      if (wait) detail = wait.message;
+      else if (name === 'checkAdmission') detail = gateDecision(result);
     } else if (ev.activityTaskFailedEventAttributes) {
       const a = ev.activityTaskFailedEventAttributes;
-      // No concurrency slot was free: the workflow waits on a timer and schedules the step again
-      // (workflows/step-activities.ts); no attempt was spent, so it reads as a wait, not a failure.
-      // Nor did a first step that the degradation gate did not admit at once (StepArgs.admitInStep):
-      // nothing ran; the gate's own decision follows.
-      const type = a.failure?.applicationFailureInfo?.type;
-      const what =
-        type === SLOT_WAIT_FAILURE
-          ? 'activity waiting for a slot'
-          : type === ADMISSION_WAIT_FAILURE
-            ? 'activity held for the degradation gate'
-            : 'activity failed';
-      event = `${what}: ${sched(a.scheduledEventId)}`;
+      event = `${endedAs({ failureType: a.failure?.applicationFailureInfo?.type ?? null })}: ${sched(a.scheduledEventId)}`;
       detail = `${a.failure?.message ?? ''}${a.retryState ? ` (${proto.temporal.api.enums.v1.RetryState[a.retryState as number] ?? a.retryState})` : ''}`;
     } else if (ev.activityTaskTimedOutEventAttributes) {
       const a = ev.activityTaskTimedOutEventAttributes;
@@ -154,7 +163,7 @@ function temporalEvents(events: HistoryEvent[]): TimelineEvent[] {
       if (local) {
         // A local activity (the degradation gate since it runs inside the workflow task) is
         // recorded as a marker: shown like the activity it stands for.
-        event = `activity ${local.failed ? 'failed' : 'completed'}: ${local.name}`;
+        event = `${local.event}: ${local.name}`;
         detail = local.detail;
       } else {
         event = 'marker recorded';

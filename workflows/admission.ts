@@ -103,7 +103,7 @@ export function gateAskedInStep(): boolean {
   return f !== undefined && !f.settled;
 }
 
-/** The step that asked came back any way but `AdmissionWait`: its statement admitted the job. */
+/** The step that asked came back any way but an admission wait (`StepWait`, or an older `AdmissionWait` failure): its statement admitted the job. */
 export function admittedInStep(): void {
   const f = folded();
   if (f) f.settled = true;

@@ -1,5 +1,6 @@
+import { defaultPayloadConverter } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMISSION_WAIT_FAILURE } from '../../contract/job-types.js';
+import { stepWaitOf } from '../../contract/job-types.js';
 import { JobStateKey } from '../../lib/temporal.js';
 import { attemptsForJob } from '../../store/attempts.js';
 import { ADMIN_KEY, startHarness, waitFor, type Harness } from '../support/harness.js';
@@ -68,12 +69,16 @@ describe('the degradation gate asked in the first step', () => {
         async () => (await handle.describe()).typedSearchAttributes.get(JobStateKey) === 'deferred',
       );
 
-      // The step that asked was refused (no attempt spent), then the gate ran as a local activity.
+      // The step that asked was refused (no attempt spent): it returned the wait, with no failed
+      // activity in the history; then the gate ran as a local activity.
       const events = await historyOf(jobId);
-      const failed = events.filter((ev) => ev.activityTaskFailedEventAttributes);
-      expect(failed.map((ev) => ev.activityTaskFailedEventAttributes?.failure?.applicationFailureInfo?.type)).toEqual([
-        ADMISSION_WAIT_FAILURE,
-      ]);
+      expect(events.filter((ev) => ev.activityTaskFailedEventAttributes)).toEqual([]);
+      const returned = events.flatMap((ev) =>
+        ev.activityTaskCompletedEventAttributes
+          ? [defaultPayloadConverter.fromPayload(ev.activityTaskCompletedEventAttributes.result!.payloads![0]!)]
+          : [],
+      );
+      expect(returned.map((r) => stepWaitOf(r)?.durableJobsWait)).toEqual(['admission']);
       expect(markerNames(events)).toContain('core_local_activity');
 
       // Nothing of an attempt: no lease row, no attempt row, no effect, no start time, no call.

@@ -1,4 +1,6 @@
+import { defaultPayloadConverter } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stepWaitOf } from '../../contract/job-types.js';
 import { defaultJobRegistry } from '../../jobs/index.js';
 import { inputHash } from '../../lib/ids.js';
 import { onStartPath, startJobWorkflow } from '../../services/start-job.js';
@@ -83,10 +85,15 @@ describe('waiting for a concurrency slot in the workflow', () => {
     expect((await h.api(`/v1/jobs/${holder}`)).body.status).toBe('running');
     for (const w of waiters) expect(['queued', 'running']).toContain((await h.api(`/v1/jobs/${w}`)).body.status);
 
-    // Each waiter's history shows the wait: attempts that ended for want of a slot, and timers between them.
-    const failed = await events(waiters[0]!, 'ACTIVITY_TASK_FAILED');
-    expect(failed.length).toBeGreaterThan(0);
-    expect(failed.every((e) => e.activityTaskFailedEventAttributes?.failure?.applicationFailureInfo?.type === 'SlotWait')).toBe(true);
+    // Each waiter's history shows the wait: steps that returned a wait for want of a slot, and
+    // timers between them; no failed activity (the Web UI and Temporal's failure metrics see none).
+    const returned = (await events(waiters[0]!, 'ACTIVITY_TASK_COMPLETED')).map((e) =>
+      defaultPayloadConverter.fromPayload(e.activityTaskCompletedEventAttributes.result.payloads[0]),
+    );
+    expect(returned.length).toBeGreaterThan(0);
+    expect(returned.every((r) => stepWaitOf(r)?.durableJobsWait === 'slot')).toBe(true);
+    expect(returned[0]).toMatchObject({ attempt: 1, message: expect.stringContaining('slot') });
+    expect(await events(waiters[0]!, 'ACTIVITY_TASK_FAILED')).toEqual([]);
     expect((await events(waiters[0]!, 'TIMER_STARTED')).length).toBeGreaterThan(0);
     // The operator's timeline reads those attempts as waits, and the verdict says what the job waits for.
     const timeline = (
@@ -166,6 +173,8 @@ describe('waiting for a concurrency slot in the workflow', () => {
     expect(letter.error_class).toBe('slot_unavailable');
     expect(letter.message).toContain('ran out while waiting');
     expect((await h.simEffects()).byKey[`${jobId}:summarize`]).toBeUndefined();
+    // Its waits returned; only the workflow failed, with the dead letter's evidence.
+    expect(await events(jobId, 'ACTIVITY_TASK_FAILED')).toEqual([]);
 
     await fetch(`${h.sim.url}/__sim/holds/release`, { method: 'POST' });
     await h.waitForStatus(holder, 'succeeded');
@@ -189,5 +198,9 @@ describe('waiting for a concurrency slot in the workflow', () => {
     expect(rows.rows).toEqual([{ attempt: 1, outcome: 'succeeded' }]);
     expect((await h.simEffects()).byKey[`${jobId}:summarize`].applied).toBe(1);
     expect((await h.temporal.workflow.getHandle(jobId).describe()).type).toBe('summarizeJobLocal');
+    // The local attempts that waited returned the wait: no local activity's marker records a failure.
+    const markers = await events(jobId, 'MARKER_RECORDED');
+    expect(markers.length).toBeGreaterThan(1);
+    expect(markers.filter((e) => e.markerRecordedEventAttributes?.failure)).toEqual([]);
   });
 });
