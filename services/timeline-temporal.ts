@@ -76,7 +76,7 @@ function localActivity(
   return { name, event: endedAs({ result }), ...(detail ? { detail } : {}) };
 }
 
-/** One timeline line per history event; activity names resolved through their scheduled event. Payloads are not shown, except the gate's decision. */
+/** One timeline line per history event; activity names resolved through their scheduled event. Payloads are not shown, except the gate's decision and a step's reason to wait (our own words). */
 function temporalEvents(events: HistoryEvent[]): TimelineEvent[] {
   const activityOf = new Map<string, string>();
   const out: TimelineEvent[] = [];
