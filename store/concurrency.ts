@@ -95,8 +95,9 @@ export function acquireSlotCtes(i: number, scopes: number, when = 'true'): strin
                      ORDER BY c.n LIMIT 1
                        FOR UPDATE SKIP LOCKED) f),
                 slot_lease AS (
-                  INSERT INTO concurrency_leases (job_type, tenant_id, holder, expires_at)
-                  SELECT $${i + 2}::text, $${i + 3}::text, $${i + 4}::text, now() + $${i + 5}::float8 * interval '1 millisecond'
+                  INSERT INTO concurrency_leases (job_type, tenant_id, holder, expires_at, slot_scopes, slot_ns)
+                  SELECT $${i + 2}::text, $${i + 3}::text, $${i + 4}::text, now() + $${i + 5}::float8 * interval '1 millisecond',
+                         (SELECT array_agg(scope ORDER BY scope) FROM slot_pick), (SELECT array_agg(n ORDER BY scope) FROM slot_pick)
                    WHERE (SELECT count(*) FROM slot_pick) = ${scopes}
                   RETURNING id, expires_at),
                 slot_take AS (
@@ -111,12 +112,19 @@ export function acquireSlotParams(r: SlotRequest): unknown[] {
   return [scopes.map((s) => s.scope), scopes.map((s) => s.cap), r.jobType, r.tenantId, r.holder, r.ttlMs];
 }
 
-/** Renews every lease a worker holds, and their slots, in one statement (one commit per tick, not per call). */
+/**
+ * Renews every lease a worker holds, and their slots, in one statement (one commit per tick, not
+ * per call). The lease names its slots (schema/0019_hot_slots.sql); a slot taken over meanwhile
+ * (its lease had expired) points at another lease and is left alone.
+ */
 export async function renewSlots(db: Db, ids: string[], ttlMs: number): Promise<void> {
   await db.query({
     name: 'renew-slots',
-    text: `WITH slots AS (UPDATE concurrency_slots SET expires_at = now() + $2 * interval '1 millisecond' WHERE lease_id = ANY($1::bigint[]))
-           UPDATE concurrency_leases SET expires_at = now() + $2 * interval '1 millisecond' WHERE id = ANY($1::bigint[])`,
+    text: `WITH leases AS (UPDATE concurrency_leases SET expires_at = now() + $2 * interval '1 millisecond' WHERE id = ANY($1::bigint[])
+                            RETURNING id, expires_at, slot_scopes, slot_ns)
+           UPDATE concurrency_slots c SET expires_at = l.expires_at
+             FROM leases l, unnest(l.slot_scopes, l.slot_ns) AS s(scope, n)
+            WHERE c.scope = s.scope AND c.n = s.n AND c.lease_id = l.id`,
     values: [ids, ttlMs],
   });
 }
@@ -127,8 +135,10 @@ export async function renewSlots(db: Db, ids: string[], ttlMs: number): Promise<
  * nothing. `${prefix}_woken` returns the waiter the freed slot wakes (`wokenWaiterCte`).
  */
 export function releaseSlotCte(i: number, prefix = 'slot'): string {
-  return `${prefix}_lease_gone AS (DELETE FROM concurrency_leases WHERE id = $${i}::bigint),
-           ${prefix}_freed AS (UPDATE concurrency_slots SET lease_id = NULL, expires_at = NULL WHERE lease_id = $${i}::bigint),
+  return `${prefix}_lease_gone AS (DELETE FROM concurrency_leases WHERE id = $${i}::bigint RETURNING slot_scopes, slot_ns),
+           ${prefix}_freed AS (UPDATE concurrency_slots c SET lease_id = NULL, expires_at = NULL
+                                 FROM ${prefix}_lease_gone g, unnest(g.slot_scopes, g.slot_ns) AS s(scope, n)
+                                WHERE c.scope = s.scope AND c.n = s.n AND c.lease_id = $${i}::bigint),
            ${wokenWaiterCte(i, `${prefix}_woken`)}`;
 }
 
