@@ -238,16 +238,22 @@ export const topology: DrillItem = {
         }
         return out;
       };
-      let open = (await statusesOf(ids)).filter((w) => w.st === 'RUNNING').map((w) => w.id);
+      // Each workflow is described once when the rows are terminal, then only those still open.
+      const workflowStatus = new Map((await statusesOf(ids)).map((w) => [w.id, w.st]));
+      let open = ids.filter((id) => workflowStatus.get(id) === 'RUNNING');
       const openAtDrain = open.length;
       const closingFrom = Date.now();
-      const closeDeadline = closingFrom + 180_000;
-      while (open.length > 0 && Date.now() < closeDeadline) {
-        await new Promise((r) => setTimeout(r, 1_000));
-        open = (await statusesOf(open)).filter((w) => w.st === 'RUNNING').map((w) => w.id);
-      }
+      const allClosed = await waitUntil(
+        'every workflow to close',
+        async () => {
+          for (const w of await statusesOf(open)) workflowStatus.set(w.id, w.st);
+          open = open.filter((id) => workflowStatus.get(id) === 'RUNNING');
+          return open.length === 0;
+        },
+        180_000,
+      ).catch(() => false);
       const closedAt = Date.now();
-      if (open.length > 0) {
+      if (!allClosed) {
         // Say where each one stands: its pending activities are the difference between slow and stuck.
         const where = await Promise.all(
           open.slice(0, 5).map(async (id) => {
@@ -260,7 +266,7 @@ export const topology: DrillItem = {
         );
         check(false, `${open.length} workflows still running 180 s after every intent was terminal: ${where.join(' | ')}`);
       }
-      const notCompleted = (await statusesOf(ids)).filter((w) => w.st !== 'COMPLETED').map((w) => `${w.id}=${w.st}`);
+      const notCompleted = ids.filter((id) => workflowStatus.get(id) !== 'COMPLETED').map((id) => `${id}=${workflowStatus.get(id)}`);
       check(notCompleted.length === 0, `${notCompleted.length} workflows not completed: ${notCompleted.slice(0, 5).join(', ')}`);
 
       const effects = (await simEffects(s)).byKey as Record<string, { applied: number }>;
