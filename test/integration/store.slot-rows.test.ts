@@ -107,7 +107,6 @@ describe("a concurrency slot's rows", () => {
     const before = await slotsOf(next);
     expect(before).toHaveLength(2);
 
-    await pool.query('SELECT pg_sleep(0.01)');
     await renewSlots(pool, [old, next], 60_000);
     const after = await slotsOf(next);
     expect(after).toHaveLength(2);
