@@ -12,6 +12,7 @@ import { deleteExpiredScanRuns } from '../store/scan-runs.js';
 import { deleteExpiredAudit } from '../store/degradation.js';
 import { deleteExpiredRejections, deleteExpiredSamples } from '../store/health.js';
 import { deleteIntents, lockExpiredIntents } from '../store/intents.js';
+import { deleteExpiredSlotLeases } from '../store/concurrency.js';
 import type { ActivityDeps } from './deps.js';
 
 type BatchDelete = (db: Db, days: number, limit: number) => Promise<number>;
@@ -29,6 +30,7 @@ const BY_AGE: Array<[Exclude<RetentionTable, 'job_intents'>, BatchDelete]> = [
   ['degradation_audit', deleteExpiredAudit],
   ['health_samples', deleteExpiredSamples],
   ['intake_rejections', deleteExpiredRejections],
+  ['concurrency_leases', deleteExpiredSlotLeases],
 ];
 
 /** The retention cleanup's activity. Function names are Temporal activity types. */
@@ -66,6 +68,8 @@ export function createRetentionActivities(deps: ActivityDeps) {
       }
       // Then each table by its own age (rows that outlive their table's period while the job is kept).
       for (const [table, del] of BY_AGE) {
+        // A Schedule written by an older version has no period for a table added since: skip it.
+        if (typeof input.days[table] !== 'number') continue;
         for (;;) {
           const n = await del(deps.pool, input.days[table], limit);
           report[table] += n;

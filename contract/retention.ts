@@ -18,6 +18,7 @@ export const RETENTION_TABLES = [
   'degradation_audit',
   'health_samples',
   'intake_rejections',
+  'concurrency_leases',
 ] as const;
 export type RetentionTable = (typeof RETENTION_TABLES)[number];
 

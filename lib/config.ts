@@ -161,8 +161,12 @@ export interface RetentionConfig {
   batchSize: number;
 }
 
-/** Defaults that differ from `RETENTION_DAYS`: the samples feed only the last day's trend lines, operator audit lives longer. */
-const RETENTION_DEFAULTS: Partial<Record<RetentionTable, number>> = { health_samples: 1, degradation_audit: 365 };
+/**
+ * Defaults that differ from `RETENTION_DAYS`: the samples feed only the last day's trend lines,
+ * operator audit lives longer, and a concurrency lease expired a day ago belonged to a worker
+ * that died without freeing it and whose slot nobody took over (store/concurrency.ts).
+ */
+const RETENTION_DEFAULTS: Partial<Record<RetentionTable, number>> = { health_samples: 1, degradation_audit: 365, concurrency_leases: 1 };
 
 function retentionConfig(days: number, windowDays: number, batchSize: number, raw: string | undefined): RetentionConfig {
   let overrides: Partial<Record<RetentionTable, number>> = {};

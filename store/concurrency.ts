@@ -1,4 +1,5 @@
 import type { Db } from '../lib/db.js';
+import { olderThan } from './live-jobs.js';
 
 export interface SlotRequest {
   jobType: string;
@@ -200,4 +201,28 @@ export async function registerWaiter(db: Db, w: { jobId: string; jobType: string
 /** The job has its slot (or stopped waiting): no release should wake it any more. */
 export async function forgetWaiter(db: Db, jobId: string): Promise<void> {
   await db.query('DELETE FROM slot_waiters WHERE job_id = $1', [jobId]);
+}
+
+/**
+ * One batch of the retention cleanup: leases that expired more than `days` ago, with the slots
+ * still pointing at them. A worker that dies holding a slot leaves its lease behind; the next
+ * acquirer of that slot takes it over and deletes the lease, but a slot nobody takes again (a
+ * cap lowered below its number, a tenant gone quiet) kept both forever. Deleting an expired
+ * lease is what a takeover does: its holder's late release or renewal then finds nothing and
+ * touches nothing. A slot taken over meanwhile points at another lease and is left alone.
+ */
+export async function deleteExpiredSlotLeases(db: Db, days: number, limit: number): Promise<number> {
+  const r = await db.query(
+    `WITH gone AS (
+       DELETE FROM concurrency_leases WHERE ctid IN (
+         SELECT ctid FROM concurrency_leases WHERE ${olderThan('expires_at', 1)} LIMIT $2)
+       RETURNING id, slot_scopes, slot_ns),
+     freed AS (
+       UPDATE concurrency_slots c SET lease_id = NULL, expires_at = NULL
+         FROM gone g, unnest(g.slot_scopes, g.slot_ns) AS s(scope, n)
+        WHERE c.scope = s.scope AND c.n = s.n AND c.lease_id = g.id)
+     SELECT count(*)::int AS n FROM gone`,
+    [days, limit],
+  );
+  return (r.rows[0] as { n: number }).n;
 }

@@ -145,6 +145,40 @@ describe('retention cleanup', () => {
     });
     const othersBefore = await others();
 
+    // Concurrency leases: one a dead worker left 2 days ago with its slot (nobody took it over),
+    // one as old whose slot was taken over by a live lease, one expired an hour ago, one held.
+    const scope = `type:retention-${uid()}`;
+    const lease = async (expires: string, n: number, holdsSlot: boolean): Promise<string> => {
+      const id = (
+        await h.pool.query<{ id: string }>(
+          `INSERT INTO concurrency_leases (job_type, tenant_id, holder, acquired_at, expires_at, slot_scopes, slot_ns)
+           VALUES ('retention', 't', 'h', ${expires} - interval '15 seconds', ${expires}, ARRAY[$1::text], ARRAY[$2::int]) RETURNING id::text`,
+          [scope, n],
+        )
+      ).rows[0]!.id;
+      if (holdsSlot)
+        await h.pool.query(
+          `INSERT INTO concurrency_slots (scope, n, lease_id, expires_at) VALUES ($1, $2, $3, ${expires})
+           ON CONFLICT (scope, n) DO UPDATE SET lease_id = EXCLUDED.lease_id, expires_at = EXCLUDED.expires_at`,
+          [scope, n, id],
+        );
+      return id;
+    };
+    const deadLease = await lease(`now() - interval '2 days'`, 1, true);
+    const takenOverLease = await lease(`now() - interval '2 days'`, 2, true);
+    const successor = await lease(`now() + interval '1 minute'`, 2, true);
+    const recentLease = await lease(`now() - interval '1 hour'`, 3, true);
+    const slots = async () =>
+      (await h.pool.query(`SELECT n, lease_id::text AS lease FROM concurrency_slots WHERE scope = $1 ORDER BY n`, [scope])).rows;
+    const leases = async () =>
+      (await h.pool.query(`SELECT id::text FROM concurrency_leases WHERE job_type = 'retention' ORDER BY id`)).rows.map((r) => r.id);
+    expect(await leases()).toEqual([deadLease, takenOverLease, successor, recentLease]);
+    expect(await slots()).toEqual([
+      { n: 1, lease: deadLease },
+      { n: 2, lease: successor },
+      { n: 3, lease: recentLease },
+    ]);
+
     const first = await run(input);
 
     // Live evidence stayed, every row of it.
@@ -190,6 +224,14 @@ describe('retention cleanup', () => {
       webhooks: othersBefore.webhooks - 1,
     });
     expect((await others()).pendingWebhooks).toBe(othersBefore.pendingWebhooks);
+    // The dead worker's lease went and its slot is free; the taken-over slot keeps its new holder.
+    expect(first.concurrency_leases).toBe(2);
+    expect(await leases()).toEqual([successor, recentLease]);
+    expect(await slots()).toEqual([
+      { n: 1, lease: null },
+      { n: 2, lease: successor },
+      { n: 3, lease: recentLease },
+    ]);
 
     // Idempotent: a second run finds nothing left to delete.
     const second = await run(input);

@@ -11,7 +11,7 @@ describe('retention configuration', () => {
     expect(r).toMatchObject({
       idempotencyWindowDays: 7,
       batchSize: 500,
-      days: { job_intents: 30, effects: 30, outbox: 30, health_samples: 1, degradation_audit: 365 },
+      days: { job_intents: 30, effects: 30, outbox: 30, health_samples: 1, degradation_audit: 365, concurrency_leases: 1 },
     });
   });
 
