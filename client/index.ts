@@ -38,4 +38,4 @@ export {
   type Dependency,
   type FieldIssue,
 } from '../lib/errors.js';
-export { migrate } from '../lib/migrate.js';
+export { migrate, type MigrateOptions } from '../lib/migrate.js';

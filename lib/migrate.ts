@@ -9,6 +9,13 @@ const SCHEMA_DIR = fileURLToPath(new URL('../schema/', import.meta.url));
 /** Any constant works; it only has to be the same for every migrator of this product. */
 const MIGRATION_LOCK = 7_210_443_001;
 
+export interface MigrateOptions {
+  /** A direct connection for the session lock (behind PgBouncer in transaction mode). */
+  directUrl?: string | undefined;
+  /** Apply only the migrations numbered up to this one (`'0018'`): a schema as an older release left it (upgrade tests). Default all. */
+  through?: string;
+}
+
 /**
  * Forward-only numbered `.sql` files, one transaction each. The advisory lock makes racing
  * migrators (two workers starting at once) take turns; the second sees the rows the first
@@ -19,8 +26,10 @@ const MIGRATION_LOCK = 7_210_443_001;
  * connection straight to Postgres, config `DATABASE_MIGRATION_URL`) and the migration runs
  * on a client of its own instead of a pooled one.
  */
-export async function migrate(pool: pg.Pool, opts: { directUrl?: string | undefined } = {}): Promise<string[]> {
-  const files = (await readdir(SCHEMA_DIR)).filter((f) => /^\d{4}_.+\.sql$/.test(f)).sort();
+export async function migrate(pool: pg.Pool, opts: MigrateOptions = {}): Promise<string[]> {
+  const files = (await readdir(SCHEMA_DIR))
+    .filter((f) => /^\d{4}_.+\.sql$/.test(f) && (opts.through === undefined || f.slice(0, 4) <= opts.through))
+    .sort();
   const direct = opts.directUrl ? new PgClient({ connectionString: opts.directUrl }) : undefined;
   if (direct) await direct.connect();
   const client: pg.Client | pg.PoolClient = direct ?? (await pool.connect());
