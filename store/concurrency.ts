@@ -114,6 +114,21 @@ export function acquireSlotParams(r: SlotRequest): unknown[] {
 }
 
 /**
+ * The slot rows (alias `c`) that the leases of `leases` (a CTE returning `id`, `slot_scopes`,
+ * `slot_ns`) name and still hold, found by primary key (schema/0019_hot_slots.sql). A slot
+ * taken over meanwhile points at another lease and is left out. For `UPDATE concurrency_slots c`.
+ */
+function heldSlotsOf(leases: string): string {
+  return `FROM ${leases} l, unnest(l.slot_scopes, l.slot_ns) AS s(scope, n)
+          WHERE c.scope = s.scope AND c.n = s.n AND c.lease_id = l.id`;
+}
+
+/** Frees the slots the leases of `leases` still hold (`heldSlotsOf`). */
+function freeSlotsOf(leases: string): string {
+  return `UPDATE concurrency_slots c SET lease_id = NULL, expires_at = NULL ${heldSlotsOf(leases)}`;
+}
+
+/**
  * Renews every lease a worker holds, and their slots, in one statement (one commit per tick, not
  * per call). The lease names its slots (schema/0019_hot_slots.sql); a slot taken over meanwhile
  * (its lease had expired) points at another lease and is left alone.
@@ -123,9 +138,7 @@ export async function renewSlots(db: Db, ids: string[], ttlMs: number): Promise<
     name: 'renew-slots',
     text: `WITH leases AS (UPDATE concurrency_leases SET expires_at = now() + $2 * interval '1 millisecond' WHERE id = ANY($1::bigint[])
                             RETURNING id, expires_at, slot_scopes, slot_ns)
-           UPDATE concurrency_slots c SET expires_at = l.expires_at
-             FROM leases l, unnest(l.slot_scopes, l.slot_ns) AS s(scope, n)
-            WHERE c.scope = s.scope AND c.n = s.n AND c.lease_id = l.id`,
+           UPDATE concurrency_slots c SET expires_at = l.expires_at ${heldSlotsOf('leases')}`,
     values: [ids, ttlMs],
   });
 }
@@ -136,10 +149,8 @@ export async function renewSlots(db: Db, ids: string[], ttlMs: number): Promise<
  * nothing. `${prefix}_woken` returns the waiter the freed slot wakes (`wokenWaiterCte`).
  */
 export function releaseSlotCte(i: number, prefix = 'slot'): string {
-  return `${prefix}_lease_gone AS (DELETE FROM concurrency_leases WHERE id = $${i}::bigint RETURNING slot_scopes, slot_ns),
-           ${prefix}_freed AS (UPDATE concurrency_slots c SET lease_id = NULL, expires_at = NULL
-                                 FROM ${prefix}_lease_gone g, unnest(g.slot_scopes, g.slot_ns) AS s(scope, n)
-                                WHERE c.scope = s.scope AND c.n = s.n AND c.lease_id = $${i}::bigint),
+  return `${prefix}_lease_gone AS (DELETE FROM concurrency_leases WHERE id = $${i}::bigint RETURNING id, slot_scopes, slot_ns),
+           ${prefix}_freed AS (${freeSlotsOf(`${prefix}_lease_gone`)}),
            ${wokenWaiterCte(i, `${prefix}_woken`)}`;
 }
 
@@ -217,10 +228,7 @@ export async function deleteExpiredSlotLeases(db: Db, days: number, limit: numbe
        DELETE FROM concurrency_leases WHERE ctid IN (
          SELECT ctid FROM concurrency_leases WHERE ${olderThan('expires_at', 1)} LIMIT $2)
        RETURNING id, slot_scopes, slot_ns),
-     freed AS (
-       UPDATE concurrency_slots c SET lease_id = NULL, expires_at = NULL
-         FROM gone g, unnest(g.slot_scopes, g.slot_ns) AS s(scope, n)
-        WHERE c.scope = s.scope AND c.n = s.n AND c.lease_id = g.id)
+     freed AS (${freeSlotsOf('gone')})
      SELECT count(*)::int AS n FROM gone`,
     [days, limit],
   );
