@@ -27,6 +27,9 @@ export interface MigrateOptions {
  * on a client of its own instead of a pooled one.
  */
 export async function migrate(pool: pg.Pool, opts: MigrateOptions = {}): Promise<string[]> {
+  // Compared as text with each file's four-digit number: '18' would sort after every file.
+  if (opts.through !== undefined && !/^\d{4}$/.test(opts.through))
+    throw new TypeError(`migrate: through must be a migration's four-digit number, such as '0018' (got ${JSON.stringify(opts.through)})`);
   const files = (await readdir(SCHEMA_DIR))
     .filter((f) => /^\d{4}_.+\.sql$/.test(f) && (opts.through === undefined || f.slice(0, 4) <= opts.through))
     .sort();

@@ -115,8 +115,9 @@ export function acquireSlotParams(r: SlotRequest): unknown[] {
 
 /**
  * The slot rows (alias `c`) that the leases of `leases` (a CTE returning `id`, `slot_scopes`,
- * `slot_ns`) name and still hold, found by primary key (schema/0019_hot_slots.sql). A slot
- * taken over meanwhile points at another lease and is left out. For `UPDATE concurrency_slots c`.
+ * `slot_ns`; alias `l`, which the update's SET may read) name and still hold, found by primary
+ * key (schema/0019_hot_slots.sql). A slot taken over meanwhile points at another lease and is
+ * left out. The FROM and WHERE of an `UPDATE concurrency_slots c`.
  */
 function heldSlotsOf(leases: string): string {
   return `FROM ${leases} l, unnest(l.slot_scopes, l.slot_ns) AS s(scope, n)
@@ -223,7 +224,7 @@ export async function forgetWaiter(db: Db, jobId: string): Promise<void> {
  * touches nothing. A slot taken over meanwhile points at another lease and is left alone.
  */
 export async function deleteExpiredSlotLeases(db: Db, days: number, limit: number): Promise<number> {
-  const r = await db.query(
+  const r = await db.query<{ n: number }>(
     `WITH gone AS (
        DELETE FROM concurrency_leases WHERE ctid IN (
          SELECT ctid FROM concurrency_leases WHERE ${olderThan('expires_at', 1)} LIMIT $2)
@@ -232,5 +233,5 @@ export async function deleteExpiredSlotLeases(db: Db, days: number, limit: numbe
      SELECT count(*)::int AS n FROM gone`,
     [days, limit],
   );
-  return (r.rows[0] as { n: number }).n;
+  return r.rows[0]!.n;
 }

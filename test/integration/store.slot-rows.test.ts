@@ -124,6 +124,9 @@ describe("a concurrency slot's rows", () => {
     const url = await createTestDatabase('slot_rows_upgrade');
     const old = createPool(url, log, 2);
     try {
+      // A number migrate cannot compare is refused before anything is applied.
+      await expect(migrate(old, { through: '18' })).rejects.toThrow(/four-digit number, such as '0018' \(got "18"\)/);
+      expect((await old.query(`SELECT to_regclass('schema_migrations') AS t`)).rows[0].t).toBeNull();
       // The schema as it was before 0019, and a lease taken the old way.
       await migrate(old, { through: '0018' });
       await old.query(
