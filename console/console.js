@@ -83,11 +83,15 @@ class ApiError extends Error {
   }
 }
 
+// The API's base: the console is served at <base>/console, so a team that mounts durable-jobs
+// under a prefix of its own Fastify app gets a console that calls that prefix.
+const BASE = location.pathname.replace(/\/console\/?$/, '');
+
 async function api(method, path, body, key = sessionStorage.getItem(KEY)) {
   const headers = { accept: 'application/json' };
   if (key) headers.authorization = `Bearer ${key}`;
   if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(path, {
+  const res = await fetch(BASE + path, {
     method,
     headers,
     body: body === undefined ? undefined : JSON.stringify(body),

@@ -67,6 +67,13 @@ export interface JobDefinitionOptions<S extends z.ZodType, E extends string> {
    * lost workflow task runs the step again. Default: no fast path.
    */
   fastPath?: { workflowType: string };
+  /**
+   * The Temporal task queue the type's jobs run on. Default: the deployment's shared queue
+   * (`TASK_QUEUE`), which also carries the system workflows. A type on a queue of its own is
+   * run only by workers given that type (`createWorker({ jobs })` polls the queue of every type
+   * it runs), so one team's types and workers never take another's tasks.
+   */
+  taskQueue?: string;
 }
 
 export interface JobDefinition<S extends z.ZodType = z.ZodType, E extends string = string> {
@@ -84,6 +91,8 @@ export interface JobDefinition<S extends z.ZodType = z.ZodType, E extends string
   /** The fast path's workflow type, or null when the type has none. */
   readonly fastPathWorkflowType: string | null;
   readonly upstream: { idempotentByKey: boolean; lookupByKey: boolean };
+  /** The type's own task queue, or null: the deployment's shared queue. */
+  readonly taskQueue: string | null;
   summary(args: JobArgs): string;
   /** A declared step name, checked by the compiler: the effect key's stable part. */
   step(name: E): E;
@@ -92,6 +101,7 @@ export interface JobDefinition<S extends z.ZodType = z.ZodType, E extends string
 export type JobInput<D> = D extends JobDefinition<infer S> ? z.infer<S> : never;
 
 const NAME = /^[a-z][a-z0-9-]{0,62}$/;
+const TASK_QUEUE = /^[A-Za-z0-9._:-]{1,200}$/;
 const IDENT = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 
 export function defineJob<S extends z.ZodType, const E extends string>(o: JobDefinitionOptions<S, E>): JobDefinition<S, E> {
@@ -105,6 +115,8 @@ export function defineJob<S extends z.ZodType, const E extends string>(o: JobDef
     throw new Error(
       `job type ${o.name}: the fast path re-runs a step after a lost workflow task, so its upstream must be idempotent by key`,
     );
+  if (o.taskQueue !== undefined && !TASK_QUEUE.test(o.taskQueue))
+    throw new Error(`job type ${o.name}: taskQueue "${o.taskQueue}" must be 1-200 characters of letters, digits, '.', '_', ':' and '-'`);
   for (const e of o.effects) {
     if (!NAME.test(e)) throw new Error(`job type ${o.name}: effect step "${e}" must be lower-case letters, digits and dashes`);
   }
@@ -124,12 +136,18 @@ export function defineJob<S extends z.ZodType, const E extends string>(o: JobDef
     submittable: o.submittable ?? true,
     fastPathWorkflowType: o.fastPath?.workflowType ?? null,
     upstream: { idempotentByKey: o.upstream?.idempotentByKey ?? true, lookupByKey: o.upstream?.lookupByKey ?? false },
+    taskQueue: o.taskQueue ?? null,
     summary: o.summary ?? ((a) => `${a.jobType} for tenant ${a.tenantId} (${a.priority} priority)`),
     step: (name) => {
       if (!effects.includes(name)) throw new Error(`job type ${o.name} declares no effect step "${name}"`);
       return name;
     },
   };
+}
+
+/** The task queue a type's jobs run on: its own, else the deployment's shared one. */
+export function taskQueueOf(definition: Pick<JobDefinition, 'taskQueue'>, sharedQueue: string): string {
+  return definition.taskQueue ?? sharedQueue;
 }
 
 /** The budget a job runs with: its type's, with the overrides it was started with. */

@@ -106,6 +106,8 @@ export interface JobRegistry {
   readonly fallbackTypes: readonly JobType[];
   /** Types that declare a fast path (`fastPath`): the only ones `FAST_PATH_JOB_TYPES` may name. */
   readonly fastPathTypes: readonly JobType[];
+  /** The task queues the types run on: each type's own, and `sharedQueue` for the types without one. */
+  taskQueues(sharedQueue: string): string[];
   /** Each type's concurrency caps, with the deployment's overrides (`CONCURRENCY_LIMITS`). */
   concurrencyLimits(overrides?: Partial<Record<JobType, Partial<ConcurrencyLimits>>>): Record<JobType, ConcurrencyLimits>;
 }
@@ -139,6 +141,7 @@ export function createJobRegistry(modules: readonly JobTypeModule[]): JobRegistr
     },
     fallbackTypes: list.filter((m) => m.definition.fallback).map((m) => m.definition.name),
     fastPathTypes: list.filter((m) => m.definition.fastPathWorkflowType).map((m) => m.definition.name),
+    taskQueues: (sharedQueue) => [...new Set(list.map((m) => m.definition.taskQueue ?? sharedQueue))],
     concurrencyLimits: (overrides = {}) =>
       Object.fromEntries(list.map((m) => [m.definition.name, { ...m.definition.concurrency, ...overrides[m.definition.name] }])),
   };

@@ -8,3 +8,6 @@ import { transcribeJobType } from './transcribe/activities.js';
 export const builtInJobTypes: readonly JobTypeModule[] = [summarizeJobType, purchaseJobType, transcribeJobType, digestJobType];
 
 export const defaultJobRegistry = createJobRegistry(builtInJobTypes);
+
+/** The module's registry for `--jobs jobs/index.ts` (`npm start` is `durable-jobs dev` with it). */
+export default defaultJobRegistry;

@@ -14,3 +14,14 @@ export function loadConfigOrExit(program: string, env: NodeJS.ProcessEnv, opts: 
     process.exit(2);
   }
 }
+
+/** Like `loadConfigOrExit` for an async step (loading the jobs module): a `ConfigError` is one line on stderr and exit code 2. */
+export async function exitOnConfigError<T>(program: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`${program}: configuration error: ${err.message}\n`);
+    process.exit(2);
+  }
+}

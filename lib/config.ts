@@ -8,8 +8,25 @@ import { webhookSecretsFrom } from './webhook-secrets.js';
 import type { ConcurrencyLimits, JobBudget, JobType } from '../contract/job-types.js';
 import { RETENTION_TABLES, type RetentionTable } from '../contract/retention.js';
 
+/** The shared task queue when `TASK_QUEUE` is unset: the system workflows and every job type without a queue of its own. */
+export const DEFAULT_TASK_QUEUE = 'durable-jobs';
+
 /** The package version: part of every dead letter's evidence (which code ran the attempt). */
-export const PACKAGE_VERSION: string = (createRequire(import.meta.url)('../package.json') as { version: string }).version;
+export const PACKAGE_VERSION: string = packageVersion();
+
+/** The package's version: `lib/` sits one folder below package.json here, two in the built package (`dist/lib/`). */
+function packageVersion(): string {
+  const require = createRequire(import.meta.url);
+  for (const p of ['../package.json', '../../package.json']) {
+    try {
+      const pkg = require(p) as { name?: string; version: string };
+      if (pkg.name === 'durable-jobs') return pkg.version;
+    } catch {
+      // not at this level
+    }
+  }
+  return '0.0.0';
+}
 
 /**
  * The one place that reads `process.env`. Everything else receives a `Config`.
@@ -353,7 +370,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: ConfigOptions): Config 
     TASK_QUEUE: z
       .string()
       .regex(/^[A-Za-z0-9._-]{1,200}$/, 'TASK_QUEUE must be 1-200 of A-Z a-z 0-9 . _ -')
-      .default('durable-jobs'),
+      .default(DEFAULT_TASK_QUEUE),
     DATABASE_URL: z
       .string()
       .regex(/^postgres(ql)?:\/\//, 'DATABASE_URL must start with postgres:// or postgresql://')

@@ -9,7 +9,9 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadConfigOrExit } from '../lib/config-or-exit.js';
+import { exitOnConfigError, loadConfigOrExit } from '../lib/config-or-exit.js';
+import { jobRegistryFromEnv } from '../job-api/load.js';
+import { modulePath } from '../job-api/registry.js';
 import { parseWebhookSecrets } from '../lib/webhook-secrets.js';
 import { createPool } from '../lib/db.js';
 import { createLogger } from '../lib/logger.js';
@@ -27,12 +29,15 @@ import { resolveTemporalServerBinaries, startTemporalServer } from './lib/tempor
 import { temporalServerEnv } from './lib/temporal-server-env.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const DATA = path.join(ROOT, '.data');
+// The stack's data lives where it is started (this repository for `npm start`, a team's
+// project for `durable-jobs dev`), never inside an installed package.
+const DATA = path.resolve(process.env.DURABLE_JOBS_DATA_DIR || '.data');
+const jobs = await exitOnConfigError('start', () => jobRegistryFromEnv(process.env, () => defaultJobRegistry));
 const say = (msg: string) => console.log(`[start] ${msg}`);
 
 const config = loadConfigOrExit('start', process.env, {
-  jobTypes: defaultJobRegistry.names,
-  fastPathTypes: defaultJobRegistry.fastPathTypes,
+  jobTypes: jobs.names,
+  fastPathTypes: jobs.fastPathTypes,
   mode: 'dev',
 });
 
@@ -170,11 +175,11 @@ async function bringUp(): Promise<void> {
     ...(process.env.TEMPORAL_UI_URL || config.temporalAddress ? {} : { TEMPORAL_UI_URL: uiUrl ?? 'none' }),
   };
   children = [
-    superviseChild({ name: 'api', entry: path.join(ROOT, 'server/main.ts'), env: childEnv, log: say }),
+    superviseChild({ name: 'api', entry: modulePath(path.join(ROOT, 'server/main.ts')), env: childEnv, log: say }),
     ...Array.from({ length: config.workers }, (_, i) =>
       superviseChild({
         name: `worker-${i + 1}`,
-        entry: path.join(ROOT, 'workers/main.ts'),
+        entry: modulePath(path.join(ROOT, 'workers/main.ts')),
         env: workerProcessEnv(childEnv),
         log: say,
         // The worker drains for its grace time, then the SDK's force margin (workers/worker.ts).

@@ -68,6 +68,16 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     // Request logs carry method, URL and status only (pino's default serializers): never
     // headers or bodies.
   });
+  registerDurableJobs(app, deps);
+  return app;
+}
+
+/**
+ * Every route of the API and the console on `app`: the whole of `buildApp` but the server
+ * itself, so a team can mount it in its own Fastify app (`server/index.ts`, `durableJobsPlugin`).
+ * Its body parser, error and not-found handlers stay inside the context it is given.
+ */
+export function registerDurableJobs(app: FastifyInstance, deps: AppDeps): void {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
 
@@ -142,7 +152,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   registerAdminRoutes(app, registry, {
     pool: deps.pool,
     temporal: deps.temporal,
-    taskQueues: [deps.jobs.taskQueue],
+    taskQueues: deps.jobTypes.taskQueues(deps.jobs.taskQueue),
     adminApiKey: admin,
     log: deps.log,
     fallbackTypes: deps.jobTypes.fallbackTypes,
@@ -179,5 +189,4 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     temporalUi: deps.temporalUiUrl ? { url: deps.temporalUiUrl, namespace: deps.temporal.options.namespace } : null,
   });
   registerConsole(app);
-  return app;
 }

@@ -56,5 +56,6 @@ export function registerConsole(app: FastifyInstance): void {
   for (const [route, asset] of files) {
     app.get(route, async (_req, reply) => secure(reply).type(asset.type).send(asset.body));
   }
-  app.get('/console/', async (_req, reply) => reply.redirect('/console', 301));
+  // Relative: under a prefix (`app.register(durableJobs, { prefix })`) it stays under it.
+  app.get('/console/', async (_req, reply) => reply.redirect('../console', 301));
 }

@@ -1,80 +1,12 @@
 /**
- * The HTTP API process. `npm start` runs it with the local stack's addresses; production
- * runs it with DATABASE_URL and TEMPORAL_ADDRESS.
+ * The HTTP API process (`npm run api`). `npm start` runs it with the local stack's addresses;
+ * production runs it with DATABASE_URL and TEMPORAL_ADDRESS (or `durable-jobs api`). The job
+ * types are those of `DURABLE_JOBS_JOBS` (a module exporting a registry) or, unset, the shipped ones.
  */
-import { createJobsClient } from '../services/intake.js';
-import { loadConfigOrExit } from '../lib/config-or-exit.js';
-import { createPool } from '../lib/db.js';
-import { createLogger } from '../lib/logger.js';
-import { ensureSchedules, productSchedules } from '../services/schedules.js';
-import { exitWithParent, onShutdown } from '../lib/shutdown.js';
-import { connectClient } from '../lib/temporal.js';
-import { prepareStack } from '../services/stack.js';
-import { buildApp } from './app.js';
-import { createWebhookKeyring, reloadWebhookSecretsOnSighup } from './webhook-keyring.js';
-import { webhookSecretsFrom } from '../lib/webhook-secrets.js';
 import { defaultJobRegistry } from '../jobs/index.js';
+import { jobRegistryFromEnv } from '../job-api/load.js';
+import { exitOnConfigError } from '../lib/config-or-exit.js';
+import { runServer } from './run.js';
 
-exitWithParent();
-const config = loadConfigOrExit('api', process.env, {
-  jobTypes: defaultJobRegistry.names,
-  fastPathTypes: defaultJobRegistry.fastPathTypes,
-});
-const log = createLogger('api', config.logLevel);
-if (!config.databaseUrl || !config.temporalAddress) {
-  log.fatal('the API needs DATABASE_URL and TEMPORAL_ADDRESS (npm start sets them)');
-  process.exit(2);
-}
-const pool = createPool(config.databaseUrl, log, config.tuning.pgPoolSize);
-const temporal = await connectClient(config, config.temporalAddress);
-const { applied } = await prepareStack(pool, {
-  tenants: config.seedTenants,
-  temporal: { connection: temporal.connection, namespace: config.temporalNamespace },
-  migrationUrl: config.tuning.migrationUrl,
-});
-if (applied.length > 0) log.info({ applied }, 'migrations applied');
-// Schedules are declared in code (services/schedules.ts) and created or updated here, idempotently
-// (several API processes may start at once). A failure must not keep the API down: log it;
-// the next start tries again, and the Schedules that exist keep firing meanwhile.
-await ensureSchedules(temporal, config.taskQueue, productSchedules(config.retention)).then(
-  (r) => log.info({ schedules: r }, 'schedules ensured'),
-  (err: Error) => log.error({ err: { message: err.message, name: err.name } }, 'could not ensure schedules'),
-);
-const jobs = createJobsClient({
-  pool,
-  temporal,
-  taskQueue: config.taskQueue,
-  jobs: defaultJobRegistry,
-  budgets: config.jobBudgets,
-  fastPath: config.fastPathTypes,
-  startMarkWindowMs: config.tuning.startMarkWindowMs,
-});
-// Webhook secrets rotate without a restart: SIGHUP reads WEBHOOK_SECRETS_FILE again (README "Webhooks").
-const webhookKeyring = createWebhookKeyring(config.webhookSecrets);
-reloadWebhookSecretsOnSighup(
-  webhookKeyring,
-  () => webhookSecretsFrom(config.webhookSecretsSource.env, config.webhookSecretsSource.file),
-  log,
-);
-const app = buildApp({
-  pool,
-  temporal,
-  jobs,
-  jobTypes: defaultJobRegistry,
-  log,
-  adminKeys: config.adminKeys,
-  temporalUiUrl: config.temporalUiUrl,
-  webhookSecrets: webhookKeyring,
-  version: config.codeVersion,
-});
-await app.listen({ port: config.httpPort, host: config.httpHost });
-onShutdown(
-  async () => {
-    await app.close();
-    // After the last request: its start mark is written before the pool ends.
-    await jobs.close();
-    await temporal.connection.close();
-    await pool.end();
-  },
-  (m) => log.warn(m),
-);
+const jobs = await exitOnConfigError('api', () => jobRegistryFromEnv(process.env, () => defaultJobRegistry));
+await runServer({ jobs });

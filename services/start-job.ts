@@ -1,7 +1,7 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { JobArgs, JobBudgets } from '../contract/job-types.js';
 import { JobStateKey, JobTypeKey, TenantIdKey } from '../contract/messages.js';
-import type { JobDefinition } from '../job-api/define.js';
+import { taskQueueOf, type JobDefinition } from '../job-api/define.js';
 
 export type { JobBudgets } from '../contract/job-types.js';
 
@@ -46,7 +46,7 @@ export async function startJobWorkflow(
   const args: JobArgs = budget ? { ...base, budget } : base;
   try {
     await client.workflow.start(info.workflowType, {
-      taskQueue,
+      taskQueue: taskQueueOf(info, taskQueue),
       workflowId: args.jobId,
       args: [args],
       workflowIdConflictPolicy: 'USE_EXISTING',

@@ -83,6 +83,16 @@ function transcriptions(deps: TranscriptionDeps): Operation {
   };
 }
 
+/**
+ * A path the simulator does not model (`POST /v1/invoices`), when the simulator is started
+ * with `generic: true`: any JSON object body is accepted and the effect applied once per
+ * Idempotency-Key, answered with a new object ID (prefix from the path) and the body echoed.
+ */
+export function genericOperation(path: string): Operation {
+  const prefix = path.slice('/v1/'.length).replace(/-/g, '_').slice(0, 12);
+  return { status: 200, validate: () => undefined, apply: (body) => ({ ...body, id: newId(prefix) }) };
+}
+
 /** POST endpoints by path. */
 export function createOperations(deps: TranscriptionDeps): Map<string, Operation> {
   return new Map([

@@ -20,6 +20,8 @@ export interface SimulatorOptions {
   webhookSecret?: string;
   /** Time until a transcription completes. Default 300 ms. */
   transcriptionDelayMs?: number;
+  /** Any other `POST /v1/<name>` applies a generic effect (the testing kit's upstream). Default false: 404. */
+  generic?: boolean;
   /** Structured log sink. Default: silent. Request bodies and idempotency keys are never logged. */
   log?: LogFn;
 }
@@ -46,7 +48,7 @@ function createRuntime(opts: SimulatorOptions): Runtime {
   const webhook = opts.webhookUrl ? createWebhookTarget(opts.webhookUrl, opts.webhookSecret) : undefined;
   const delayMs = opts.transcriptionDelayMs ?? DEFAULT_TRANSCRIPTION_DELAY_MS;
   const operations = createOperations({ state, timers: background, delayMs, log, ...(webhook ? { webhook } : {}) });
-  return { state, background, log, upstream: { state, operations, holds: new TimerSet() } };
+  return { state, background, log, upstream: { state, operations, holds: new TimerSet(), generic: opts.generic ?? false } };
 }
 
 async function route(req: IncomingMessage, method: string, path: string, requestId: string, rt: Runtime): Promise<Reply | undefined> {

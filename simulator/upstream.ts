@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { BodyTooLargeError, errorReply, headerValue, parseJsonObject, readBody, type Reply } from './http.js';
 import { requestHash, type StoredResponse } from './idempotency.js';
-import type { Operation } from './operations.js';
+import { genericOperation, type Operation } from './operations.js';
 import type { SimState } from './state.js';
 import type { TimerSet } from './timers.js';
 
@@ -10,6 +10,8 @@ export interface UpstreamDeps {
   operations: Map<string, Operation>;
   /** Timers holding answers for delay faults: cancelled only by close. */
   holds: TimerSet;
+  /** Any other `POST /v1/<name>` is a generic effect (`genericOperation`): the testing kit's upstream for a team's own paths. */
+  generic?: boolean;
 }
 
 /** Stripe caps keys at 255 characters; so does the product's own API. */
@@ -107,6 +109,8 @@ export async function handlePost(
   return reply;
 }
 
+const GENERIC_PATH = /^\/v1\/[a-z][a-z0-9-]{0,62}$/;
+
 /** Routes /v1 requests. `undefined` means the simulator is closing: answer nothing. */
 export async function handleUpstream(
   req: IncomingMessage,
@@ -115,7 +119,7 @@ export async function handleUpstream(
   requestId: string,
   deps: UpstreamDeps,
 ): Promise<Reply | undefined> {
-  const op = deps.operations.get(path);
+  const op = deps.operations.get(path) ?? (deps.generic && GENERIC_PATH.test(path) ? genericOperation(path) : undefined);
   if (op) {
     if (method !== 'POST') return errorReply(405, 'method_not_allowed', { allow: 'POST' });
     return handlePost(req, path, op, requestId, deps);

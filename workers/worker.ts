@@ -5,7 +5,8 @@ import path from 'node:path';
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleOption } from '@temporalio/worker';
 import type pg from 'pg';
 import { createActivities } from '../activities/index.js';
-import { createProvider } from '../activities/provider.js';
+import { createProvider, type Provider } from '../activities/provider.js';
+import { NonRetryableError } from '../lib/errors.js';
 import type { ConcurrencyLimits, JobBudgets, JobType } from '../contract/job-types.js';
 import { defaultJobRegistry } from '../jobs/index.js';
 import { modulePath, type JobRegistry } from '../job-api/registry.js';
@@ -101,7 +102,8 @@ export interface WorkerOptions {
   namespace: string;
   taskQueue: string;
   pool: pg.Pool;
-  providerUrl: string;
+  /** Base URL of the upstream of `ctx.effect` (`PROVIDER_URL`); undefined: an effect fails, not retried, naming the setting. */
+  providerUrl: string | undefined;
   /** Fallback upstream (`PROVIDER_FALLBACK_URL`); default none: a job never switches. */
   fallbackProviderUrl?: string | undefined;
   log: Logger;
@@ -135,17 +137,24 @@ export interface WorkerOptions {
   shutdownGraceMs?: number;
 }
 
+/** The upstream of a worker started without `PROVIDER_URL`: an effect is a configuration error, never retried. */
+const noProvider: Provider = async () => {
+  throw new NonRetryableError('this worker has no upstream: set PROVIDER_URL (createWorker({ providerUrl }))', {
+    errorClass: 'configuration',
+  });
+};
+
 /** Room after the grace time for cancelled attempts to record what they know and report. */
 const SHUTDOWN_FORCE_AFTER_GRACE_MS = 10_000;
 
-export async function createWorker(o: WorkerOptions): Promise<Worker> {
+export async function createQueueWorker(o: WorkerOptions): Promise<Worker> {
   const jobs = o.jobs ?? defaultJobRegistry;
   const limits = jobs.concurrencyLimits(o.concurrencyLimits);
   const graceMs = o.shutdownGraceMs ?? DEFAULT_WORKER_SHUTDOWN_GRACE_SECONDS * 1000;
   const activities = createActivities({
     jobs,
     pool: o.pool,
-    provider: createProvider(o.providerUrl),
+    provider: o.providerUrl ? createProvider(o.providerUrl) : noProvider,
     log: o.log,
     codeVersion: o.codeVersion,
     limits,

@@ -17,7 +17,7 @@ import { createLogger, type Logger } from '../../lib/logger.js';
 import { prepareStack } from '../../services/stack.js';
 import { buildApp } from '../../server/app.js';
 import { startSimulator, type Simulator } from '../../simulator/server.js';
-import { bundleWorkflows, createWorker, withWorkflowSourceMap } from '../../workers/worker.js';
+import { bundleWorkflows, createQueueWorker, withWorkflowSourceMap } from '../../workers/worker.js';
 import type { ConcurrencyLimits, JobType } from '../../contract/job-types.js';
 import type { FastifyInstance } from 'fastify';
 import { startDevServer } from '../lib/dev-server.js';
@@ -32,7 +32,7 @@ import { defaultJobRegistry } from '../../jobs/index.js';
 
 export const TENANT = { id: 'bench-tenant', key: 'bench-tenant-key-0001' } as const;
 export const ADMIN_KEY = 'bench-admin-key';
-/** Same as createWorker's default: the product and the baseline run with equal worker settings. */
+/** Same as createQueueWorker's default: the product and the baseline run with equal worker settings. */
 export const ACTIVITY_SLOTS = 50;
 /**
  * Concurrency caps raised out of the way for throughput and memory: those figures measure the
@@ -328,7 +328,7 @@ export async function startStack(o: { quick: boolean; log: (msg: string) => void
       },
       async startProductWorker(taskQueue, w = {}) {
         const workerPool = createPool(w.databaseUrl ?? databaseUrl, silentLogger); // production's default pool size
-        const worker = await createWorker({
+        const worker = await createQueueWorker({
           connection: w.connection ?? nativeConnection,
           namespace: config.temporalNamespace,
           taskQueue,
@@ -339,7 +339,7 @@ export async function startStack(o: { quick: boolean; log: (msg: string) => void
           concurrencyLimits: w.limits ?? RAISED_LIMITS,
           workflowBundle: await bundles.product(),
           maxConcurrentActivityTaskExecutions: ACTIVITY_SLOTS,
-          identity: `bench-${process.pid}-${taskQueue}`, // createWorker passes it on even when undefined, which the native bridge refuses
+          identity: `bench-${process.pid}-${taskQueue}`, // createQueueWorker passes it on even when undefined, which the native bridge refuses
         });
         return runWorker(worker, () => workerPool.end());
       },

@@ -12,7 +12,7 @@ import { NativeConnection, DefaultLogger, Runtime, Worker } from '@temporalio/wo
 import { createPool } from '../../lib/db.js';
 import { createLogger } from '../../lib/logger.js';
 import type { ConcurrencyLimits, JobType } from '../../contract/job-types.js';
-import { createWorker } from '../../workers/worker.js';
+import { createQueueWorker } from '../../workers/worker.js';
 import { createBareActivities, type BareCounter } from './bare-activities.js';
 import { writeFileSync } from 'node:fs';
 import { captureStatements, installPgProbe, snapshotPg } from './pg-probe.js';
@@ -38,7 +38,7 @@ const counter: BareCounter = { inFlight: 0, peak: 0, completed: 0 };
 const pool = s.kind === 'product' ? createPool(s.databaseUrl!, log) : undefined;
 const worker =
   s.kind === 'product'
-    ? await createWorker({
+    ? await createQueueWorker({
         connection,
         namespace: s.namespace,
         taskQueue: s.taskQueue,

@@ -24,7 +24,9 @@ export function superviseChild(o: {
   let failures = 0;
   const start = () => {
     const startedAt = Date.now();
-    child = spawn(process.execPath, ['--import', 'tsx', o.entry], { env: o.env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    // A TypeScript entry (this repository) runs through tsx; a built one (the package's dist/) as it is.
+    const loader = o.entry.endsWith('.ts') ? ['--import', 'tsx'] : [];
+    child = spawn(process.execPath, [...loader, o.entry], { env: o.env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     child.on('exit', (code, signal) => {
       if (stopped) return;
       failures = Date.now() - startedAt > 30_000 ? 1 : failures + 1;

@@ -4,7 +4,7 @@ import { inject } from 'vitest';
 import { createJobsClient } from '../../services/intake.js';
 import { createPool } from '../../lib/db.js';
 import { buildApp } from '../../server/app.js';
-import { createWorker } from '../../workers/worker.js';
+import { createQueueWorker } from '../../workers/worker.js';
 import { ADMIN_KEY, startHarness, waitFor, workflowBundle, type Harness } from '../support/harness.js';
 import { defaultJobRegistry } from '../../jobs/index.js';
 
@@ -116,7 +116,7 @@ describe('queue health under a generated load', () => {
 
     await h.simFault({ path: '/v1/summaries', times: JOBS, status: 200, delayMs: 1_200 });
     conn = await NativeConnection.connect({ address: inject('temporalAddress') });
-    worker = await createWorker({
+    worker = await createQueueWorker({
       connection: conn,
       namespace: inject('temporalNamespace'),
       taskQueue: h.taskQueue,

@@ -1,6 +1,8 @@
-// The typed client as a package: `npm pack` (prepack runs `npm run build`), install the
-// tarball into a fresh folder outside the repo, type-check and compile a small consumer
-// program there (test/fixtures/package-consumer/) and run it against this file's stack.
+// durable-jobs as a package: `npm pack` (prepack runs `npm run build`), install the tarball
+// into a fresh folder outside the repo, type-check and compile a small consumer program there
+// (test/fixtures/package-consumer/) and run it against this file's stack: it submits a shipped
+// type (run by this file's workers) and a type only it defines, on its own task queue, run by
+// its own worker from `durable-jobs/worker`.
 import { spawn } from 'node:child_process';
 import { cp, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
@@ -11,7 +13,8 @@ import { startHarness, TENANTS, uid, type Harness } from '../support/harness.js'
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const FIXTURE = fileURLToPath(new URL('../fixtures/package-consumer/', import.meta.url));
-const FORBIDDEN = ['server/', 'simulator/', 'scripts/'];
+/** What the client's and the definition faces' import graphs must never reach. */
+const FORBIDDEN = ['server/', 'simulator/', 'scripts/', 'testing/'];
 
 interface Run {
   code: number | null;
@@ -78,7 +81,7 @@ afterAll(async () => {
 });
 
 describe('durable-jobs as a package', () => {
-  it('packs without the server, simulator or scripts; a program outside the repo installs it, type-checks and runs a job to succeeded', async () => {
+  it('packs every face; a program outside the repo installs it, type-checks, and runs a shipped type and its own type with its own worker', async () => {
     // 1. Pack: prepack builds dist/ from the public entries; `files` limits the tarball.
     const pack = await run('npm', ['pack', '--json', '--pack-destination', work], REPO);
     expectOk(pack, 'npm pack');
@@ -93,10 +96,18 @@ describe('durable-jobs as a package', () => {
     console.log(`package: ${packed!.filename}, ${packed!.size} bytes, ${packed!.entryCount} files, pack+build ${pack.ms} ms`);
     for (const p of paths) {
       expect(p === 'package.json' || p === 'README.md' || p.startsWith('dist/'), p).toBe(true);
-      for (const f of FORBIDDEN) expect(p.startsWith(f) || p.startsWith(`dist/${f}`), p).toBe(false);
-      expect(p.startsWith('dist/test/') || p.startsWith('dist/workers/'), p).toBe(false);
+      expect(p.startsWith('dist/test/') || p.startsWith('dist/bench/'), p).toBe(false);
     }
     for (const p of [
+      'dist/workers/index.js',
+      'dist/server/index.js',
+      'dist/testing/index.js',
+      'dist/scripts/durable-jobs.js',
+      'dist/console/index.html',
+      'dist/workflows/index.js',
+      'dist/workflows/shared-modules.js',
+      'dist/jobs/summarize/workflow.js',
+      'dist/jobs/digest/workflow.js',
       'dist/client/index.js',
       'dist/client/index.d.ts',
       'dist/job-api/index.js',
@@ -118,6 +129,8 @@ describe('durable-jobs as a package', () => {
         'pg@^8.23.1',
         '@types/pg@^8.23.1',
         '@temporalio/client@1.24.0',
+        '@temporalio/worker@1.24.0',
+        'pino@^10.4.0',
         'typescript@^5.9.3',
         '@types/node@^20.19.43',
         '--prefer-offline',
@@ -159,6 +172,7 @@ describe('durable-jobs as a package', () => {
       TEMPORAL_ADDRESS: inject('temporalAddress'),
       TEMPORAL_NAMESPACE: inject('temporalNamespace'),
       TASK_QUEUE: h.taskQueue,
+      PROVIDER_URL: h.sim.url,
       TENANT_ID: TENANTS.a.id,
       IDEMPOTENCY_KEY: key,
       WAIT_MS: '120000',
@@ -175,6 +189,12 @@ describe('durable-jobs as a package', () => {
       notFound: true,
       registry: ['summarize', 'purchase', 'transcribe', 'digest'],
     });
+    // The consumer's own type: its worker polled only that type's queue, and the job ran there.
+    expect(out.workerQueues).toEqual(['consumer-invoices']);
+    expect(out.invoice).toMatchObject({ type: 'send-invoice', status: 'succeeded' });
+    expect(out.invoice.result.notificationId).toEqual(expect.any(String));
+    // The shipped registry's client refuses the consumer's type, listing the types it knows.
+    expect(out.unknownType).toEqual([expect.objectContaining({ path: 'type', message: expect.stringContaining('summarize') })]);
     expect(out.invalid).toEqual(expect.arrayContaining([expect.objectContaining({ path: expect.stringMatching(/^input/) })]));
 
     // The same job, as this repo's own client sees it.

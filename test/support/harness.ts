@@ -10,7 +10,7 @@ import { createLogger, type Logger } from '../../lib/logger.js';
 import { prepareStack } from '../../services/stack.js';
 import { buildApp } from '../../server/app.js';
 import { startSimulator, type Simulator } from '../../simulator/server.js';
-import { bundleWorkflows, createWorker } from '../../workers/worker.js';
+import { bundleWorkflows, createQueueWorker } from '../../workers/worker.js';
 import { defaultJobRegistry } from '../../jobs/index.js';
 import type { JobRegistry } from '../../job-api/registry.js';
 
@@ -181,7 +181,7 @@ export async function startHarness(
   const runs: Promise<void>[] = [];
   const nativeConnection = await NativeConnection.connect({ address: inject('temporalAddress') });
   async function startWorker(identity?: string): Promise<Worker> {
-    const w = await createWorker({
+    const w = await createQueueWorker({
       connection: nativeConnection,
       namespace,
       taskQueue,

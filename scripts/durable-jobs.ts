@@ -1,0 +1,121 @@
+#!/usr/bin/env node
+/**
+ * `durable-jobs <command>`: the package's one command. Every command that runs job types takes
+ * `--jobs <module>` (or `DURABLE_JOBS_JOBS`): a module exporting the team's registry,
+ * TypeScript or JavaScript. `npm start` in this repository is `durable-jobs dev` with the
+ * shipped types, so the two cannot drift.
+ */
+import path from 'node:path';
+import { JOBS_MODULE_ENV, loadJobRegistry } from '../job-api/load.js';
+import { ConfigError } from '../lib/errors.js';
+
+interface Command {
+  summary: string;
+  /** Whether the command runs job types: it needs `--jobs` (or the variable) outside this repository. */
+  jobs: boolean;
+  run: () => Promise<unknown>;
+}
+
+const COMMANDS: Record<string, Command> = {
+  dev: {
+    summary: 'the whole local stack: embedded Postgres, Temporal dev server, API, console, simulator, workers',
+    jobs: true,
+    run: () => import('./start.js'),
+  },
+  worker: { summary: 'one worker process (DATABASE_URL, TEMPORAL_ADDRESS, TASK_QUEUE, PROVIDER_URL)', jobs: true, run: runWorkerCommand },
+  api: { summary: 'the HTTP API and the console (DATABASE_URL, TEMPORAL_ADDRESS, HTTP_PORT)', jobs: true, run: runApiCommand },
+  migrate: { summary: 'apply the schema migrations to DATABASE_URL', jobs: false, run: runMigrate },
+  dlq: { summary: 'dead letters: list, show, replay (dry run first), discard', jobs: false, run: () => import('./dlq.js') },
+  job: { summary: 'one job: status and its timeline across Postgres and Temporal', jobs: false, run: () => import('./job.js') },
+  health: { summary: 'queue health: age, rates, recovery time', jobs: false, run: () => import('./health.js') },
+  drill: {
+    summary: 'the failure drill on a stack of its own (or DATABASE_URL/TEMPORAL_ADDRESS)',
+    jobs: false,
+    run: () => import('./drill.js'),
+  },
+};
+
+function usage(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((c) => c.length));
+  return [
+    'usage: durable-jobs <command> [--jobs <module>] [options]',
+    '',
+    'commands:',
+    ...Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`),
+    '',
+    `--jobs <module>  a module exporting the job registry (createJobRegistry([...]) or an array of jobType(...))`,
+    `                 as "default", "jobs" or "registry"; TypeScript needs tsx installed. Also ${JOBS_MODULE_ENV}.`,
+    "`durable-jobs <command> --help` shows a command's own options.",
+  ].join('\n');
+}
+
+/** Takes `--jobs X` / `--jobs=X` out of argv; the rest goes to the command. */
+export function takeJobsOption(argv: readonly string[]): { jobs: string | undefined; rest: string[] } {
+  const rest: string[] = [];
+  let jobs: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--jobs') {
+      jobs = argv[i + 1];
+      if (jobs === undefined || jobs.startsWith('--')) throw new ConfigError('--jobs needs a module path');
+      i++;
+    } else if (a.startsWith('--jobs=')) jobs = a.slice('--jobs='.length);
+    else rest.push(a);
+  }
+  return { jobs, rest };
+}
+
+async function runWorkerCommand(): Promise<void> {
+  const { runWorker } = await import('../workers/run.js');
+  await runWorker({ jobs: await loadJobRegistry(process.env[JOBS_MODULE_ENV]!) });
+}
+
+async function runApiCommand(): Promise<void> {
+  const { runServer } = await import('../server/run.js');
+  await runServer({ jobs: await loadJobRegistry(process.env[JOBS_MODULE_ENV]!) });
+}
+
+async function runMigrate(): Promise<void> {
+  const url = process.env.DATABASE_URL;
+  if (!url) throw new ConfigError('durable-jobs migrate needs DATABASE_URL');
+  const [{ default: pg }, { migrate }] = await Promise.all([import('pg'), import('../lib/migrate.js')]);
+  const pool = new pg.Pool({ connectionString: url, max: 1 });
+  try {
+    const applied = await migrate(pool);
+    console.log(applied.length > 0 ? `applied ${applied.join(', ')}` : 'the schema is up to date');
+  } finally {
+    await pool.end();
+  }
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [name, ...args] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    console.log(usage());
+    return;
+  }
+  const command = COMMANDS[name];
+  if (!command) throw new ConfigError(`unknown command "${name.slice(0, 40)}"; commands: ${Object.keys(COMMANDS).join(', ')}`);
+  const { jobs, rest } = takeJobsOption(args);
+  if (jobs !== undefined) {
+    if (!command.jobs) throw new ConfigError(`durable-jobs ${name} takes no --jobs (it talks to the API or the database)`);
+    process.env[JOBS_MODULE_ENV] = path.resolve(jobs);
+  } else if (process.env[JOBS_MODULE_ENV]) {
+    process.env[JOBS_MODULE_ENV] = path.resolve(process.env[JOBS_MODULE_ENV]);
+  }
+  if (command.jobs && !process.env[JOBS_MODULE_ENV])
+    throw new ConfigError(`durable-jobs ${name} needs --jobs <module> (or ${JOBS_MODULE_ENV}): the module that exports your job registry`);
+  // Fail before anything starts: a module without a registry is named here, not in a child.
+  if (command.jobs && process.env[JOBS_MODULE_ENV]) await loadJobRegistry(process.env[JOBS_MODULE_ENV]);
+  // The commands read their own arguments from process.argv, as when run on their own.
+  process.argv = [process.argv[0]!, `durable-jobs ${name}`, ...rest];
+  await command.run();
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  if (err instanceof ConfigError) {
+    process.stderr.write(`durable-jobs: ${err.message}\n`);
+    process.exit(2);
+  }
+  throw err;
+});

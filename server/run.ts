@@ -1,0 +1,90 @@
+/**
+ * `runServer`: the HTTP API process from the environment, as `npm run api` and
+ * `durable-jobs api` run it: migrations and `SEED_TENANTS`, the Schedules declared in code,
+ * webhook secrets that rotate on SIGHUP, and a drain on SIGINT/SIGTERM.
+ */
+import type { JobRegistry } from '../job-api/registry.js';
+import { loadConfigOrExit } from '../lib/config-or-exit.js';
+import { createPool } from '../lib/db.js';
+import { createLogger } from '../lib/logger.js';
+import { exitWithParent, onShutdown } from '../lib/shutdown.js';
+import { connectClient } from '../lib/temporal.js';
+import { webhookSecretsFrom } from '../lib/webhook-secrets.js';
+import { createJobsClient } from '../services/intake.js';
+import { ensureSchedules, productSchedules } from '../services/schedules.js';
+import { prepareStack } from '../services/stack.js';
+import { buildApp } from './app.js';
+import { createWebhookKeyring, reloadWebhookSecretsOnSighup } from './webhook-keyring.js';
+
+export interface RunServerOptions {
+  /** The job types the API accepts: the same registry the workers run. */
+  jobs: JobRegistry;
+  /** Default `process.env`. */
+  env?: NodeJS.ProcessEnv;
+}
+
+/** Serves until SIGINT/SIGTERM (or the parent of `npm start` dies), then closes and exits the process. */
+export async function runServer(o: RunServerOptions): Promise<void> {
+  const env = o.env ?? process.env;
+  const registry = o.jobs;
+  exitWithParent();
+  const config = loadConfigOrExit('api', env, { jobTypes: registry.names, fastPathTypes: registry.fastPathTypes });
+  const log = createLogger('api', config.logLevel);
+  if (!config.databaseUrl || !config.temporalAddress) {
+    log.fatal('the API needs DATABASE_URL and TEMPORAL_ADDRESS (npm start sets them)');
+    process.exit(2);
+  }
+  const pool = createPool(config.databaseUrl, log, config.tuning.pgPoolSize);
+  const temporal = await connectClient(config, config.temporalAddress);
+  const { applied } = await prepareStack(pool, {
+    tenants: config.seedTenants,
+    temporal: { connection: temporal.connection, namespace: config.temporalNamespace },
+    migrationUrl: config.tuning.migrationUrl,
+  });
+  if (applied.length > 0) log.info({ applied }, 'migrations applied');
+  // Schedules are declared in code (services/schedules.ts) and created or updated here, idempotently
+  // (several API processes may start at once). A failure must not keep the API down: log it;
+  // the next start tries again, and the Schedules that exist keep firing meanwhile.
+  await ensureSchedules(temporal, config.taskQueue, productSchedules(config.retention)).then(
+    (r) => log.info({ schedules: r }, 'schedules ensured'),
+    (err: Error) => log.error({ err: { message: err.message, name: err.name } }, 'could not ensure schedules'),
+  );
+  const jobs = createJobsClient({
+    pool,
+    temporal,
+    taskQueue: config.taskQueue,
+    jobs: registry,
+    budgets: config.jobBudgets,
+    fastPath: config.fastPathTypes,
+    startMarkWindowMs: config.tuning.startMarkWindowMs,
+  });
+  // Webhook secrets rotate without a restart: SIGHUP reads WEBHOOK_SECRETS_FILE again (README "Webhooks").
+  const webhookKeyring = createWebhookKeyring(config.webhookSecrets);
+  reloadWebhookSecretsOnSighup(
+    webhookKeyring,
+    () => webhookSecretsFrom(config.webhookSecretsSource.env, config.webhookSecretsSource.file),
+    log,
+  );
+  const app = buildApp({
+    pool,
+    temporal,
+    jobs,
+    jobTypes: registry,
+    log,
+    adminKeys: config.adminKeys,
+    temporalUiUrl: config.temporalUiUrl,
+    webhookSecrets: webhookKeyring,
+    version: config.codeVersion,
+  });
+  await app.listen({ port: config.httpPort, host: config.httpHost });
+  onShutdown(
+    async () => {
+      await app.close();
+      // After the last request: its start mark is written before the pool ends.
+      await jobs.close();
+      await temporal.connection.close();
+      await pool.end();
+    },
+    (m) => log.warn(m),
+  );
+}

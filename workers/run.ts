@@ -1,0 +1,91 @@
+/**
+ * `runWorker`: a whole worker process from the environment, as `npm run worker` and
+ * `durable-jobs worker` run it: configuration (DATABASE_URL, TEMPORAL_ADDRESS, TASK_QUEUE,
+ * PROVIDER_URL, the tuning variables), one pool, one connection, `createWorker` for the given
+ * job types, and SIGINT/SIGTERM handled as a drain: polling stops at once, in-flight attempts
+ * finish within WORKER_SHUTDOWN_GRACE_SECONDS, then the process exits.
+ */
+import { NativeConnection, Runtime } from '@temporalio/worker';
+import type { JobRegistry } from '../job-api/registry.js';
+import { loadConfigOrExit } from '../lib/config-or-exit.js';
+import { createPool } from '../lib/db.js';
+import { createLogger } from '../lib/logger.js';
+import { exitWithParent, onShutdown } from '../lib/shutdown.js';
+import { connectionOptions } from '../lib/temporal.js';
+import { allocatorAdvice } from '../lib/worker-allocator.js';
+import { createWorker } from './durable-worker.js';
+
+export interface RunWorkerOptions {
+  /** The job types this process runs. */
+  jobs: JobRegistry;
+  /** Default `process.env`. */
+  env?: NodeJS.ProcessEnv;
+  /** Also run the system workflows on the shared queue (`DURABLE_JOBS_SYSTEM=false` turns it off). Default true. */
+  system?: boolean;
+}
+
+/** Runs until SIGINT/SIGTERM (or the parent of `npm start` dies), then drains and exits the process. */
+export async function runWorker(o: RunWorkerOptions): Promise<void> {
+  const env = o.env ?? process.env;
+  exitWithParent();
+  const config = loadConfigOrExit('worker', env, { jobTypes: o.jobs.names, fastPathTypes: o.jobs.fastPathTypes });
+  const log = createLogger('worker', config.logLevel);
+  if (!config.databaseUrl || !config.temporalAddress) {
+    log.fatal('a standalone worker needs DATABASE_URL and TEMPORAL_ADDRESS (npm start sets them for its own workers)');
+    process.exit(2);
+  }
+  if (!config.providerUrl) log.warn('PROVIDER_URL is not set: a step that calls ctx.effect fails, not retried, until it is');
+  const advice = allocatorAdvice(
+    env,
+    (process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header?.glibcVersionRuntime,
+  );
+  if (advice) log.warn(advice);
+  const pool = createPool(config.databaseUrl, log, config.tuning.pgPoolSize);
+  // The SDK's Runtime would install its own SIGINT/SIGTERM handlers (Runtime.install's default
+  // `shutdownSignals`) beside ours; one owner of the signals decides when the process exits.
+  Runtime.install({ shutdownSignals: [] });
+  const connection = await NativeConnection.connect(await connectionOptions(config, config.temporalAddress));
+  const worker = await createWorker({
+    jobs: o.jobs,
+    system: o.system ?? env.DURABLE_JOBS_SYSTEM !== 'false',
+    connection,
+    namespace: config.temporalNamespace,
+    taskQueue: config.taskQueue,
+    pool,
+    providerUrl: config.providerUrl,
+    fallbackProviderUrl: config.providerFallbackUrl,
+    log,
+    codeVersion: config.codeVersion,
+    concurrencyLimits: config.concurrencyLimits,
+    jobBudgets: config.jobBudgets,
+    fastPathTypes: config.fastPathTypes,
+    shutdownGraceMs: config.workerShutdownGraceSeconds * 1000,
+    concurrencyTotal: config.tuning.concurrencyTotal,
+    maxConcurrentActivityTaskExecutions: config.tuning.activitySlots,
+    maxConcurrentWorkflowTaskExecutions: config.tuning.workflowSlots,
+    maxCachedWorkflows: config.tuning.cachedWorkflows,
+    maxConcurrentWorkflowTaskPolls: config.tuning.workflowPollers,
+    maxConcurrentActivityTaskPolls: config.tuning.activityPollers,
+  });
+  // run() resolves once every queue's worker has stopped polling and every in-flight task
+  // finished (or was cancelled at the grace deadline); only then may the process exit. Exiting
+  // as soon as shutdown() returns abandons the attempts: each waits for its heartbeat timeout and runs again.
+  const stopped = worker.run().then(async () => {
+    await connection.close();
+    await pool.end();
+    log.info('worker stopped');
+  });
+  onShutdown(
+    async (signal) => {
+      log.info(
+        { signal, graceSeconds: config.workerShutdownGraceSeconds },
+        'draining the worker: polling stopped, in-flight attempts finish',
+      );
+      worker.shutdown();
+      await stopped;
+    },
+    (m) => log.warn(m),
+  );
+  log.info({ taskQueues: worker.taskQueues, jobTypes: worker.jobTypes, namespace: config.temporalNamespace }, 'worker polling');
+  await stopped;
+}
