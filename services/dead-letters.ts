@@ -279,6 +279,25 @@ export interface DeadLetterServiceDeps {
   codeVersion: string;
 }
 
+/**
+ * A dead letter whose job type this deployment's registry does not know cannot be replayed:
+ * no worker here would run it (and the replay would end "completed, skipped" doing nothing).
+ * Refused before anything is written, naming the types.
+ */
+export function refuseUnknownTypes(jobTypes: Pick<JobRegistry, 'get'>, targets: ReadonlyArray<{ id: string; job_type: string }>): void {
+  const unknown = targets.filter((t) => !jobTypes.get(t.job_type));
+  if (unknown.length === 0) return;
+  const types = [...new Set(unknown.map((t) => t.job_type))];
+  throw new StateConflictError(
+    `job type ${types.join(', ')} is not registered with this API, so no worker of this deployment runs it: ` +
+      `register it (the same --jobs module as the workers) before replaying ${unknown
+        .map((t) => t.id)
+        .slice(0, 10)
+        .join(', ')}`,
+    { slug: 'job-type-unknown', title: 'Job type not registered', extra: { jobTypes: types, ids: unknown.map((t) => t.id) } },
+  );
+}
+
 export type ReplayCommand =
   { command: 'pause' } | { command: 'resume' } | { command: 'stop'; reason?: string } | { command: 'add'; ids: string[] };
 
@@ -303,6 +322,7 @@ export function createDeadLetterService(deps: DeadLetterServiceDeps) {
   async function replay(body: ReplayRequest, actor: string) {
     const plan = await resolveTargets(deps.pool, deps.temporal, body);
     const { targets } = plan;
+    refuseUnknownTypes(deps.jobTypes, targets);
     if (body.dryRun) {
       const previews = [];
       for (const t of targets) previews.push((await previewReplay(deps.pool, deps.jobTypes, t.id, deps.codeVersion))!);

@@ -1,8 +1,10 @@
+import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createJobRegistry } from '../../job-api/registry.js';
-import { builtInJobTypes } from '../../jobs/index.js';
+import { builtInJobTypes, defaultJobRegistry } from '../../jobs/index.js';
+import { durableJobsPlugin } from '../../server/index.js';
 import { reserveAndConfirmJobType } from '../fixtures/jobs/reserve-and-confirm/activities.js';
-import { operatorKey, startHarness, type Harness } from '../support/harness.js';
+import { ADMIN_KEYS, operatorKey, startHarness, TENANTS, type Harness } from '../support/harness.js';
 
 // The fixture type is known only to this registry, which the test passes to the factories
 // (intake, HTTP API, worker): nothing else in the repository names it.
@@ -74,5 +76,67 @@ describe('a job type defined outside the product, registered in one line', () =>
     const ledger = (await h.simEffects()).byKey;
     expect(ledger[`${jobId}:reserve`]).toMatchObject({ applied: 1, requests: 1 }); // reused: not asked again
     expect(ledger[`${jobId}:confirm`]).toMatchObject({ applied: 1 });
+  });
+
+  it('is refused for replay (409, naming the type) by an API whose registry lacks it, mounted under a prefix in a team app', async () => {
+    await h.simFault({ path: '/v1/notifications', times: 1, status: 400 });
+    const r = await h.submit('reserve-and-confirm', order('SKU-3'));
+    const failed = await h.waitForStatus(r.body.jobId, 'dead_lettered');
+    // A team's own Fastify app with the shipped types only, durable-jobs mounted under /jobs.
+    const team = Fastify();
+    team.get('/', async () => ({ team: 'app' }));
+    await team.register(durableJobsPlugin, {
+      prefix: '/jobs',
+      jobs: defaultJobRegistry,
+      pool: h.pool,
+      temporal: h.temporal,
+      taskQueue: h.taskQueue,
+      adminKeys: ADMIN_KEYS,
+    });
+    try {
+      const auth = { authorization: `Bearer ${operatorKey('dana')}`, 'content-type': 'application/json' };
+      expect((await team.inject({ method: 'GET', url: '/' })).json()).toEqual({ team: 'app' });
+      expect((await team.inject({ method: 'GET', url: '/jobs/readyz' })).statusCode).toBe(200);
+      const page = await team.inject({ method: 'GET', url: '/jobs/console' });
+      expect(page.statusCode).toBe(200);
+      expect(page.body).toContain('src="console/console.js"'); // relative: served under the prefix
+      expect((await team.inject({ method: 'GET', url: '/jobs/console/console.js' })).statusCode).toBe(200);
+      for (const dryRun of [true, false]) {
+        const res = await team.inject({
+          method: 'POST',
+          url: '/jobs/v1/dead-letters/replay',
+          headers: auth,
+          payload: { ids: [failed.deadLetterId], dryRun },
+        });
+        expect(res.statusCode, res.body).toBe(409);
+        expect(res.json()).toMatchObject({
+          type: expect.stringContaining('job-type-unknown'),
+          detail: expect.stringContaining('reserve-and-confirm'),
+          jobTypes: ['reserve-and-confirm'],
+        });
+      }
+      // Nothing was written: the dead letter is still open, with no replay action.
+      const dl = await h.pool.query(
+        `SELECT d.state, (SELECT count(*)::int FROM dead_letter_actions a WHERE a.dead_letter_id = d.id AND a.action LIKE 'replay%') AS replays
+           FROM dead_letters d WHERE d.id = $1`,
+        [failed.deadLetterId],
+      );
+      expect(dl.rows[0]).toEqual({ state: 'open', replays: 0 });
+      // The unknown type at the intake of that API: 400 listing the types it knows.
+      const bad = await team.inject({
+        method: 'POST',
+        url: '/jobs/v1/jobs',
+        headers: {
+          authorization: `Bearer ${TENANTS.a.key}`,
+          'idempotency-key': 'custom-type-unknown-1',
+          'content-type': 'application/json',
+        },
+        payload: { type: 'reserve-and-confirm', input: order('SKU-4') },
+      });
+      expect(bad.statusCode).toBe(400);
+      expect(bad.json().errors).toEqual([{ path: 'type', message: expect.stringContaining('summarize, purchase, transcribe, digest') }]);
+    } finally {
+      await team.close();
+    }
   });
 });

@@ -34,7 +34,7 @@ export type OperatorName = keyof typeof OPERATORS;
 /** The (first) admin key of a named operator. */
 export const operatorKey = (name: OperatorName): string => OPERATORS[name][0];
 /** Through the real configuration parser: what `ADMIN_API_KEYS` and `ADMIN_API_KEY` become (digests only). */
-const ADMIN_KEYS = loadConfig(
+export const ADMIN_KEYS = loadConfig(
   {
     ADMIN_API_KEYS: Object.entries(OPERATORS)
       .map(([name, keys]) => `${name}=${keys.join('|')}`)
