@@ -1,4 +1,7 @@
+import { execFile } from 'node:child_process';
 import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTenantsAdmin, migrate, NotFoundError } from '../../client/index.js';
 import { defaultJobRegistry } from '../../jobs/index.js';
@@ -8,7 +11,7 @@ import { createLogger } from '../../lib/logger.js';
 import { buildApp } from '../../server/app.js';
 import { upsertTenant } from '../../store/tenants.js';
 import { tenantForApiKey } from '../../store/tenant-keys.js';
-import { ADMIN_KEY, TENANTS, createTestDatabase, startHarness, uid, type Harness } from '../support/harness.js';
+import { ADMIN_KEY, TENANTS, createTestDatabase, operatorKey, startHarness, uid, type Harness } from '../support/harness.js';
 
 // Tenants and their keys are data: created, listed, given several keys and revoked over the
 // admin API, with a revocation that holds at once in every API process (no cache).
@@ -267,5 +270,58 @@ describe('upgrading a database from before tenant keys (0019)', () => {
     } finally {
       await pool.end();
     }
+  });
+});
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+/** The real CLI (`npm run tenants` runs exactly this), against this file's API, as operator erin. */
+async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const r = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'scripts/tenants.ts', ...args], {
+      cwd: ROOT,
+      env: { ...process.env, DJ_API_URL: h.baseUrl, ADMIN_API_KEY: operatorKey('erin') },
+      timeout: 60_000,
+    });
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (err) {
+    const e = err as { code?: number; stdout?: string; stderr?: string };
+    return { code: e.code ?? -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+  }
+}
+
+describe('npm run tenants', () => {
+  it('creates, lists, adds a key (printed once) and revokes it; bad input exits 2 with the usage', async () => {
+    const id = `cli-${uid()}`;
+    const created = await cli('create', id);
+    expect(created.code).toBe(0);
+    expect(created.stdout).toContain(`tenant ${id} created`);
+    expect((await cli('create', id)).stderr).toContain(`409 Tenant already exists: tenant "${id}" already exists`);
+
+    const added = await cli('add-key', id, '--name', 'ci');
+    expect(added.code).toBe(0);
+    const key = added.stdout.trim();
+    expect(key).toMatch(/^dj_[A-Za-z0-9_-]{32}$/);
+    expect(added.stderr).toContain('shown this once');
+    expect(await statusWith(key, 'first')).toBe(404);
+
+    const list = await cli('list');
+    expect(list.stdout).toMatch(new RegExp(`${id}\\s+ci\\s+${key.slice(0, 11)}\\s+live`));
+    expect(list.stdout).not.toContain(key);
+    const json = JSON.parse((await cli('list', '--json')).stdout);
+    expect(json.tenants.find((t: { id: string }) => t.id === id).keys[0]).toMatchObject({ name: 'ci', createdBy: 'erin' });
+    expect(JSON.stringify(json)).not.toContain(key);
+
+    const revoked = await cli('revoke-key', id, 'ci');
+    expect(revoked.code).toBe(0);
+    expect(revoked.stdout).toContain(`key "ci" of tenant ${id} revoked`);
+    expect(await statusWith(key, 'first')).toBe(401);
+
+    const noName = await cli('add-key', id);
+    expect(noName.code).toBe(2);
+    expect(noName.stderr).toContain('add-key needs --name NAME');
+    expect((await cli('revoke-key', id)).stderr).toContain('missing key name');
+    const unknown = await cli('add-key', `ghost-${uid()}`, '--name', 'ci');
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/404 Not found: tenant "ghost-[0-9a-f]+" not found/);
   });
 });
