@@ -18,10 +18,12 @@ export type { TenantInfo, TenantKeyInfo };
 
 /** The rule `SEED_TENANTS` has always applied (lib/config.ts): safe in URLs, logs and search attributes. */
 export const TENANT_ID = z
-  .string({ error: 'a tenant ID is a string' })
+  .string({ error: (iss) => (iss.input === undefined ? 'required: the tenant ID' : 'a tenant ID is a string') })
   .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'a tenant ID is 1-63 characters of a-z, 0-9, _ and -, starting with a letter or digit');
 export const KEY_NAME = z
-  .string({ error: 'a key name is a string' })
+  .string({
+    error: (iss) => (iss.input === undefined ? 'required: what the key is for (ci, billing-service, ...)' : 'a key name is a string'),
+  })
   .regex(
     /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/,
     'a key name is 1-63 characters of A-Z, a-z, 0-9, _, . and -, starting with a letter or digit',

@@ -90,6 +90,8 @@ describe('admin: tenants', () => {
     const extra = await api2('/v1/admin/tenants', { body: { id: `ok-${uid()}`, apiKey: 'x' } });
     expect(extra.status).toBe(400);
     expect(extra.body.errors).toEqual([{ path: 'apiKey', message: 'unknown field; allowed: id' }]);
+    const missing = await api2('/v1/admin/tenants', { body: {} });
+    expect(missing.body.errors).toEqual([{ path: 'id', message: 'required: the tenant ID' }]);
     const badName = await api2(`/v1/admin/tenants/${TENANTS.a.id}/keys`, { body: { name: '' } });
     expect(badName.status).toBe(400);
     expect(badName.body.errors[0].path).toBe('name');
