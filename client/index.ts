@@ -19,6 +19,11 @@ export function createJobsClient(options: ClientOptions): JobsClient {
   return createIntake({ ...options, jobs: options.jobs ?? defaultJobRegistry });
 }
 
+/**
+ * `createTenantsAdmin(pool)`: `createTenant`, `listTenants`, `addKey` (the raw key, returned
+ * once), `revokeKey` (401 from the next request on, in every API process).
+ */
+export { createTenantsAdmin, type AddedKey, type TenantInfo, type TenantKeyInfo, type TenantsAdmin } from '../services/tenants.js';
 export type { JobsClient, JobsClientDeps, SubmitJobRequest, SubmitJobResult } from '../services/intake.js';
 export type { JobStatus, StaleResult } from '../services/job-status.js';
 export type { JobArgs, JobBudget, JobBudgets, JobState, JobType, Priority } from '../contract/job-types.js';

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { canonicalJson } from './canonical-json.js';
 
 /** NUL-separated so that ("ab","c") and ("a","bc") never hash alike. */
@@ -28,6 +28,22 @@ export function inputHash(jobType: string, input: unknown): string {
 /** API keys are stored hashed; a database leak does not leak working keys. */
 export function apiKeyHash(apiKey: string): string {
   return sha256Hex('api-key', apiKey);
+}
+
+/** Generated tenant keys start so: a key found in a log or a repository is recognisably ours. */
+export const API_KEY_PREFIX = 'dj_';
+
+/** A new tenant API key: `dj_` + 192 random bits (base64url, 32 characters). */
+export function generateApiKey(): string {
+  return API_KEY_PREFIX + randomBytes(24).toString('base64url');
+}
+
+/**
+ * What support may see of a key: `dj_` and the next 8 characters (48 of its 192 bits), for
+ * generated keys only; a key chosen by hand may be short, and its start may be most of it.
+ */
+export function apiKeyPrefix(apiKey: string): string | null {
+  return /^dj_[A-Za-z0-9_-]{32}$/.test(apiKey) ? apiKey.slice(0, API_KEY_PREFIX.length + 8) : null;
 }
 
 /**

@@ -11,6 +11,7 @@ import { hasUnstorableText, jsonNestedDeeperThan } from '../lib/json-safety.js';
 import type { Logger } from '../lib/logger.js';
 import type { OperatorKey } from '../lib/config.js';
 import { createAdminJobsService } from '../services/admin-jobs.js';
+import { createTenantsAdmin } from '../services/tenants.js';
 import { adminKeyring } from './auth.js';
 import { clientErrorHandler } from './client-errors.js';
 import { registerConsole } from './console.js';
@@ -23,6 +24,7 @@ import { registerDeadLetterRoutes } from './routes-dead-letters.js';
 import { registerAdminRoutes } from './routes-admin.js';
 import { registerJobRoutes } from './routes-jobs.js';
 import { registerOperatorRoutes } from './routes-operators.js';
+import { registerTenantRoutes } from './routes-tenants.js';
 import { registerTimelineRoutes } from './routes-timeline.js';
 import { registerWebhookRoutes } from './routes-webhooks.js';
 import { createWebhookKeyring, type WebhookKeyring } from './webhook-keyring.js';
@@ -188,5 +190,6 @@ export function registerDurableJobs(app: FastifyInstance, deps: AppDeps): void {
     adminApiKey: admin,
     temporalUi: deps.temporalUiUrl ? { url: deps.temporalUiUrl, namespace: deps.temporal.options.namespace } : null,
   });
+  registerTenantRoutes(app, { tenants: createTenantsAdmin(deps.pool), adminApiKey: admin });
   registerConsole(app);
 }

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type pg from 'pg';
 import { pgOr503 } from '../lib/db.js';
 import { ValidationError } from '../lib/errors.js';
-import { tenantForApiKey } from '../store/tenants.js';
+import { tenantForApiKey } from '../store/tenant-keys.js';
 import type { OperatorKey } from '../lib/config.js';
 import { problem, sendProblem } from './problems.js';
 

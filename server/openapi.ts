@@ -5,6 +5,7 @@ import { SUBMIT_BODY_SCHEMA } from '../services/intake.js';
 import { degradationBody } from '../services/degradation.js';
 import { DISCARD_SCHEMA, REPLAY_SCHEMA } from '../services/dead-letters.js';
 import { OUTBOX_DISCARD_SCHEMA, OUTBOX_REPLAY_SCHEMA } from '../services/outbox.js';
+import { tenantPaths } from './openapi-tenants.js';
 
 /**
  * The OpenAPI document, generated from the same zod schemas that validate requests, so the
@@ -348,6 +349,7 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
           },
         },
       },
+      ...tenantPaths(problemResponse),
       '/healthz': { get: { summary: 'process up', security: [], responses: { 200: { description: 'up' } } } },
       '/readyz': {
         get: {

@@ -172,7 +172,16 @@ export function createJobsClient(deps: JobsClientDeps) {
       input,
       priority,
     };
-    const inserted = await pgOr503(() => insertIntent(deps.pool, intent), 'Postgres cannot take the job right now', retryAfter);
+    const inserted = await pgOr503(() => insertIntent(deps.pool, intent), 'Postgres cannot take the job right now', retryAfter).catch(
+      (err: unknown) => {
+        // Backend code gets here (the HTTP API resolves the tenant from its key first):
+        // an unknown tenant is the caller's mistake to name, never a raw foreign-key error.
+        const e = err as { code?: string; constraint?: string };
+        if (e.code === '23503' && e.constraint === 'job_intents_tenant_id_fkey')
+          throw new NotFoundError(`tenant "${String(req.tenantId).slice(0, 64)}" not found; nothing was accepted`, { cause: err });
+        throw err;
+      },
+    );
     if (!inserted) return replay(intent);
     let how;
     try {

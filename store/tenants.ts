@@ -1,19 +1,76 @@
 import type pg from 'pg';
 import { apiKeyHash } from '../lib/ids.js';
-import type { Db } from '../lib/db.js';
+import { withTransaction, type Db } from '../lib/db.js';
+import { insertTenantKey, ownerOfKeyHash, replaceLiveKey } from './tenant-keys.js';
 
-export async function upsertTenant(db: pg.Pool, tenantId: string, apiKey: string): Promise<void> {
-  await db.query(
-    `INSERT INTO tenants (id, api_key_hash) VALUES ($1, $2)
-     ON CONFLICT (id) DO UPDATE SET api_key_hash = excluded.api_key_hash`,
-    [tenantId, apiKeyHash(apiKey)],
-  );
+/** The name of the key `SEED_TENANTS` gives its tenant. */
+export const SEED_KEY_NAME = 'seed';
+
+/** Creates a tenant; false when one with that ID exists (nothing changed). */
+export async function insertTenant(db: Db, tenantId: string, createdBy: string): Promise<boolean> {
+  const r = await db.query('INSERT INTO tenants (id, created_by) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING', [tenantId, createdBy]);
+  return r.rowCount === 1;
 }
 
-/** Looks a bearer key up by its hash (the raw key is never stored). */
-export async function tenantForApiKey(db: pg.Pool, apiKey: string): Promise<string | undefined> {
-  const r = await db.query<{ id: string }>('SELECT id FROM tenants WHERE api_key_hash = $1', [apiKeyHash(apiKey)]);
-  return r.rows[0]?.id;
+export async function tenantExists(db: Db, tenantId: string): Promise<boolean> {
+  const r = await db.query('SELECT 1 FROM tenants WHERE id = $1', [tenantId]);
+  return r.rowCount === 1;
+}
+
+/**
+ * `SEED_TENANTS` (dev, tests): the tenant exists and `apiKey` is its live key named `seed`.
+ * A changed seed key replaces the previous seed key (revoked), as the old single-key column
+ * did; a seed key an operator revoked stays revoked (its hash is taken, so nothing is
+ * inserted). Several processes may seed at once: each statement is idempotent.
+ */
+export async function upsertTenant(db: pg.Pool, tenantId: string, apiKey: string): Promise<void> {
+  const keyHash = apiKeyHash(apiKey);
+  await withTransaction(db, async (tx) => {
+    await insertTenant(tx, tenantId, SEED_KEY_NAME);
+    await replaceLiveKey(tx, tenantId, SEED_KEY_NAME, keyHash);
+    await insertTenantKey(tx, { tenantId, name: SEED_KEY_NAME, keyHash, keyPrefix: null, createdBy: SEED_KEY_NAME }, { ifNew: true });
+  });
+  const owner = await ownerOfKeyHash(db, keyHash);
+  if (owner !== tenantId) throw new Error(`the seed key of tenant "${tenantId}" is already a key of tenant "${owner}"`);
+}
+
+export interface TenantKeyInfo {
+  name: string;
+  /** `dj_` and the first 8 characters of a generated key; null for keys chosen by hand. */
+  prefix: string | null;
+  createdAt: string;
+  createdBy: string;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+  revokedBy: string | null;
+}
+
+export interface TenantInfo {
+  id: string;
+  createdAt: string;
+  /** Keys that authenticate now. */
+  liveKeys: number;
+  /** Every key, live and revoked, oldest first: metadata only, never a hash. */
+  keys: TenantKeyInfo[];
+}
+
+const KEY_JSON = `json_build_object('name', k.name, 'prefix', k.key_prefix,
+  'createdAt', to_char(k.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'createdBy', k.created_by,
+  'lastUsedAt', to_char(k.last_used_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+  'revokedAt', to_char(k.revoked_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'revokedBy', k.revoked_by)`;
+
+/** Every tenant (or one) with its keys' metadata. */
+export async function listTenants(db: Db, tenantId?: string): Promise<TenantInfo[]> {
+  const r = await db.query<{ id: string; created_at: Date; live_keys: number; keys: TenantKeyInfo[] }>(
+    `SELECT t.id, t.created_at,
+            count(k.id) FILTER (WHERE k.revoked_at IS NULL)::int AS live_keys,
+            coalesce(json_agg(${KEY_JSON} ORDER BY k.created_at, k.id) FILTER (WHERE k.id IS NOT NULL), '[]') AS keys
+       FROM tenants t LEFT JOIN tenant_keys k ON k.tenant_id = t.id
+      WHERE $1::text IS NULL OR t.id = $1
+      GROUP BY t.id ORDER BY t.id`,
+    [tenantId ?? null],
+  );
+  return r.rows.map((x) => ({ id: x.id, createdAt: x.created_at.toISOString(), liveKeys: x.live_keys, keys: x.keys }));
 }
 
 /** Every tenant gets its own job per window (per-tenant digests). */

@@ -1,0 +1,59 @@
+import { z } from 'zod';
+import { ADD_KEY_SCHEMA, CREATE_TENANT_SCHEMA } from '../services/tenants.js';
+
+/**
+ * The tenant and key routes of the OpenAPI document (server/openapi.ts), from the schemas that
+ * validate them. `problemResponse` is the document's own.
+ */
+export function tenantPaths(problemResponse: (description: string) => unknown): Record<string, unknown> {
+  const json = (s: z.ZodType) => z.toJSONSchema(s, { target: 'openapi-3.0' });
+  const id = { name: 'id', in: 'path', required: true, schema: { type: 'string', pattern: '^[a-z0-9][a-z0-9_-]{0,62}$' } };
+  return {
+    '/v1/admin/tenants': {
+      get: {
+        summary:
+          'Every tenant with its keys: name, visible prefix, created, last used (to about a minute), revoked; never a key or hash (admin key)',
+        responses: {
+          200: { description: '{"tenants": [{"id","createdAt","liveKeys","keys"}]}' },
+          401: problemResponse('admin key required'),
+        },
+      },
+      post: {
+        summary: 'Create a tenant with no keys (admin key)',
+        requestBody: { required: true, content: { 'application/json': { schema: json(CREATE_TENANT_SCHEMA) } } },
+        responses: {
+          201: { description: 'the tenant' },
+          400: problemResponse('invalid ID (nothing created)'),
+          401: problemResponse('admin key required'),
+          409: problemResponse('the tenant exists'),
+        },
+      },
+    },
+    '/v1/admin/tenants/{id}/keys': {
+      post: {
+        summary:
+          'Add a generated key (dj_ + 192 random bits) named `name` to the tenant. The answer holds the key: the only time it is shown; only its hash is stored (admin key)',
+        parameters: [id],
+        requestBody: { required: true, content: { 'application/json': { schema: json(ADD_KEY_SCHEMA) } } },
+        responses: {
+          201: { description: '{"tenantId","name","key","prefix"} with Cache-Control: no-store' },
+          400: problemResponse('invalid tenant ID or name (nothing written)'),
+          401: problemResponse('admin key required'),
+          404: problemResponse('unknown tenant'),
+          409: problemResponse('the tenant has a live key of that name'),
+        },
+      },
+    },
+    '/v1/admin/tenants/{id}/keys/{name}': {
+      delete: {
+        summary: "Revoke the tenant's live key of that name: 401 from the next request on, in every API process (admin key)",
+        parameters: [id, { name: 'name', in: 'path', required: true, schema: { type: 'string' } }],
+        responses: {
+          200: { description: 'the revoked key (metadata)' },
+          401: problemResponse('admin key required'),
+          404: problemResponse('unknown tenant, or no live key of that name'),
+        },
+      },
+    },
+  };
+}
