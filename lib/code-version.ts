@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
@@ -54,4 +55,18 @@ function gitCommit(root: string): string | undefined {
 export function detectCodeVersion(packageVersion: string, root = REPO_ROOT): string {
   const commit = gitCommit(root);
   return `${packageVersion}+${commit ? `g${commit.slice(0, 12)}.` : ''}src${sourceHash(root).slice(0, 12)}`;
+}
+
+/** The package's version: `lib/` sits one folder below package.json here, two in the built package (`dist/lib/`). */
+export function packageVersion(): string {
+  const require = createRequire(import.meta.url);
+  for (const p of ['../package.json', '../../package.json']) {
+    try {
+      const pkg = require(p) as { name?: string; version: string };
+      if (pkg.name === 'durable-jobs') return pkg.version;
+    } catch {
+      // not at this level
+    }
+  }
+  return '0.0.0';
 }

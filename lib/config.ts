@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { createHash } from 'node:crypto';
-import { createRequire } from 'node:module';
-import { detectCodeVersion } from './code-version.js';
+import { detectCodeVersion, packageVersion } from './code-version.js';
 import { loadClientConnectConfig, type ClientConnectConfig } from '@temporalio/envconfig';
 import { ConfigError } from './errors.js';
 import { webhookSecretsFrom } from './webhook-secrets.js';
@@ -13,20 +12,6 @@ export const DEFAULT_TASK_QUEUE = 'durable-jobs';
 
 /** The package version: part of every dead letter's evidence (which code ran the attempt). */
 export const PACKAGE_VERSION: string = packageVersion();
-
-/** The package's version: `lib/` sits one folder below package.json here, two in the built package (`dist/lib/`). */
-function packageVersion(): string {
-  const require = createRequire(import.meta.url);
-  for (const p of ['../package.json', '../../package.json']) {
-    try {
-      const pkg = require(p) as { name?: string; version: string };
-      if (pkg.name === 'durable-jobs') return pkg.version;
-    } catch {
-      // not at this level
-    }
-  }
-  return '0.0.0';
-}
 
 /**
  * The one place that reads `process.env`. Everything else receives a `Config`.

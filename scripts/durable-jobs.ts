@@ -25,6 +25,11 @@ const COMMANDS: Record<string, Command> = {
   worker: { summary: 'one worker process (DATABASE_URL, TEMPORAL_ADDRESS, TASK_QUEUE, PROVIDER_URL)', jobs: true, run: runWorkerCommand },
   api: { summary: 'the HTTP API and the console (DATABASE_URL, TEMPORAL_ADDRESS, HTTP_PORT)', jobs: true, run: runApiCommand },
   migrate: { summary: 'apply the schema migrations to DATABASE_URL', jobs: false, run: runMigrate },
+  tenants: {
+    summary: 'create tenants and manage their API keys (through the API, with ADMIN_API_KEY)',
+    jobs: false,
+    run: () => import('./tenants.js'),
+  },
   dlq: { summary: 'dead letters: list, show, replay (dry run first), discard', jobs: false, run: () => import('./dlq.js') },
   job: { summary: 'one job: status and its timeline across Postgres and Temporal', jobs: false, run: () => import('./job.js') },
   health: { summary: 'queue health: age, rates, recovery time', jobs: false, run: () => import('./health.js') },
