@@ -45,7 +45,10 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
             jobId: { type: 'string' },
             status: { type: 'string' },
             statusUrl: { type: 'string' },
-            retryAfterSeconds: { type: 'integer' },
+            retryAfterSeconds: {
+              type: 'integer',
+              description: 'when to poll statusUrl; absent (with no Retry-After header) for a duplicate of a finished job',
+            },
           },
         },
         JobStatus: {
