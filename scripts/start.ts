@@ -21,6 +21,8 @@ import { startEmbeddedPostgres } from './lib/embedded-pg.js';
 import { superviseChild, type Supervised } from './lib/supervise.js';
 import { workerProcessEnv } from '../lib/worker-allocator.js';
 import { tryCurlLine } from './lib/try-line.js';
+import { pollersProbe, readyzProbe, waitForStack } from './lib/stack-ready.js';
+import { workerIdentity } from '../lib/temporal.js';
 import { resolveTemporalCli } from './lib/temporal-cli.js';
 import { defaultJobRegistry } from '../jobs/index.js';
 import { resolveTemporalServerBinaries, startTemporalServer } from './lib/temporal-server.js';
@@ -55,8 +57,11 @@ function embeddedPgDataDir(): string {
 }
 const stops: Array<() => Promise<void>> = [];
 let children: Supervised[] = [];
+/** Ends the wait for the API and a worker when Ctrl-C comes first. */
+const startup = new AbortController();
 
 async function stopAll(signal: string): Promise<void> {
+  startup.abort();
   say(`${signal}: stopping workers and API, then the simulator, Temporal and Postgres`);
   await Promise.all(children.map((c) => c.stop()));
   for (const stop of stops.reverse()) await stop().catch((e: Error) => say(`stop failed: ${e.message}`));
@@ -184,6 +189,21 @@ async function bringUp(): Promise<void> {
   ];
 
   const api = `http://127.0.0.1:${config.httpPort}`;
+  // "The stack is up" only once its try: curl line works when pasted and a job can run.
+  if (config.workers === 0) say('WORKERS=0: no worker is started, so jobs stay queued until one polls; waiting for the API only');
+  const probe = await connectClient(config, temporalAddress);
+  const missing = await waitForStack({
+    workers: config.workers,
+    taskQueue: config.taskQueue,
+    // Read at each look: a worker that died and was restarted has a new pid.
+    get ownIdentities() {
+      return children.filter((c) => c.name.startsWith('worker-')).flatMap((c) => (c.pid() === undefined ? [] : [workerIdentity(c.pid()!)]));
+    },
+    probes: { readyz: readyzProbe(api), pollers: pollersProbe(probe, config.taskQueue) },
+    report: (waitingFor) => say(`still waiting for ${waitingFor.join(' and ')}`),
+    signal: startup.signal,
+  }).finally(() => probe.connection.close());
+  if (missing.length > 0) return; // stopped while starting
   say('the stack is up:');
   say(`  HTTP API         ${api}  (OpenAPI: ${api}/openapi.json)`);
   say(`  Temporal         ${temporalAddress}, namespace ${config.temporalNamespace}`);

@@ -3,12 +3,11 @@
  * Production runs workers this way, as many processes as the load needs.
  */
 import { NativeConnection, Runtime } from '@temporalio/worker';
-import { hostname } from 'node:os';
 import { loadConfigOrExit } from '../lib/config-or-exit.js';
 import { createPool } from '../lib/db.js';
 import { createLogger } from '../lib/logger.js';
 import { exitWithParent, onShutdown } from '../lib/shutdown.js';
-import { connectionOptions } from '../lib/temporal.js';
+import { connectionOptions, workerIdentity } from '../lib/temporal.js';
 import { createWorker } from './worker.js';
 import { allocatorAdvice } from '../lib/worker-allocator.js';
 import { defaultJobRegistry } from '../jobs/index.js';
@@ -45,7 +44,7 @@ const worker = await createWorker({
   concurrencyLimits: config.concurrencyLimits,
   jobBudgets: config.jobBudgets,
   fastPathTypes: config.fastPathTypes,
-  identity: `${process.pid}@${hostname()}`,
+  identity: workerIdentity(process.pid),
   shutdownGraceMs: config.workerShutdownGraceSeconds * 1000,
   concurrencyTotal: config.tuning.concurrencyTotal,
   maxConcurrentActivityTaskExecutions: config.tuning.activitySlots,
