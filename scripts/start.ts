@@ -22,6 +22,7 @@ import { superviseChild, type Supervised } from './lib/supervise.js';
 import { workerProcessEnv } from '../lib/worker-allocator.js';
 import { tryCurlLine } from './lib/try-line.js';
 import { pollersProbe, readyzProbe, waitForStack } from './lib/stack-ready.js';
+import { postgresBannerLine, showDatabasePassword } from './lib/banner.js';
 import { workerIdentity } from '../lib/temporal.js';
 import { resolveTemporalCli } from './lib/temporal-cli.js';
 import { defaultJobRegistry } from '../jobs/index.js';
@@ -83,14 +84,14 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) {
 async function bringUp(): Promise<void> {
   mkdirSync(DATA, { recursive: true });
   let databaseUrl = config.databaseUrl;
+  let pgDataDir: string | null = null;
   if (!databaseUrl) {
     const dataDir = embeddedPgDataDir();
     const pgDb = await startEmbeddedPostgres({ dataDir, log: say, persistent: true });
     stops.push(() => pgDb.stop());
     databaseUrl = pgDb.url;
-    say(
-      `embedded Postgres on 127.0.0.1:${pgDb.port} (data in ${path.relative(ROOT, dataDir).startsWith('..') ? dataDir : path.relative(ROOT, dataDir)})`,
-    );
+    pgDataDir = path.relative(ROOT, dataDir).startsWith('..') ? dataDir : path.relative(ROOT, dataDir);
+    say(`embedded Postgres on 127.0.0.1:${pgDb.port} (data in ${pgDataDir})`);
   }
 
   let temporalAddress = config.temporalAddress;
@@ -206,7 +207,10 @@ async function bringUp(): Promise<void> {
   if (missing.length > 0) return; // stopped while starting
   say('the stack is up:');
   say(`  HTTP API         ${api}  (OpenAPI: ${api}/openapi.json)`);
-  say(`  Temporal         ${temporalAddress}, namespace ${config.temporalNamespace}`);
+  say(postgresBannerLine({ url: databaseUrl, dataDir: pgDataDir, showPassword: showDatabasePassword(process.env) }));
+  say(
+    `  Temporal         ${temporalAddress}, namespace ${config.temporalNamespace}${uiUrl ? ` (history in ${path.relative(ROOT, DATA)}/temporal.sqlite)` : ''}`,
+  );
   if (uiUrl) say(`  Temporal Web UI  ${uiUrl}`);
   else if (temporalEnv.mode === 'server' && !config.temporalAddress)
     say('  Temporal Web UI  none: temporal-server has no UI (the CLI can inspect it: temporal workflow list --address ...)');

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { stackWaitingFor, waitForStack, type StackProbes } from '../../scripts/lib/stack-ready.js';
+import { maskDatabaseUrl, postgresBannerLine, showDatabasePassword } from '../../scripts/lib/banner.js';
 
 const expect1 = { workers: 1, ownIdentities: ['101@host'], taskQueue: 'durable-jobs' };
 
@@ -62,5 +63,29 @@ describe('npm start: when the stack is up', () => {
       signal: stop.signal,
     });
     expect(missing).toEqual(['a worker to poll the task queue q']);
+  });
+});
+
+describe("npm start's Postgres line", () => {
+  const url = 'postgres://postgres:postgres@127.0.0.1:43733/postgres';
+
+  it('masks the password unless SHOW_DATABASE_PASSWORD=1, and names where the data lives', () => {
+    const line = postgresBannerLine({ url, dataDir: '.data/pg', showPassword: showDatabasePassword({}) });
+    expect(line).not.toContain(':postgres@');
+    expect(line).toContain('postgres://postgres:***@127.0.0.1:43733/postgres');
+    expect(line).toContain('embedded, data in .data/pg');
+    expect(line).toContain('SHOW_DATABASE_PASSWORD=1');
+    const shown = postgresBannerLine({ url, dataDir: '.data/pg', showPassword: showDatabasePassword({ SHOW_DATABASE_PASSWORD: '1' }) });
+    expect(shown).toContain(url);
+    expect(shown).not.toContain('SHOW_DATABASE_PASSWORD');
+  });
+
+  it("masks an external DATABASE_URL's password too and never prints an unparseable one", () => {
+    const line = postgresBannerLine({ url: 'postgres://app:s3cret@db.internal:5432/jobs', dataDir: null, showPassword: false });
+    expect(line).not.toContain('s3cret');
+    expect(line).toContain('(DATABASE_URL;');
+    expect(postgresBannerLine({ url: 'postgres://app@db/jobs', dataDir: null, showPassword: false })).toMatch(/\(DATABASE_URL\)$/);
+    expect(maskDatabaseUrl('not a url s3cret')).not.toContain('s3cret');
+    expect(showDatabasePassword({ SHOW_DATABASE_PASSWORD: '0' })).toBe(false);
   });
 });
