@@ -398,7 +398,8 @@ async function openDeadLetter(id) {
     ['failed step', d.failedStep],
     ['message', d.message],
     ['retry state', d.retryState],
-    ['attempts', String(d.attempts)],
+    // Every step's attempts added; the job's own attempts is its highest attempt of one step.
+    ['attempts, all steps', `${d.attempts} (the job shows its highest attempt)`],
     ['code version', d.codeVersion],
     ['build', d.buildId],
     ['input hash', d.inputHash],
