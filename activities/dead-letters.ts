@@ -17,6 +17,7 @@ import {
 } from '../store/dead-letters.js';
 import { failureWindow } from '../store/attempts.js';
 import { effectRequestIds, effectsForJob, type ProviderRequestRef } from '../store/effects.js';
+import { deadLetterReason } from '../lib/failure-reason.js';
 import { getIntent, insertIntent, loadInput, markJobDeadLettered, markWorkflowStarted } from '../store/intents.js';
 import type { JobArgs, StepArgs } from '../contract/job-types.js';
 import type { JobRegistry } from '../job-api/registry.js';
@@ -75,6 +76,7 @@ export interface RecordDeadLetterArgs extends StepArgs {
   runId: string;
   /** `workflowInfo().currentBuildId` of the workflow task that saw the failure. */
   buildId: string | null;
+  /** The workflow's words; replaced by `deadLetterReason` where the retry state is known. */
   reason: string;
   error: { errorClass: string; message: string; statusCode?: number };
   errorType?: string;
@@ -108,9 +110,19 @@ export function createDeadLetterActivities(deps: DeadLetterDeps) {
       const input = await loadInput(tx, a.jobId);
       const message = redactMessage(a.error.message, input);
       const error = { ...a.error, message };
+      const window = await failureWindow(tx, a.jobId);
+      // The attempt that failed last, not "after retries": a first-attempt 400 was never retried.
+      const reason = a.retryState
+        ? deadLetterReason({
+            errorClass: a.error.errorClass,
+            retryState: a.retryState,
+            errorType: a.errorType,
+            attempt: window.last_failed_attempt ?? intent.attempts,
+          })
+        : a.reason;
       const original = intent.replay_of ? await deadLetterForJob(tx, intent.replay_of) : undefined;
       if (original) {
-        await markJobDeadLettered(tx, a.jobId, original.id, a.reason, error);
+        await markJobDeadLettered(tx, a.jobId, original.id, reason, error);
         if (await endReplay(tx, original.id, a.jobId, 'failed')) {
           const actor = (await replayStartedBy(tx, original.id)) ?? 'system';
           await insertAction(tx, {
@@ -137,7 +149,6 @@ export function createDeadLetterActivities(deps: DeadLetterDeps) {
         return { deadLetterId: original.id };
       }
       const id = deadLetterIdFor(a.jobId, a.runId);
-      const window = await failureWindow(tx, a.jobId);
       const scope = a.effectScope ?? a.jobId;
       const requestIds: ProviderRequestRef[] = await effectRequestIds(tx, scope);
       const failedRequest = requestIdInMessage(a.error.message);
@@ -159,6 +170,8 @@ export function createDeadLetterActivities(deps: DeadLetterDeps) {
         retry_state: a.retryState ?? null,
         failed_step: a.failedStep ?? null,
         message,
+        // All its steps' attempts (charge once + receipt once = 2), where the job shows its
+        // highest attempt (1): readers see both labelled (dlq show, the console, the timeline).
         attempts: Math.max(window.attempts, intent.attempts),
         code_version: deps.codeVersion,
         build_id: a.buildId,
@@ -168,9 +181,8 @@ export function createDeadLetterActivities(deps: DeadLetterDeps) {
         first_failure_at: window.first_failure_at ?? now,
         last_failure_at: window.last_failure_at ?? now,
       });
-      if (inserted)
-        await insertAction(tx, { deadLetterId: id, action: 'recorded', actor: 'system', details: { runId: a.runId, reason: a.reason } });
-      await markJobDeadLettered(tx, a.jobId, id, a.reason, error);
+      if (inserted) await insertAction(tx, { deadLetterId: id, action: 'recorded', actor: 'system', details: { runId: a.runId, reason } });
+      await markJobDeadLettered(tx, a.jobId, id, reason, error);
       if (inserted) deps.log.warn({ jobId: a.jobId, deadLetterId: id, errorClass: a.error.errorClass }, 'job dead-lettered');
       return { deadLetterId: id };
     });

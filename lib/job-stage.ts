@@ -5,6 +5,7 @@
  * every verdict is unit-tested without either.
  */
 import type { JobState } from '../contract/job-types.js';
+import { isNonRetryable } from './failure-reason.js';
 
 export type Stage = 'intake' | 'claim' | 'side_effects' | 'completion';
 export const STAGE_WORDS: Record<Stage, string> = {
@@ -37,7 +38,10 @@ export interface StageFacts {
     id: string;
     state: string;
     failedStep: string | null;
+    /** The attempts of all its steps (charge once + receipt once = 2); `attempts` above is the job's highest. */
     attempts: number;
+    /** Temporal's retry state when it stopped: `NON_RETRYABLE_FAILURE` means nothing was retried after the failure. */
+    retryState?: string | null;
     discardReason: string | null;
     discardedBy?: string | null;
   } | null;
@@ -84,10 +88,15 @@ function failedVerdict(f: StageFacts): StageVerdict {
   const dl = f.deadLetter;
   const step = dl?.failedStep ? `${dl.failedStep} ` : '';
   const refused = e?.statusCode !== undefined && e.statusCode >= 400 && e.statusCode < 500 && ![408, 425, 429].includes(e.statusCode);
-  const figure = refused ? `HTTP ${e!.statusCode}` : `${dl?.attempts ?? f.attempts} attempts`;
+  // The job's highest attempt of any step, as GET /v1/jobs shows it (the dead letter's figure adds every step's).
+  const n = Math.max(1, f.attempts);
+  const figure = refused ? `HTTP ${e!.statusCode}` : `${n} attempt${n === 1 ? '' : 's'}`;
   const what = refused
     ? `${step}refused with HTTP ${e!.statusCode} (${e!.errorClass}), not retried`
-    : `${step}gave up after ${dl?.attempts ?? f.attempts} attempts: ${e?.errorClass ?? 'unknown error'}${http(e)}`;
+    : // (A non-retryable failure on a later attempt, such as the step's spent retry budget, did give up after retries.)
+      n === 1 && isNonRetryable(dl?.retryState)
+      ? `${step}failed on the first attempt, not retried: ${e?.errorClass ?? 'unknown error'}${http(e)}`
+      : `${step}gave up after ${n} attempt${n === 1 ? '' : 's'}: ${e?.errorClass ?? 'unknown error'}${http(e)}`;
   let tail = dl ? `; dead letter ${dl.id} ${dl.state}` : '';
   let nextStep = 'an operator replays the dead letter once the cause is fixed, or discards it with a reason';
   if (dl?.state === 'replaying' && f.replay) {

@@ -1,5 +1,6 @@
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import proto from '@temporalio/proto';
+import { hostname } from 'node:os';
 import { SEARCH_ATTRIBUTE_NAMES } from '../contract/messages.js';
 import type { Config } from './config.js';
 
@@ -17,6 +18,14 @@ export async function connectionOptions(config: Config, address: string): Promis
 export async function connectClient(config: Config, address: string): Promise<Client & { connection: Connection }> {
   const connection = await Connection.connect(await connectionOptions(config, address));
   return Object.assign(new Client({ connection, namespace: config.temporalNamespace }), { connection });
+}
+
+/**
+ * A worker process's identity in Temporal (the SDK's default form, `pid@host`). `npm start`
+ * tells its own workers' pollers from those an earlier run left listed by it.
+ */
+export function workerIdentity(pid: number, host = hostname()): string {
+  return `${pid}@${host}`;
 }
 
 /**

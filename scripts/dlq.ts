@@ -122,7 +122,8 @@ function printDeadLetter(d: any): void {
     ['message', d.message],
     ['failed step', d.failedStep],
     ['retry state', d.retryState],
-    ['attempts', d.attempts],
+    // Every step's attempts added; the job's own `attempts` is its highest attempt of one step.
+    ['attempts', `${d.attempts} (all steps added; the job shows its highest attempt)`],
     ['code version', `${d.codeVersion}${d.buildId ? ` build ${d.buildId}` : ''}`],
     ['input', `${d.inputRef} sha256:${d.inputHash.slice(0, 16)}…`],
     ['failures', `${d.firstFailureAt} .. ${d.lastFailureAt}`],
@@ -219,7 +220,7 @@ async function run(a: Args, api: Api): Promise<void> {
           r.deadLetters.length === 0
             ? 'no dead letters'
             : table(
-                ['ID', 'STATE', 'TYPE', 'TENANT', 'ERROR', 'HTTP', 'ATTEMPTS', 'AGE', 'JOB'],
+                ['ID', 'STATE', 'TYPE', 'TENANT', 'ERROR', 'HTTP', 'ATTEMPTS (ALL STEPS)', 'AGE', 'JOB'],
                 r.deadLetters.map((d: any) => [
                   d.id,
                   d.state,

@@ -8,6 +8,9 @@ import { coreItems } from './drill/items.js';
 import { drillExitCode, parseOnly, printTable, writeJson, type DrillRow } from './drill/report.js';
 import { startDrillStack } from './drill/stack.js';
 import { DrillCheckFailed } from './drill/support.js';
+import { drillStartMessage, drillUsage } from './drill/usage.js';
+import { loadConfigOrExit } from '../lib/config-or-exit.js';
+import { defaultJobRegistry } from '../jobs/index.js';
 
 function parseArgs(argv: string[]): { json?: string; only?: Set<string> } {
   const out: { json?: string; only?: Set<string> } = {};
@@ -22,7 +25,7 @@ function parseArgs(argv: string[]): { json?: string; only?: Set<string> } {
         process.exit(2);
       }
     } else if (a === '--help' || a === '-h') {
-      console.log('usage: npm run drill [-- --json FILE] [--only 1,4 | 1-10]  (CI=true: a SKIP fails the drill)');
+      console.log(drillUsage(coreItems));
       process.exit(0);
     } else {
       console.error(`drill: unknown argument "${a}" (see --help)`);
@@ -44,14 +47,27 @@ if (unknown.length) {
   process.exit(2);
 }
 const say = (m: string) => console.log(`[drill] ${m}`);
+/** Worker processes the drill keeps running (items 2 and 3 kill one and need another). */
+const WORKERS = 2;
 const started = Date.now();
+const config = loadConfigOrExit('drill', process.env, {
+  jobTypes: defaultJobRegistry.names,
+  fastPathTypes: defaultJobRegistry.fastPathTypes,
+  mode: 'dev',
+});
 say(
-  `starting the stack: Postgres, ${process.env.TEMPORAL_MODE === 'server' ? 'temporal-server on Postgres' : 'Temporal dev server (persistent)'}, simulator, API, 2 worker processes`,
+  drillStartMessage({
+    databaseUrl: config.databaseUrl,
+    temporalAddress: config.temporalAddress,
+    providerUrl: config.providerUrl,
+    temporalMode: process.env.TEMPORAL_MODE === 'server' ? 'server' : 'dev',
+    workers: WORKERS,
+  }),
 );
 const stack = await startDrillStack(say);
 const rows: DrillRow[] = [];
 try {
-  await Promise.all([stack.spawnWorker(), stack.spawnWorker()]);
+  await Promise.all(Array.from({ length: WORKERS }, () => stack.spawnWorker()));
   for (const item of coreItems) {
     const number = item.item.split(' ')[0]!;
     if (args.only && !args.only.has(number)) continue;
@@ -87,7 +103,7 @@ try {
     }
     // A dead worker from a failed item must not take the next item down with it.
     const alive = stack.workers.filter((w) => w.alive()).length;
-    for (let i = alive; i < 2; i++) await stack.spawnWorker();
+    for (let i = alive; i < WORKERS; i++) await stack.spawnWorker();
   }
 } finally {
   await stack.close();

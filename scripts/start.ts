@@ -23,6 +23,9 @@ import { startEmbeddedPostgres } from './lib/embedded-pg.js';
 import { superviseChild, type Supervised } from './lib/supervise.js';
 import { workerProcessEnv } from '../lib/worker-allocator.js';
 import { tryCurlLine } from './lib/try-line.js';
+import { pollersProbe, readyzProbe, waitForStack } from './lib/stack-ready.js';
+import { postgresBannerLine, showDatabasePassword } from './lib/banner.js';
+import { workerIdentity } from '../lib/temporal.js';
 import { resolveTemporalCli } from './lib/temporal-cli.js';
 import { defaultJobRegistry } from '../jobs/index.js';
 import { resolveTemporalServerBinaries, startTemporalServer } from './lib/temporal-server.js';
@@ -60,8 +63,11 @@ function embeddedPgDataDir(): string {
 }
 const stops: Array<() => Promise<void>> = [];
 let children: Supervised[] = [];
+/** Ends the wait for the API and a worker when Ctrl-C comes first. */
+const startup = new AbortController();
 
 async function stopAll(signal: string): Promise<void> {
+  startup.abort();
   say(`${signal}: stopping workers and API, then the simulator, Temporal and Postgres`);
   await Promise.all(children.map((c) => c.stop()));
   for (const stop of stops.reverse()) await stop().catch((e: Error) => say(`stop failed: ${e.message}`));
@@ -83,14 +89,14 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) {
 async function bringUp(): Promise<void> {
   mkdirSync(DATA, { recursive: true });
   let databaseUrl = config.databaseUrl;
+  let pgDataDir: string | null = null;
   if (!databaseUrl) {
     const dataDir = embeddedPgDataDir();
     const pgDb = await startEmbeddedPostgres({ dataDir, log: say, persistent: true });
     stops.push(() => pgDb.stop());
     databaseUrl = pgDb.url;
-    say(
-      `embedded Postgres on 127.0.0.1:${pgDb.port} (data in ${path.relative(ROOT, dataDir).startsWith('..') ? dataDir : path.relative(ROOT, dataDir)})`,
-    );
+    pgDataDir = path.relative(ROOT, dataDir).startsWith('..') ? dataDir : path.relative(ROOT, dataDir);
+    say(`embedded Postgres on 127.0.0.1:${pgDb.port} (data in ${pgDataDir})`);
   }
 
   let temporalAddress = config.temporalAddress;
@@ -189,9 +195,27 @@ async function bringUp(): Promise<void> {
   ];
 
   const api = `http://127.0.0.1:${config.httpPort}`;
+  // "The stack is up" only once its try: curl line works when pasted and a job can run.
+  if (config.workers === 0) say('WORKERS=0: no worker is started, so jobs stay queued until one polls; waiting for the API only');
+  const probe = await connectClient(config, temporalAddress);
+  const missing = await waitForStack({
+    workers: config.workers,
+    taskQueue: config.taskQueue,
+    // Read at each look: a worker that died and was restarted has a new pid.
+    get ownIdentities() {
+      return children.filter((c) => c.name.startsWith('worker-')).flatMap((c) => (c.pid() === undefined ? [] : [workerIdentity(c.pid()!)]));
+    },
+    probes: { readyz: readyzProbe(api), pollers: pollersProbe(probe, config.taskQueue) },
+    report: (waitingFor) => say(`still waiting for ${waitingFor.join(' and ')}`),
+    signal: startup.signal,
+  }).finally(() => probe.connection.close());
+  if (missing.length > 0) return; // stopped while starting
   say('the stack is up:');
   say(`  HTTP API         ${api}  (OpenAPI: ${api}/openapi.json)`);
-  say(`  Temporal         ${temporalAddress}, namespace ${config.temporalNamespace}`);
+  say(postgresBannerLine({ url: databaseUrl, dataDir: pgDataDir, showPassword: showDatabasePassword(process.env) }));
+  say(
+    `  Temporal         ${temporalAddress}, namespace ${config.temporalNamespace}${uiUrl ? ` (history in ${path.relative(ROOT, DATA)}/temporal.sqlite)` : ''}`,
+  );
   if (uiUrl) say(`  Temporal Web UI  ${uiUrl}`);
   else if (temporalEnv.mode === 'server' && !config.temporalAddress)
     say('  Temporal Web UI  none: temporal-server has no UI (the CLI can inspect it: temporal workflow list --address ...)');

@@ -33,6 +33,8 @@ function assets(): Map<string, Asset> {
     ['/console', own('index.html'), 'text/html; charset=utf-8'],
     ['/console/console.js', own('console.js'), 'text/javascript; charset=utf-8'],
     ['/console/console.css', own('console.css'), 'text/css; charset=utf-8'],
+    // A file of its own, not a data: URI: img-src 'self' (which favicons fall under) stays as is.
+    ['/console/favicon.svg', own('favicon.svg'), 'image/svg+xml'],
     // uPlot (MIT), served from node_modules as published: the plots, no chart code of ours.
     ['/console/vendor/uPlot.iife.min.js', require.resolve('uplot/dist/uPlot.iife.min.js'), 'text/javascript; charset=utf-8'],
     ['/console/vendor/uPlot.min.css', require.resolve('uplot/dist/uPlot.min.css'), 'text/css; charset=utf-8'],

@@ -46,7 +46,10 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
             jobId: { type: 'string' },
             status: { type: 'string' },
             statusUrl: { type: 'string' },
-            retryAfterSeconds: { type: 'integer' },
+            retryAfterSeconds: {
+              type: 'integer',
+              description: 'when to poll statusUrl; absent (with no Retry-After header) for a duplicate of a finished job',
+            },
           },
         },
         JobStatus: {
@@ -56,7 +59,7 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
             jobId: { type: 'string' },
             type: { type: 'string' },
             status: { type: 'string', enum: [...JOB_STATES] },
-            attempts: { type: 'integer' },
+            attempts: { type: 'integer', description: "the job's highest attempt of any step (its dead letter adds every step's)" },
             createdAt: { type: 'string', format: 'date-time' },
             updatedAt: { type: 'string', format: 'date-time' },
             result: {},

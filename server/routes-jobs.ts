@@ -41,10 +41,17 @@ export function registerJobRoutes(app: FastifyInstance, deps: { pool: pg.Pool; j
       priority: body.data.priority,
     });
     const statusUrl = `/v1/jobs/${r.jobId}`;
-    reply.header('Location', statusUrl).header('Retry-After', String(r.retryAfterSeconds));
+    reply.header('Location', statusUrl);
+    // A finished job's duplicate has nothing to poll for: no Retry-After (services/intake.ts).
+    if (r.retryAfterSeconds !== undefined) reply.header('Retry-After', String(r.retryAfterSeconds));
     if (r.replayed) reply.header('Idempotent-Replayed', 'true');
     req.log.info({ jobId: r.jobId, tenantId, replayed: r.replayed }, r.replayed ? 'intent replayed' : 'job accepted');
-    return reply.code(r.replayed ? 200 : 202).send({ jobId: r.jobId, status: r.status, statusUrl, retryAfterSeconds: r.retryAfterSeconds });
+    return reply.code(r.replayed ? 200 : 202).send({
+      jobId: r.jobId,
+      status: r.status,
+      statusUrl,
+      ...(r.retryAfterSeconds !== undefined ? { retryAfterSeconds: r.retryAfterSeconds } : {}),
+    });
   });
 
   app.get<{ Params: { jobId: string }; Querystring: { allowStale?: unknown } }>('/v1/jobs/:jobId', async (req, reply) => {

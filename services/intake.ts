@@ -3,6 +3,7 @@ import { CLOCK_SKEW_MS, latestRun, onStartPath, startExistingIntent, startJobWor
 import type pg from 'pg';
 import { z } from 'zod';
 import {
+  isTerminalState,
   PRIORITIES,
   UNFINISHED_STATES,
   type JobArgs,
@@ -69,7 +70,11 @@ export interface SubmitJobResult {
   status: JobState;
   /** True when this intent had already been accepted: nothing new was started. */
   replayed: boolean;
-  retryAfterSeconds: number;
+  /**
+   * When to poll the status: absent for a duplicate of a finished job (succeeded,
+   * dead-lettered or cancelled), whose status will not change however long the client waits.
+   */
+  retryAfterSeconds?: number;
 }
 
 export const PRIORITY_SCHEMA = z.enum(PRIORITIES);
@@ -216,6 +221,7 @@ export function createJobsClient(deps: JobsClientDeps) {
       );
       await markStarted(deps.pool, { ...intent, jobId: existing.job_id });
     }
+    if (isTerminalState(existing.status)) return { jobId: existing.job_id, status: existing.status, replayed: true };
     return { jobId: existing.job_id, status: existing.status, replayed: true, retryAfterSeconds: POLL_AFTER_SECONDS };
   }
 

@@ -172,7 +172,7 @@ async function postgresEvents(
       d.created_at,
       'dead_letters',
       `dead letter ${d.id} recorded`,
-      `${d.error_class}${d.status_code ? `, HTTP ${d.status_code}` : ''}; failed step ${d.failed_step ?? '-'}; ${d.attempts} attempt(s); ${d.retry_state ?? ''}; now ${d.state}`,
+      `${d.error_class}${d.status_code ? `, HTTP ${d.status_code}` : ''}; failed step ${d.failed_step ?? '-'}; ${d.attempts} attempt(s) over all steps; ${d.retry_state ?? ''}; now ${d.state}`,
     );
   }
   for (const a of actions) {
@@ -230,6 +230,7 @@ async function postgresEvents(
           state: dl.state,
           failedStep: dl.failed_step,
           attempts: dl.attempts,
+          retryState: dl.retry_state,
           discardReason: dl.discard_reason,
           discardedBy: discard?.actor ?? null,
         }
@@ -331,6 +332,7 @@ export async function tenantStage(pool: pg.Pool, row: StatusRow): Promise<Tenant
           state: f.dl_state!,
           failedStep: f.dl_failed_step,
           attempts: f.dl_attempts ?? row.attempts,
+          retryState: f.dl_retry_state,
           discardReason: f.dl_discard_reason,
         }
       : null,

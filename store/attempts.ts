@@ -101,9 +101,11 @@ export async function recordLostAttempt(
 export async function failureWindow(
   db: Db,
   jobId: string,
-): Promise<{ attempts: number; first_failure_at: Date | null; last_failure_at: Date | null }> {
+): Promise<{ attempts: number; last_failed_attempt: number | null; first_failure_at: Date | null; last_failure_at: Date | null }> {
   const r = await db.query(
     `SELECT count(*)::int AS attempts,
+            (array_agg(attempt ORDER BY finished_at DESC, id DESC) FILTER (WHERE outcome IN ('retryable', 'non_retryable')))[1]
+              AS last_failed_attempt,
             min(finished_at) FILTER (WHERE outcome IN ('retryable', 'non_retryable')) AS first_failure_at,
             max(finished_at) FILTER (WHERE outcome IN ('retryable', 'non_retryable')) AS last_failure_at
        FROM job_attempts WHERE job_id = $1`,

@@ -278,6 +278,7 @@ export interface StageFactsRow {
   dl_state: string | null;
   dl_failed_step: string | null;
   dl_attempts: number | null;
+  dl_retry_state: string | null;
   dl_discard_reason: string | null;
 }
 
@@ -293,13 +294,13 @@ export async function stageFacts(db: Db, jobId: string, effectScope: string): Pr
             (SELECT count(*)::int FROM job_attempts a WHERE a.job_id = $1 AND a.step = 'notify' AND a.outcome IN ('retryable', 'non_retryable')) AS notify_failures,
             (SELECT count(*)::int FROM outbox o WHERE o.job_id = $1 AND o.state = 'pending') AS outbox_pending,
             rj.job_id AS replay_job_id, rj.status AS replay_job_status,
-            dl.id AS dl_id, dl.state AS dl_state, dl.failed_step AS dl_failed_step, dl.attempts AS dl_attempts, dl.discard_reason AS dl_discard_reason
+            dl.id AS dl_id, dl.state AS dl_state, dl.failed_step AS dl_failed_step, dl.attempts AS dl_attempts, dl.retry_state AS dl_retry_state, dl.discard_reason AS dl_discard_reason
        FROM (SELECT 1) one
        LEFT JOIN LATERAL (SELECT step, in_doubt, state, last_attempt_at, reconciliations FROM effects
                            WHERE job_id = $2 AND state <> 'succeeded' AND step NOT LIKE 'notify-%'
                            ORDER BY last_attempt_at DESC LIMIT 1) e ON true
        LEFT JOIN LATERAL (SELECT job_id, status FROM job_intents WHERE replay_of = $1 ORDER BY created_at DESC LIMIT 1) rj ON true
-       LEFT JOIN LATERAL (SELECT id, state, failed_step, attempts, discard_reason FROM dead_letters WHERE job_id = $1 ORDER BY created_at DESC LIMIT 1) dl ON true`,
+       LEFT JOIN LATERAL (SELECT id, state, failed_step, attempts, retry_state, discard_reason FROM dead_letters WHERE job_id = $1 ORDER BY created_at DESC LIMIT 1) dl ON true`,
     [jobId, effectScope],
   );
   return r.rows[0]!;

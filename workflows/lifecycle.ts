@@ -174,7 +174,8 @@ export async function runJob(
           ...args,
           runId: info.runId,
           buildId: info.currentBuildId ?? null,
-          reason: `${evidence.errorClass} after retries (${err.retryState})`,
+          // The activity words it from the retry state and the last failed attempt (lib/failure-reason.ts).
+          reason: `${evidence.errorClass} (${err.retryState})`,
           error: evidence,
           errorType: err.cause instanceof ApplicationFailure ? (err.cause.type ?? undefined) : err.cause?.name,
           retryState: String(err.retryState),

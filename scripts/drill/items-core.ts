@@ -79,6 +79,7 @@ async function slotEvidence(s: DrillStack, jobId: string): Promise<string> {
 
 export const intake: DrillItem = {
   item: '1 one intent, one job',
+  about: '20 concurrent submits of one key make one job and one effect; the same key with another input is refused (422)',
   async run(s) {
     const key = `drill-intent-${uid()}`;
     const rs = await Promise.all(Array.from({ length: 20 }, () => submit(s, 'summarize', text('intent'), key)));
@@ -103,6 +104,7 @@ export const intake: DrillItem = {
 
 export const competingWorkers: DrillItem = {
   item: '2 claim, lease, fencing',
+  about: '2 worker processes share 20 jobs; the one holding a slow call is SIGKILLed; its late write is refused by the fence',
   async run(s) {
     await simReset(s);
     // Both workers take jobs; each job is held by exactly one attempt.
@@ -155,6 +157,7 @@ export const competingWorkers: DrillItem = {
 
 export const crashAfterEffect: DrillItem = {
   item: '3 crash between effect and record',
+  about: 'a worker SIGKILLed after the upstream applied the effect recovers by reconciling the effect key, not calling again',
   async run(s) {
     await simReset(s);
     // The upstream applies the effect at once and holds the answer: the worker dies in the
@@ -183,6 +186,7 @@ export const crashAfterEffect: DrillItem = {
 
 export const retries: DrillItem = {
   item: '4 classified retries',
+  about: '429 honours Retry-After, 503 backs off with bounded jitter, 400/401/403 are not retried',
   async run(s) {
     await simReset(s);
     await simFault(s, { path: '/v1/summaries', times: 2, status: 429, retryAfter: '2' });
@@ -223,6 +227,7 @@ export const retries: DrillItem = {
 
 export const restarts: DrillItem = {
   item: '10 Temporal and Postgres restart',
+  about: '30 jobs in flight survive a Temporal restart and a Postgres restart (needs the Temporal and Postgres the drill starts)',
   needs: 'own-temporal-and-postgres',
   async run(s) {
     await simReset(s);

@@ -30,6 +30,7 @@ async function firing(
 
 export const metrics: DrillItem = {
   item: '8 health figures and alerts',
+  about: 'a real Prometheus scrapes /metrics and the shipped alert rules fire on failures and lost leases (needs prometheus)',
   async run(s) {
     check(
       prometheusAvailable(),
@@ -132,6 +133,7 @@ export const metrics: DrillItem = {
 
 export const degradation: DrillItem = {
   item: '9 degradation, recovery, replay controls',
+  about: 'paused low priority is deferred and audited, resumes at the ramp rate; a failing replay halts at maxFailures',
   async run(s) {
     await simReset(s);
     const paused = await admin(s, '/v1/admin/degradation', {

@@ -9,6 +9,7 @@ const admin = (s: DrillStack, path: string, body?: unknown) => http(s, path, { a
 
 export const deadLetters: DrillItem = {
   item: '5 dead letter and replay',
+  about: 'a purchase whose receipt fails to the attempt cap dead-letters with evidence; dry run and replay reuse the charge',
   async run(s) {
     await simReset(s);
     // The receipt fails for all 8 attempts of the cap: the charge succeeded, the job cannot finish.
@@ -60,6 +61,7 @@ export const deadLetters: DrillItem = {
 
 export const schedules: DrillItem = {
   item: '6 schedules and missed windows',
+  about: 'the compensation scan fills a missed window of a paused schedule once; a duplicate trigger makes no second job',
   async run(s) {
     const HOUR = 3_600_000;
     const decls: ScheduleDeclaration[] = [
@@ -139,6 +141,7 @@ async function postWebhook(s: DrillStack, id: string, body: string, signature?: 
 
 export const webhooks: DrillItem = {
   item: '7 webhooks verified, deduped',
+  about: 'forged and tampered signatures get 401; duplicates are processed once; a dropped webhook is replaced by polling',
   async run(s) {
     await simReset(s);
     await simFault(s, { path: '/v1/transcriptions', dropWebhooks: 1 });

@@ -120,6 +120,7 @@ const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, 
 
 export const topology: DrillItem = {
   item: '11 production topology under crashes',
+  about: '500 mixed jobs through 2 APIs and 3 workers on temporal-server while workers and the server are SIGKILLed (TEMPORAL_MODE=server)',
   needs: 'own-temporal-server',
   async run(s) {
     await simReset(s);

@@ -106,7 +106,10 @@ export interface ItemResult {
   observed: string;
 }
 export interface DrillItem {
+  /** Number and name, as the table prints it: `'1 one intent, one job'`. */
   item: string;
+  /** One line for `--help`: what the item does to the stack and what it must observe. */
+  about: string;
   needs?: 'simulator' | 'own-temporal-and-postgres' | 'own-temporal-server';
   run(s: DrillStack): Promise<ItemResult>;
 }

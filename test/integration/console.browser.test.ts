@@ -12,6 +12,13 @@ declare const document: {
   querySelector(s: string): { textContent: string | null; getAttribute(n: string): string | null } | null;
   documentElement: { outerHTML: string };
 };
+declare const getComputedStyle: (e: unknown) => { cursor: string; backgroundColor: string };
+declare class Image {
+  src: string;
+  naturalWidth: number;
+  onload: (() => void) | null;
+  onerror: (() => void) | null;
+}
 declare const location: { hash: string };
 declare const sessionStorage: { length: number };
 declare const window: { __pwned?: number };
@@ -92,6 +99,12 @@ describe('the operator console', () => {
     expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
     expect(html).not.toMatch(/\son[a-z]+=/);
     expect((await fetch(`${h.baseUrl}/console/vendor/uPlot.iife.min.js`)).status).toBe(200);
+    // A favicon of its own, same-origin, so img-src 'self' covers it (no data: URI to allow).
+    expect(html).toContain('<link rel="icon" href="console/favicon.svg" type="image/svg+xml">');
+    const icon = await fetch(`${h.baseUrl}/console/favicon.svg`);
+    expect(icon.status).toBe(200);
+    expect(icon.headers.get('content-type')).toBe('image/svg+xml');
+    expect(icon.headers.get('content-security-policy')).toContain("img-src 'self'");
   });
 
   it('GET /v1/admin/jobs filters precisely and answers bad filters with RFC 9457 problems', async () => {
@@ -148,11 +161,41 @@ describe('the operator console', () => {
     expect(await page.evaluate(() => document.documentElement.outerHTML)).not.toContain(operatorKey('olive'));
     expect(await page.inputValue('#admin-key')).toBe('');
 
+    // Before a job is chosen there is no Job card and no Timeline card (not even empty ones).
+    expect(await page.isHidden('#job-detail')).toBe(true);
+    expect(await page.isHidden('#timeline-verdict')).toBe(true);
+    // The favicon loads under the page's own CSP.
+    const iconWidth = await page.evaluate(
+      (href) =>
+        new Promise<number>((resolve) => {
+          const img = new Image();
+          img.onload = () => resolve(img.naturalWidth);
+          img.onerror = () => resolve(-1);
+          img.src = href!;
+        }),
+      await page.getAttribute('link[rel=icon]', 'href'),
+    );
+    expect(iconWidth).toBeGreaterThan(0);
+
     // Find it by tenant and state.
     await page.fill('#job-search input[name=tenantId]', TENANTS.a.id);
     await page.selectOption('#job-search select[name=state]', 'dead_lettered');
     await page.click('#job-search button[type=submit]');
-    await page.click(`#job-results tr[data-job-id="${jobId}"]`);
+    const row = `#job-results tr[data-job-id="${jobId}"]`;
+    await page.waitForSelector(row);
+    expect(await page.isHidden('#job-detail')).toBe(true);
+    // The row looks clickable: a pointer, a link on its job ID, a background on hover.
+    expect(await page.getAttribute(`${row} a.row-link`, 'href')).toBe(`#jobs/${encodeURIComponent(jobId)}`);
+    const style = () => page.$eval(row, (e) => ({ cursor: getComputedStyle(e).cursor, bg: getComputedStyle(e).backgroundColor }));
+    const before = await style();
+    expect(before.cursor).toBe('pointer');
+    await page.hover(`${row} td:last-child`);
+    await page.waitForFunction(
+      ({ sel, was }) => getComputedStyle(document.querySelector(sel)).backgroundColor !== was,
+      { sel: row, was: before.bg },
+      { timeout: WAIT, polling: 100 },
+    );
+    await page.click(row);
     await textMatches('#job-fields', /dead_lettered/);
     const ui = await page.getAttribute('#job-links a', 'href');
     expect(ui).toBe(`http://127.0.0.1:8233/namespaces/default/workflows/${encodeURIComponent(jobId)}`);

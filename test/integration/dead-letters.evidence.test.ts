@@ -51,6 +51,12 @@ describe('terminal failure → dead letter', () => {
       failedStep: 'sendReceipt',
     });
     expect(d.body.attempts).toBe(2); // charge once, receipt once: a 400 is never retried
+    // The job's own figure is its highest attempt, and its reason says nothing was retried.
+    expect(job.attempts).toBe(1);
+    expect(job.statusReason).toBe('invalid_request on the first attempt, not retried (NON_RETRYABLE_FAILURE)');
+    expect(job.stage).toContain('not retried');
+    expect(JSON.stringify(job)).not.toContain('after retries');
+    expect(d.body.actions[0].details.reason).toBe(job.statusReason);
     // The charge's request ID (succeeded) and the refused receipt's (from the failure).
     expect(d.body.providerRequestIds.map((p: any) => [p.step, p.outcome])).toEqual([
       ['charge', 'succeeded'],
@@ -88,6 +94,7 @@ describe('terminal failure → dead letter', () => {
       attempts: 8,
     });
     expect(d.body.message).toContain('attempt cap of 8');
+    expect(job.statusReason).toBe('upstream_unavailable after 8 attempts, the retry budget spent (RetryBudgetExhausted)');
     expect(Date.parse(d.body.lastFailureAt) - Date.parse(d.body.firstFailureAt)).toBeGreaterThanOrEqual(6_000);
     expect(d.body.providerRequestIds).toEqual([expect.objectContaining({ step: 'summarize', outcome: 'failed' })]);
     expect(await deadLettersOf(r.body.jobId)).toBe(1);

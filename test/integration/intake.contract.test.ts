@@ -49,8 +49,24 @@ describe('POST /v1/jobs: the same intent again', () => {
     const afterDone = await h.submit('summarize', text, { key });
     expect(afterDone.status).toBe(200);
     expect(afterDone.body.status).toBe('succeeded');
+    // A finished job's status will not change: nothing tells the client to poll again.
+    expect(afterDone.headers.get('retry-after')).toBeNull();
+    expect(afterDone.body).not.toHaveProperty('retryAfterSeconds');
     const effects = await h.simEffects();
     expect(effects.byKey[`${first.body.jobId}:summarize`].applied).toBe(1);
+  });
+
+  it('tells the duplicate of an unfinished job when to poll, as the first answer did', async () => {
+    // The upstream holds its answer, so the job is certainly unfinished when the duplicate arrives.
+    await h.simFault({ path: '/v1/summaries', times: 1, status: 200, delayMs: 3_000 });
+    const key = `k-${uid()}`;
+    const first = await h.submit('summarize', text, { key });
+    const again = await h.submit('summarize', text, { key });
+    expect(again.status).toBe(200);
+    expect(['queued', 'running', 'retrying']).toContain(again.body.status);
+    expect(Number(again.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(again.body.retryAfterSeconds).toBeGreaterThan(0);
+    await h.waitForStatus(first.body.jobId, 'succeeded');
   });
 
   it('yields exactly one job for 20 concurrent duplicates', async () => {

@@ -125,6 +125,26 @@ describe('stageVerdict', () => {
     );
   });
 
+  it('failed on the first attempt without an HTTP status: not retried, never "gave up after"; the attempts of all steps do not leak into it', () => {
+    const f = base({
+      status: 'dead_lettered',
+      firstStartedAt: at('12:01:00'),
+      finishedAt: at('12:01:02'),
+      attempts: 1,
+      lastError: { errorClass: 'validation_error' },
+    });
+    // The dead letter counts charge once + receipt once; the job's highest attempt is 1.
+    const dl = { id: 'dl-1', state: 'open', failedStep: 'sendReceipt', attempts: 2, discardReason: null };
+    const v = stageVerdict({ ...f, deadLetter: { ...dl, retryState: 'NON_RETRYABLE_FAILURE' } });
+    expect(v.words).toBe(
+      'failed at side effects: sendReceipt failed on the first attempt, not retried: validation_error; dead letter dl-1 open',
+    );
+    expect(v.figure).toBe('1 attempt');
+    // Its own retry budget spent on a later attempt is non-retryable for Temporal, but it was retried.
+    const spent = stageVerdict({ ...f, attempts: 3, deadLetter: { ...dl, attempts: 4, retryState: 'NON_RETRYABLE_FAILURE' } });
+    expect(spent.words).toBe('failed at side effects: sendReceipt gave up after 3 attempts: validation_error; dead letter dl-1 open');
+  });
+
   it('completion: done, notification pending, notification failed', () => {
     const f = base({ status: 'succeeded', firstStartedAt: at('12:01:00'), finishedAt: at('12:01:02') });
     expect(stageVerdict(f)).toMatchObject({ stage: 'completion', condition: 'done', words: 'completed 12:01:02Z' });
