@@ -29,7 +29,7 @@ export type { JobStatus, StaleResult } from '../services/job-status.js';
 export type { JobArgs, JobBudget, JobBudgets, JobState, JobType, Priority } from '../contract/job-types.js';
 export { JOB_STATES, PRIORITIES, TERMINAL_STATES, UNFINISHED_STATES, isTerminalState } from '../contract/job-types.js';
 export type { JobRegistry } from '../job-api/registry.js';
-export { defaultJobRegistry } from '../jobs/index.js';
+export { builtInJobTypes, defaultJobRegistry } from '../jobs/index.js';
 export {
   ConfigError,
   DurableJobsError,

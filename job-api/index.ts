@@ -1,9 +1,10 @@
 /**
- * `durable-jobs/jobs`: define your own job types (Node side). A job type is a folder with
- * `job.ts` (the definition and the workflow body: import only from `durable-jobs/jobs/workflow`
- * there, Temporal bundles that file) and `activities.ts` (its activities, which import from
- * here). Register it with `createJobRegistry([...builtInJobTypes, myJobType])` and pass the
- * registry to the client (`createJobsClient({ ..., jobs })`) and to the worker.
+ * `durable-jobs/jobs`: define your own job types (Node side). A job type is a workflow module
+ * (its `defineJob(...)` and workflow body: import only `durable-jobs/jobs/workflow` and zod
+ * there, Temporal bundles that file; a separate `definition.ts` is fine) and its activities,
+ * which import from here. Register it with `createJobRegistry([myJobType])` and give the one
+ * registry to the client, the worker and the API (`--jobs <module>`). The shipped types are
+ * `builtInJobTypes` of `durable-jobs/client`.
  */
 export { defineJob, budgetOf, type JobDefinition, type JobDefinitionOptions, type JobInput } from './define.js';
 export {
@@ -14,7 +15,6 @@ export {
   type JobRegistry,
   type JobTypeModule,
 } from './registry.js';
-export { builtInJobTypes, defaultJobRegistry } from '../jobs/index.js';
 export { completeWithOutbox, runStep, type EffectOptions, type StepContext, type StepDeps } from '../activities/job-steps.js';
 export type { ActivityDeps } from '../activities/deps.js';
 export type { EffectResult } from '../activities/effects.js';
@@ -27,3 +27,12 @@ export {
   type StepArgs,
 } from '../contract/job-types.js';
 export { NonRetryableError, RetryableError } from '../lib/errors.js';
+export { claimEarlyWebhooks, finishedJobCounts, intentCreatedAt } from '../activities/job-facts.js';
+export {
+  toEvent,
+  TRANSCRIPTION_COMPLETED,
+  TRANSCRIPTION_STEP,
+  transcriptionCompletedSignal,
+  type TranscriptionEvent,
+} from '../contract/messages.js';
+export type { DigestInput } from '../contract/scan.js';

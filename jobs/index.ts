@@ -1,7 +1,7 @@
 /** The shipped job types. Add yours with one line (`createJobRegistry([...builtInJobTypes, myJobType])`). */
 import { digestJobType } from './digest/activities.js';
 import { purchaseJobType } from './purchase/activities.js';
-import { createJobRegistry, type JobTypeModule } from '../job-api/registry.js';
+import { createJobRegistry, type JobTypeModule } from '../job-api/index.js';
 import { summarizeJobType } from './summarize/activities.js';
 import { transcribeJobType } from './transcribe/activities.js';
 

@@ -19,6 +19,8 @@ export type StageCondition = 'waiting' | 'stuck' | 'running' | 'in_doubt' | 'ret
 
 export interface StageFacts {
   now: Date;
+  /** The job's type: named when no worker polls its queue (a worker runs only the types it is given). */
+  jobType?: string;
   status: JobState;
   statusReason: string | null;
   createdAt: Date;
@@ -155,12 +157,15 @@ function claimVerdict(f: StageFacts): StageVerdict {
   if (noPollers) {
     const kind =
       q.workflowPollers === 0 && q.activityPollers === 0 ? 'worker' : q.workflowPollers === 0 ? 'workflow worker' : 'activity worker';
+    const forType = f.jobType ? ` for job type ${f.jobType}` : '';
     return {
       stage: 'claim',
       condition: 'stuck',
-      words: `stuck at claim: no ${kind} has polled task queue ${q.name} for ${waited}`,
+      words: `stuck at claim: no ${kind} has polled task queue ${q.name}${forType} in ${waited}`,
       figure: `0 pollers, ${waited}`,
-      nextStep: `start a worker on task queue ${q.name}; the job waits in Temporal and runs when one polls`,
+      nextStep: f.jobType
+        ? `start a worker given job type ${f.jobType} (durable-jobs worker --jobs <module with it>): it polls task queue ${q.name}; the job waits in Temporal and runs when one polls`
+        : `start a worker on task queue ${q.name}; the job waits in Temporal and runs when one polls`,
     };
   }
   const pollers = q?.activityPollers ? ` (${q.activityPollers} worker(s) polling ${q.name})` : '';

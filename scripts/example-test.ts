@@ -32,7 +32,10 @@ const work = mkdtempSync(path.join(os.tmpdir(), 'durable-jobs-example-'));
 chmodSync(work, 0o755);
 try {
   run('npm', ['pack', '--pack-destination', work, '--silent'], ROOT);
-  const tarball = path.join(work, readdirSync(work).find((f) => f.endsWith('.tgz'))!);
+  const tarball = path.join(
+    work,
+    readdirSync(work).find((f) => f.endsWith('.tgz'))!,
+  );
   const app = path.join(work, 'acme-service');
   cpSync(path.join(ROOT, 'examples', 'acme-service'), app, {
     recursive: true,

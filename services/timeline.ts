@@ -204,6 +204,7 @@ async function postgresEvents(
   const newest = replays.at(-1);
   const notifyFailures = attempts.filter((a) => a.step === 'notify' && (a.outcome === 'retryable' || a.outcome === 'non_retryable')).length;
   const facts: Omit<StageFacts, 'now' | 'taskQueue'> = {
+    jobType: job.job_type,
     status: job.status,
     statusReason: job.status_reason,
     createdAt: job.created_at,

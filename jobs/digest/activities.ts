@@ -1,9 +1,13 @@
-import type { ActivityDeps } from '../../activities/deps.js';
-import { completeWithOutbox, runStep } from '../../activities/job-steps.js';
-import type { StepArgs } from '../../contract/job-types.js';
-import type { DigestInput } from '../../contract/scan.js';
-import { countFinishedJobs, getIntent } from '../../store/intents.js';
-import { jobType } from '../../job-api/registry.js';
+import {
+  completeWithOutbox,
+  finishedJobCounts,
+  intentCreatedAt,
+  jobType,
+  runStep,
+  type ActivityDeps,
+  type DigestInput,
+  type StepArgs,
+} from '../../job-api/index.js';
 import { digest } from './definition.js';
 
 /** The `digest` activity. Its function name is its Temporal activity type. */
@@ -13,10 +17,10 @@ export function createDigestActivities(deps: ActivityDeps) {
     async sendDigest(args: StepArgs): Promise<{ resultStored: boolean }> {
       return runStep(deps, args, 'digest', async (ctx) => {
         const input = await ctx.input<DigestInput>();
-        const intent = await getIntent(deps.pool, args.jobId);
+        const createdAt = await intentCreatedAt(deps, args.jobId);
         // Count only what finished before this intent existed: every attempt sends the same body.
-        const cutoff = new Date(Math.min(Date.parse(input.periodEnd), intent!.created_at.getTime()));
-        const counts = await countFinishedJobs(deps.pool, args.tenantId, input.periodStart, cutoff);
+        const cutoff = new Date(Math.min(Date.parse(input.periodEnd), createdAt!.getTime()));
+        const counts = await finishedJobCounts(deps, args.tenantId, input.periodStart, cutoff);
         const lines = Object.entries(counts).map(([status, n]) => `${status}: ${n}`);
         const e = await ctx.effect(
           digest.step('digest'),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineJob } from '../../job-api/define.js';
+import { defineJob } from '../../job-api/workflow.js';
 
 export const digest = defineJob({
   name: 'digest',

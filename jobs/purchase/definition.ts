@@ -1,5 +1,5 @@
+import { defineJob } from '../../job-api/workflow.js';
 import { z } from 'zod';
-import { defineJob } from '../../job-api/define.js';
 
 export const purchase = defineJob({
   name: 'purchase',

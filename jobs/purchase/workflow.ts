@@ -1,7 +1,4 @@
-import type { StepArgs } from '../../contract/job-types.js';
-import { stepActivities } from '../../workflows/step-activities.js';
-import { runJob, type JobOutcome } from '../../workflows/lifecycle.js';
-import { budgetOf } from '../../job-api/define.js';
+import { budgetOf, runJob, stepActivities, type JobOutcome, type StepArgs } from '../../job-api/workflow.js';
 import { purchase } from './definition.js';
 import type { PurchaseActivities } from './activities.js';
 

@@ -1,8 +1,4 @@
-import type { StepArgs } from '../../contract/job-types.js';
-import type { ActivityDeps } from '../../activities/deps.js';
-import { completeWithOutbox, runStep } from '../../activities/job-steps.js';
-import type { JobInput } from '../../job-api/define.js';
-import { jobType } from '../../job-api/registry.js';
+import { completeWithOutbox, jobType, runStep, type ActivityDeps, type JobInput, type StepArgs } from '../../job-api/index.js';
 import { summarize } from './definition.js';
 
 export interface StepOutcome {

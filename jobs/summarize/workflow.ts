@@ -1,11 +1,15 @@
+import {
+  bookkeepingActivities,
+  budgetOf,
+  resultStored,
+  runJob,
+  stepActivities,
+  type JobOutcome,
+  type StepArgs,
+  type SystemActivities,
+} from '../../job-api/workflow.js';
 import { ActivityFailure } from '@temporalio/workflow';
-import type { StepArgs } from '../../contract/job-types.js';
-import { bookkeepingActivities } from '../../workflows/activity-options.js';
-import { stepActivities } from '../../workflows/step-activities.js';
-import { resultStored, runJob, type JobOutcome } from '../../workflows/lifecycle.js';
-import { budgetOf } from '../../job-api/define.js';
 import { summarize } from './definition.js';
-import type { SystemActivities } from '../../activities/index.js';
 import type { SummarizeActivities } from './activities.js';
 
 /** `summarize`: one provider call, result + outbox in one transaction, then the notification. */

@@ -1,12 +1,17 @@
-import type { ActivityDeps } from '../../activities/deps.js';
-import { completeWithOutbox, runStep } from '../../activities/job-steps.js';
-import type { StepArgs } from '../../contract/job-types.js';
-import { toEvent, TRANSCRIPTION_COMPLETED, type TranscriptionEvent } from '../../contract/messages.js';
-import { withTransaction } from '../../lib/db.js';
-import { NonRetryableError } from '../../lib/errors.js';
-import { claimEarlyDeliveries, lockSubject } from '../../store/webhook-deliveries.js';
-import { budgetOf, type JobInput } from '../../job-api/define.js';
-import { jobType } from '../../job-api/registry.js';
+import {
+  NonRetryableError,
+  TRANSCRIPTION_COMPLETED,
+  budgetOf,
+  claimEarlyWebhooks,
+  completeWithOutbox,
+  jobType,
+  runStep,
+  toEvent,
+  type ActivityDeps,
+  type JobInput,
+  type StepArgs,
+  type TranscriptionEvent,
+} from '../../job-api/index.js';
 import { transcribe } from './definition.js';
 
 const TRANSCRIBE_STEP = transcribe.step('transcribe');
@@ -41,20 +46,17 @@ export function createTranscribeActivities(deps: ActivityDeps) {
         const e = await ctx.effect(TRANSCRIBE_STEP, '/v1/transcriptions', { audioUrl: input.audioUrl });
         if (!e.providerId) throw new NonRetryableError('provider answered without a transcription ID', { errorClass: 'provider_contract' });
         const transcriptionId = e.providerId;
-        const early = await withTransaction(deps.pool, async (tx) => {
-          await lockSubject(tx, TRANSCRIPTION_COMPLETED, transcriptionId);
-          return claimEarlyDeliveries(tx, TRANSCRIPTION_COMPLETED, transcriptionId, args.jobId);
-        });
+        const early = await claimEarlyWebhooks(deps, TRANSCRIPTION_COMPLETED, transcriptionId, args.jobId);
         if (early.length > 0)
           deps.log.info(
-            { jobId: args.jobId, webhookIds: early.map((d) => d.webhook_id) },
+            { jobId: args.jobId, webhookIds: early.map((d) => d.webhookId) },
             'claimed webhooks that arrived before the job stored its provider ID',
           );
         const replay = (args.effectScope ?? args.jobId) !== args.jobId;
         return {
           transcriptionId,
           noWebhookExpected: replay && e.via === 'reused',
-          early: early.map((d) => toEvent(d.webhook_id, d.payload)),
+          early: early.map((d) => toEvent(d.webhookId, d.payload)),
         };
       });
     },

@@ -1,6 +1,5 @@
-import { TRANSCRIPTION_STEP } from '../../contract/messages.js';
+import { TRANSCRIPTION_STEP, defineJob } from '../../job-api/workflow.js';
 import { z } from 'zod';
-import { defineJob } from '../../job-api/define.js';
 
 export const transcribe = defineJob({
   name: 'transcribe',

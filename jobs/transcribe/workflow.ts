@@ -1,9 +1,13 @@
+import {
+  budgetOf,
+  runJob,
+  stepActivities,
+  transcriptionCompletedSignal,
+  type JobOutcome,
+  type StepArgs,
+  type TranscriptionEvent,
+} from '../../job-api/workflow.js';
 import { condition, setHandler } from '@temporalio/workflow';
-import type { StepArgs } from '../../contract/job-types.js';
-import { transcriptionCompletedSignal, type TranscriptionEvent } from '../../contract/messages.js';
-import { stepActivities } from '../../workflows/step-activities.js';
-import { runJob, type JobOutcome } from '../../workflows/lifecycle.js';
-import { budgetOf } from '../../job-api/define.js';
 import { transcribe } from './definition.js';
 import type { TranscribeActivities } from './activities.js';
 

@@ -56,7 +56,7 @@ describe('GET /v1/admin/jobs/{jobId}/timeline', () => {
       kind: 'job_intents',
       event: 'intent accepted',
     });
-    expect(t.verdict.words).toContain(h.taskQueue);
+    expect(t.verdict.words).toContain(`task queue ${h.taskQueue} for job type summarize`);
     expect(t.duplicates.count).toBe(1);
     expect(Date.parse(t.duplicates.at[0])).toBeGreaterThanOrEqual(Date.parse(t.events[0].at));
     expect(t.events.map((e: any) => e.event)).toEqual(

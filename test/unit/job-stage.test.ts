@@ -49,8 +49,18 @@ describe('stageVerdict', () => {
     const v = stageVerdict(
       base({ workflowStartedAt: at('12:06:00'), taskQueue: { name: 'durable-jobs', workflowPollers: 0, activityPollers: 0 } }),
     );
-    expect(v.words).toBe('stuck at claim: no worker has polled task queue durable-jobs for 4 min');
+    expect(v.words).toBe('stuck at claim: no worker has polled task queue durable-jobs in 4 min');
     expect(v.figure).toBe('0 pollers, 4 min');
+    // With the job's type: the worker to start is one given that type (a worker runs only its own types).
+    const typed = stageVerdict(
+      base({
+        jobType: 'invoice',
+        workflowStartedAt: at('12:06:00'),
+        taskQueue: { name: 'acme-billing', workflowPollers: 0, activityPollers: 0 },
+      }),
+    );
+    expect(typed.words).toBe('stuck at claim: no worker has polled task queue acme-billing for job type invoice in 4 min');
+    expect(typed.nextStep).toMatch(/^start a worker given job type invoice .*task queue acme-billing/);
     expect(stageVerdict(base({ taskQueue: { name: 'q', workflowPollers: 2, activityPollers: 0 } })).words).toMatch(
       /^stuck at claim: no activity worker has polled task queue q /,
     );
