@@ -11,31 +11,39 @@ import { ConfigError } from '../lib/errors.js';
 
 interface Command {
   summary: string;
-  /** Whether the command runs job types: it needs `--jobs` (or the variable) outside this repository. */
-  jobs: boolean;
+  /** Whether the command runs job types (`required`: it needs `--jobs` or the variable), may read them (`optional`), or takes none. */
+  jobs: 'required' | 'optional' | 'none';
   run: () => Promise<unknown>;
 }
 
 const COMMANDS: Record<string, Command> = {
   dev: {
     summary: 'the whole local stack: embedded Postgres, Temporal dev server, API, console, simulator, workers',
-    jobs: true,
+    jobs: 'required',
     run: () => import('./start.js'),
   },
-  worker: { summary: 'one worker process (DATABASE_URL, TEMPORAL_ADDRESS, TASK_QUEUE, PROVIDER_URL)', jobs: true, run: runWorkerCommand },
-  api: { summary: 'the HTTP API and the console (DATABASE_URL, TEMPORAL_ADDRESS, HTTP_PORT)', jobs: true, run: runApiCommand },
-  migrate: { summary: 'apply the schema migrations to DATABASE_URL', jobs: false, run: runMigrate },
+  worker: {
+    summary: 'one worker process (DATABASE_URL, TEMPORAL_ADDRESS, TASK_QUEUE, PROVIDER_URL)',
+    jobs: 'required',
+    run: runWorkerCommand,
+  },
+  api: { summary: 'the HTTP API and the console (DATABASE_URL, TEMPORAL_ADDRESS, HTTP_PORT)', jobs: 'required', run: runApiCommand },
+  migrate: { summary: 'apply the schema migrations to DATABASE_URL', jobs: 'none', run: runMigrate },
   tenants: {
     summary: 'create tenants and manage their API keys (through the API, with ADMIN_API_KEY)',
-    jobs: false,
+    jobs: 'none',
     run: () => import('./tenants.js'),
   },
-  dlq: { summary: 'dead letters: list, show, replay (dry run first), discard', jobs: false, run: () => import('./dlq.js') },
-  job: { summary: 'one job: status and its timeline across Postgres and Temporal', jobs: false, run: () => import('./job.js') },
-  health: { summary: 'queue health: age, rates, recovery time', jobs: false, run: () => import('./health.js') },
+  dlq: { summary: 'dead letters: list, show, replay (dry run first), discard', jobs: 'none', run: () => import('./dlq.js') },
+  job: { summary: 'one job: status and its timeline across Postgres and Temporal', jobs: 'none', run: () => import('./job.js') },
+  health: {
+    summary: 'queue health: age, rates, recovery time (--direct reads each type of --jobs)',
+    jobs: 'optional',
+    run: () => import('./health.js'),
+  },
   drill: {
     summary: 'the failure drill on a stack of its own (or DATABASE_URL/TEMPORAL_ADDRESS)',
-    jobs: false,
+    jobs: 'none',
     run: () => import('./drill.js'),
   },
 };
@@ -103,15 +111,15 @@ async function main(argv: string[]): Promise<void> {
   if (!command) throw new ConfigError(`unknown command "${name.slice(0, 40)}"; commands: ${Object.keys(COMMANDS).join(', ')}`);
   const { jobs, rest } = takeJobsOption(args);
   if (jobs !== undefined) {
-    if (!command.jobs) throw new ConfigError(`durable-jobs ${name} takes no --jobs (it talks to the API or the database)`);
+    if (command.jobs === 'none') throw new ConfigError(`durable-jobs ${name} takes no --jobs (it talks to the API or the database)`);
     process.env[JOBS_MODULE_ENV] = path.resolve(jobs);
   } else if (process.env[JOBS_MODULE_ENV]) {
     process.env[JOBS_MODULE_ENV] = path.resolve(process.env[JOBS_MODULE_ENV]);
   }
-  if (command.jobs && !process.env[JOBS_MODULE_ENV])
+  if (command.jobs === 'required' && !process.env[JOBS_MODULE_ENV])
     throw new ConfigError(`durable-jobs ${name} needs --jobs <module> (or ${JOBS_MODULE_ENV}): the module that exports your job registry`);
   // Fail before anything starts: a module without a registry is named here, not in a child.
-  if (command.jobs && process.env[JOBS_MODULE_ENV]) await loadJobRegistry(process.env[JOBS_MODULE_ENV]);
+  if (command.jobs !== 'none' && process.env[JOBS_MODULE_ENV]) await loadJobRegistry(process.env[JOBS_MODULE_ENV]);
   // The commands read their own arguments from process.argv, as when run on their own.
   process.argv = [process.argv[0]!, `durable-jobs ${name}`, ...rest];
   await command.run();

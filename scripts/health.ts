@@ -15,6 +15,7 @@ import { createLogger } from '../lib/logger.js';
 import { connectClient } from '../lib/temporal.js';
 import { collectQueueHealth, type QueueHealth } from '../services/queue-health.js';
 import { defaultJobRegistry } from '../jobs/index.js';
+import { jobRegistryFromEnv } from '../job-api/load.js';
 
 const HISTORY_MINUTES = 30;
 
@@ -90,6 +91,7 @@ function renderReport(h: QueueHealth): string {
       `TEMPORAL  ${t.name}: workflow tasks ${s(t.workflow)}; activity tasks ${s(t.activity)}${t.note ? ` [${t.note}]` : ''}   ${series('temporalActivityBacklog')}`,
     );
   }
+  for (const u of h.unpolledJobTypes ?? []) out.push(`STUCK     ${u.words}: start a worker given that type`);
   out.push('');
   out.push('BY JOB TYPE (queue time after admission and execution time: p50/p95 over jobs finished in 15 min)');
   for (const [type, j] of Object.entries(h.jobTypes)) {
@@ -143,7 +145,9 @@ async function fromApi(url: string, adminKey: string): Promise<QueueHealth> {
 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
-  const config = loadConfig(process.env, { jobTypes: defaultJobRegistry.names, fastPathTypes: defaultJobRegistry.fastPathTypes });
+  // The types of DURABLE_JOBS_JOBS when set (a team's registry), else the shipped ones: --direct reads each type's queue.
+  const jobs = await jobRegistryFromEnv(process.env, () => defaultJobRegistry);
+  const config = loadConfig(process.env, { jobTypes: jobs.names, fastPathTypes: jobs.fastPathTypes });
   // `npm start` runs in dev mode with the documented admin key; production sets ADMIN_API_KEY.
   const adminKey =
     config.adminApiKey ??
@@ -155,7 +159,16 @@ async function main(): Promise<void> {
     if (!config.databaseUrl) throw new Error("--direct needs DATABASE_URL (and TEMPORAL_ADDRESS for Temporal's task-queue stats)");
     const pool = createPool(config.databaseUrl, createLogger('health', 'warn'), 2);
     const temporal = config.temporalAddress ? await connectClient(config, config.temporalAddress) : undefined;
-    read = () => collectQueueHealth({ pool, temporal, taskQueues: [config.taskQueue] }, { historyMinutes: HISTORY_MINUTES });
+    read = () =>
+      collectQueueHealth(
+        {
+          pool,
+          temporal,
+          taskQueues: jobs.taskQueues(config.taskQueue),
+          jobTypeQueues: Object.fromEntries(jobs.modules.map((m) => [m.definition.name, m.definition.taskQueue ?? config.taskQueue])),
+        },
+        { historyMinutes: HISTORY_MINUTES },
+      );
     close = async () => {
       await pool.end();
       await temporal?.connection.close();

@@ -3,6 +3,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type pg from 'pg';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { JobRegistry } from '../job-api/registry.js';
+import { taskQueueOf } from '../job-api/define.js';
 import { createDeadLetterService } from '../services/dead-letters.js';
 import { createOutboxService } from '../services/outbox.js';
 import type { JobsClient } from '../services/intake.js';
@@ -155,6 +156,9 @@ export function registerDurableJobs(app: FastifyInstance, deps: AppDeps): void {
     pool: deps.pool,
     temporal: deps.temporal,
     taskQueues: deps.jobTypes.taskQueues(deps.jobs.taskQueue),
+    jobTypeQueues: Object.fromEntries(
+      deps.jobTypes.modules.map((m) => [m.definition.name, taskQueueOf(m.definition, deps.jobs.taskQueue)]),
+    ),
     adminApiKey: admin,
     log: deps.log,
     fallbackTypes: deps.jobTypes.fallbackTypes,

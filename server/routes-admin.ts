@@ -19,6 +19,8 @@ export interface AdminDeps {
   pool: pg.Pool;
   temporal: Client;
   taskQueues: string[];
+  /** Each job type's task queue (queue health names a type nobody polls). */
+  jobTypeQueues?: Record<string, string>;
   adminApiKey: AdminKeys;
   log: Logger;
   fallbackTypes: readonly JobType[];
@@ -32,6 +34,7 @@ export function registerAdminRoutes(app: FastifyInstance, registry: Registry, de
     pool: deps.pool,
     temporal: deps.temporal,
     taskQueues: deps.taskQueues,
+    ...(deps.jobTypeQueues ? { jobTypeQueues: deps.jobTypeQueues } : {}),
     log: deps.log,
     fallbackTypes: deps.fallbackTypes,
     cacheMs: deps.metricsCacheMs,

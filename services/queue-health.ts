@@ -29,6 +29,8 @@ export interface HealthDeps {
   pool: pg.Pool;
   temporal?: Client;
   taskQueues: string[];
+  /** Each registered job type's task queue: a type whose queue has no poller is named. Default: none named. */
+  jobTypeQueues?: Record<string, string>;
 }
 
 export interface TaskQueueStats {
@@ -78,6 +80,8 @@ export interface QueueHealth {
   generatedAt: string;
   headlineWindow: WindowKey;
   taskQueues: TaskQueueHealth[];
+  /** Job types whose task queue Temporal shows no workflow or activity poller on: their jobs wait at claim. */
+  unpolledJobTypes: Array<{ jobType: string; taskQueue: string; words: string }>;
   backlog: Backlog;
   rates: Flow;
   recovery: Recovery;
@@ -232,6 +236,21 @@ function resumeEstimate(deferred: number, s: DegradationSetting): { deferred: nu
 
 const addWindows = (a: PerWindow, b: PerWindow): PerWindow => perWindow((k) => a[k] + b[k]);
 
+/** The types whose queue has stats but no poller of one kind (no stats: Temporal was not asked, nothing is claimed). */
+export function unpolledJobTypes(
+  queues: readonly TaskQueueHealth[],
+  jobTypeQueues: Record<string, string>,
+): QueueHealth['unpolledJobTypes'] {
+  const out: QueueHealth['unpolledJobTypes'] = [];
+  for (const [jobType, taskQueue] of Object.entries(jobTypeQueues)) {
+    const q = queues.find((x) => x.name === taskQueue);
+    if (!q || (!q.workflow && !q.activity)) continue;
+    if ((q.workflow?.pollers ?? 1) > 0 && (q.activity?.pollers ?? 1) > 0) continue;
+    out.push({ jobType, taskQueue, words: `no worker polls task queue ${taskQueue} for job type ${jobType}` });
+  }
+  return out;
+}
+
 /** The whole snapshot. Queries run one after another on the pool: a scrape must not take every connection. */
 export async function collectQueueHealth(deps: HealthDeps, opts: { historyMinutes?: number } = {}): Promise<QueueHealth> {
   const db = deps.pool;
@@ -302,6 +321,7 @@ export async function collectQueueHealth(deps: HealthDeps, opts: { historyMinute
     generatedAt: now.toISOString(),
     headlineWindow: HEADLINE_WINDOW,
     taskQueues: await tq,
+    unpolledJobTypes: unpolledJobTypes(await tq, deps.jobTypeQueues ?? {}),
     backlog: total,
     rates,
     recovery: recovery(total.active, rates.netDrainPerMinute[HEADLINE_WINDOW]),

@@ -6,6 +6,7 @@ import { loadJobRegistry, registryFromExports } from '../../job-api/load.js';
 import { builtInJobTypes, defaultJobRegistry } from '../../jobs/index.js';
 import { ConfigError } from '../../lib/errors.js';
 import { queuesFor } from '../../workers/durable-worker.js';
+import { unpolledJobTypes } from '../../services/queue-health.js';
 import { createJobRegistry } from '../../job-api/registry.js';
 import { reserveAndConfirmJobType } from '../fixtures/jobs/reserve-and-confirm/activities.js';
 import { jobType } from '../../job-api/registry.js';
@@ -84,5 +85,21 @@ describe('the task queues a worker polls', () => {
         taskQueue: 'a b',
       }),
     ).toThrow(/taskQueue "a b" must be/);
+  });
+});
+
+describe('queue health names a job type nobody polls', () => {
+  const stats = (pollers: number) => ({ backlogCount: 1, backlogAgeSeconds: 5, addRatePerSecond: 0, dispatchRatePerSecond: 0, pollers });
+  it('a type whose queue has no workflow or activity poller; never one Temporal was not asked about', () => {
+    const queues = [
+      { name: 'shared', workflow: stats(2), activity: stats(2) },
+      { name: 'team-q', workflow: stats(0), activity: stats(0) },
+      { name: 'half', workflow: stats(1), activity: stats(0) },
+      { name: 'unknown', workflow: null, activity: null },
+    ];
+    expect(unpolledJobTypes(queues, { summarize: 'shared', invoice: 'team-q', report: 'half', other: 'unknown', lost: 'absent' })).toEqual([
+      { jobType: 'invoice', taskQueue: 'team-q', words: 'no worker polls task queue team-q for job type invoice' },
+      { jobType: 'report', taskQueue: 'half', words: 'no worker polls task queue half for job type report' },
+    ]);
   });
 });
