@@ -14,6 +14,8 @@ import { exitWithParent, onShutdown } from '../lib/shutdown.js';
 import { connectionOptions } from '../lib/temporal.js';
 import { allocatorAdvice } from '../lib/worker-allocator.js';
 import { createWorker } from './durable-worker.js';
+import { ConfigError } from '../lib/errors.js';
+import { workerTelemetry } from './telemetry.js';
 
 export interface RunWorkerOptions {
   /** The job types this process runs. */
@@ -40,10 +42,15 @@ export async function runWorker(o: RunWorkerOptions): Promise<void> {
     (process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header?.glibcVersionRuntime,
   );
   if (advice) log.warn(advice);
+  const telemetry = await workerTelemetry(env, log).catch((err: unknown) => {
+    if (!(err instanceof ConfigError)) throw err;
+    log.fatal(err.message);
+    process.exit(2);
+  });
   const pool = createPool(config.databaseUrl, log, config.tuning.pgPoolSize);
-  // The SDK's Runtime would install its own SIGINT/SIGTERM handlers (Runtime.install's default
-  // `shutdownSignals`) beside ours; one owner of the signals decides when the process exits.
-  Runtime.install({ shutdownSignals: [] });
+  // No signal handlers of the SDK's own (one owner of the signals decides when the process
+  // exits), its logs through pino, the core's metrics when WORKER_METRICS_PORT is set.
+  Runtime.install(telemetry.runtime);
   const connection = await NativeConnection.connect(await connectionOptions(config, config.temporalAddress));
   const worker = await createWorker({
     jobs: o.jobs,
@@ -86,6 +93,7 @@ export async function runWorker(o: RunWorkerOptions): Promise<void> {
     },
     (m) => log.warn(m),
   );
+  await telemetry.serve({ taskQueues: worker.taskQueues, jobTypes: worker.jobTypes, codeVersion: config.codeVersion });
   log.info({ taskQueues: worker.taskQueues, jobTypes: worker.jobTypes, namespace: config.temporalNamespace }, 'worker polling');
   await stopped;
 }
