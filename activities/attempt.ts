@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import type pg from 'pg';
 import { isConnectionError } from '../lib/db.js';
-import { DurableJobsError, NonRetryableError, RetryableError } from '../lib/errors.js';
+import { DurableJobsError, NonRetryableError, RetryableError, type UpstreamErrorDetails } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { attemptMarginMs, chooseDelay, exceedsBudget } from '../lib/retry.js';
 import { recordAttempt } from '../store/attempts.js';
@@ -146,9 +146,16 @@ export async function failAttempt(
     });
     const deadline = info.scheduleToCloseTimeoutMs ? info.scheduledTimestampMs + info.scheduleToCloseTimeoutMs : undefined;
     const details: FailureDetails = { errorClass: retryable.details.errorClass, statusCode: retryable.details.statusCode, delayMs };
+    const said = upstreamSaid(retryable.details);
     if (exceedsBudget(now, delayMs, deadline, attemptMarginMs(now - job.startedAt.getTime())) || lastAttempt) {
       details.budgetExhausted = true;
-      await safeRecord(deps, { ...base, outcome: 'non_retryable', errorClass: details.errorClass, statusCode: details.statusCode });
+      await safeRecord(deps, {
+        ...base,
+        outcome: 'non_retryable',
+        errorClass: details.errorClass,
+        statusCode: details.statusCode,
+        ...said,
+      });
       const why = lastAttempt
         ? `attempt cap of ${(info.retryPolicy?.maximumAttempts ?? 0) + attempt - raw} reached`
         : `next delay ${delayMs} ms would pass the elapsed budget`;
@@ -167,6 +174,7 @@ export async function failAttempt(
       statusCode: details.statusCode,
       delayMs,
       delaySource,
+      ...said,
     });
     const marked = await markRetrying(
       deps.pool,
@@ -196,7 +204,13 @@ export async function failAttempt(
 
   const errorClass = err instanceof NonRetryableError ? err.details.errorClass : err.code;
   const statusCode = err instanceof NonRetryableError ? err.details.statusCode : undefined;
-  await safeRecord(deps, { ...base, outcome: 'non_retryable', errorClass, statusCode });
+  await safeRecord(deps, {
+    ...base,
+    outcome: 'non_retryable',
+    errorClass,
+    statusCode,
+    ...(err instanceof NonRetryableError ? upstreamSaid(err.details) : {}),
+  });
   deps.log.warn({ jobId: job.jobId, step: job.step, attempt, errorClass, statusCode }, 'attempt failed permanently');
   throw ApplicationFailure.create({
     message: err.message,
@@ -204,6 +218,14 @@ export async function failAttempt(
     nonRetryable: true,
     details: [{ errorClass, statusCode } satisfies FailureDetails],
   });
+}
+
+/** The upstream and its own code, for the attempt's row; neither goes into the Temporal failure (the row is the evidence). */
+function upstreamSaid(d: UpstreamErrorDetails): UpstreamErrorDetails {
+  return {
+    ...(d.upstream ? { upstream: d.upstream } : {}),
+    ...(d.providerCode ? { providerCode: d.providerCode } : {}),
+  };
 }
 
 /** Recording is evidence, not control flow: a failed insert (Postgres down) must not mask the real error. */

@@ -178,6 +178,8 @@ export function createDeadLetterActivities(deps: DeadLetterDeps) {
         input_hash: intent.input_hash,
         input_ref: `job_intents:${a.jobId}`,
         provider_request_ids: requestIds,
+        upstream: window.upstream,
+        provider_code: window.provider_code,
         first_failure_at: window.first_failure_at ?? now,
         last_failure_at: window.last_failure_at ?? now,
       });

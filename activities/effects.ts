@@ -23,6 +23,8 @@ import { attemptNumber, currentFence } from './attempt.js';
 import { chooseUpstream, upstreamFor, type FallbackPlan } from './fallback.js';
 import { wakeSlotWaiter, type SlotRelease } from './concurrency.js';
 import type { Provider } from './provider.js';
+import type { EffectCall, Upstream } from '../job-api/upstream.js';
+import { providerAdapter, upstreamAdapter, type Answer, type EffectAdapter } from './upstream-call.js';
 
 export interface EffectDeps {
   pool: pg.Pool;
@@ -31,15 +33,28 @@ export interface EffectDeps {
   fallbackProvider?: Provider | undefined;
 }
 
-export interface EffectSpec {
+/**
+ * What the effect sends, and to whom: a declared upstream with the step's own call
+ * (`ctx.effect(step, call, { upstream })`), or the worker's provider in the simulator's
+ * dialect (`ctx.effect(step, path, body)`, the outbox) under the job type's `upstream`
+ * declaration. Only the request and its classification differ; the ledger is the same.
+ */
+export type EffectRequest =
+  | {
+      path: string;
+      body: Record<string, unknown>;
+      /** The job type's upstream declaration (JobTypeInfo.upstream). Default: idempotent by key, no lookup. */
+      upstream?: { idempotentByKey: boolean; lookupByKey: boolean } | undefined;
+    }
+  | { call: EffectCall; through: Upstream };
+
+export type EffectSpec = EffectRequest & {
   /** Effects belong to the business intent (the original job ID, also for replays). */
   effectScope: string;
   jobId: string;
   tenantId: string;
   /** The step's name; with the scope it makes the effect key. Renaming a step changes its key. */
   step: string;
-  path: string;
-  body: Record<string, unknown>;
   timeoutMs: number;
   startedAt: Date;
   /** The key fixed when the effect was planned (an outbox row's); default `effectScope:step`. */
@@ -57,21 +72,20 @@ export interface EffectSpec {
   claimSlot?: { request: SlotRequest; took(id: string | null): void };
   /** Set when the job type declares a fallback upstream: the operator's decision for it (activities/fallback.ts). */
   fallback?: FallbackPlan | undefined;
-  /** The job type's upstream declaration (JobTypeInfo.upstream). Default: idempotent by key, no lookup. */
-  upstream?: { idempotentByKey: boolean; lookupByKey: boolean } | undefined;
   /**
    * Takes a fresh call's success (the provider's IDs, the attempt's row, the slot's release)
    * instead of committing it here: the caller commits it in its next statement, before the
    * activity returns (activities/job-steps.ts, `storeWithResult`). Default: committed here.
    */
   handOff?: ((success: EffectSuccess) => void) | undefined;
-}
+};
 
-export interface EffectResult {
+export interface EffectResult<R = Record<string, unknown>> {
   effectKey: string;
   providerId: string | null;
   providerRequestId: string | null;
-  response: Record<string, unknown>;
+  /** The upstream's response, as stored (JSON): the same on a fresh call, a reuse and a reconcile. */
+  response: R;
   /** How this attempt got the result: a fresh call, a stored result, or a reconciling call. */
   via: 'executed' | 'reused' | 'reconciled';
 }
@@ -102,7 +116,7 @@ export async function runEffect(deps: EffectDeps, s: EffectSpec): Promise<Effect
     : undefined;
   const claimed = await beginEffect(
     deps.pool,
-    { effectKey, jobId: s.effectScope, tenantId: s.tenantId, step: s.step, requestHash: inputHash(s.step, s.body) },
+    { effectKey, jobId: s.effectScope, tenantId: s.tenantId, step: s.step, requestHash: requestHashOf(s) },
     fence,
     {
       upstream: afresh,
@@ -130,33 +144,33 @@ export async function runEffect(deps: EffectDeps, s: EffectSpec): Promise<Effect
     };
   }
   const { row, reconciling, provider } = claim;
+  const adapter = adapterFor(s, provider);
   if (row.state === 'failed')
     deps.log.info({ jobId: s.jobId, effectKey, step: s.step }, 'replay: calling a previously refused effect again');
   if (reconciling) {
-    const known = await lookUpInDoubt(deps, s, provider, effectKey, fence);
+    const known = await lookUpInDoubt(deps, s, adapter, effectKey, fence);
     if (known) {
       await recordAttempt(deps.pool, { ...base, outcome: 'reconciled', statusCode: known.status });
       deps.log.info(
-        { jobId: s.jobId, effectKey, step: s.step, providerId: known.providerId },
+        { jobId: s.jobId, effectKey, step: s.step, upstream: adapter.name, providerId: known.providerId },
         'in-doubt effect was applied upstream (looked up by key); not calling again',
       );
-      return { effectKey, providerId: known.providerId, providerRequestId: known.requestId, response: known.body, via: 'reconciled' };
+      return {
+        effectKey,
+        providerId: known.providerId,
+        providerRequestId: known.providerRequestId,
+        response: known.response as Record<string, unknown>,
+        via: 'reconciled',
+      };
     }
   }
   // The call, then at once one statement: the provider's IDs, the attempt's row and (with a
   // guard) the slot's release. Its own commit (a fence refusal of the effect row only logs),
   // or, handed off, the caller's next one.
   const callAndRecord = async (release?: SlotRelease) => {
-    let res;
+    let answer;
     try {
-      res = await provider({
-        path: s.path,
-        body: s.body,
-        effectKey,
-        tenantId: s.tenantId,
-        timeoutMs: s.timeoutMs,
-        signal: Context.current().cancellationSignal,
-      });
+      answer = await adapter.call({ effectKey, attempt, timeoutMs: s.timeoutMs, signal: Context.current().cancellationSignal });
     } catch (err) {
       if (err instanceof NonRetryableError) await recordEffectFailure(deps.pool, effectKey, null, fence);
       // 429 and 4xx mean "not applied"; 5xx, timeouts and resets leave the effect in doubt. So
@@ -171,28 +185,50 @@ export async function runEffect(deps: EffectDeps, s: EffectSpec): Promise<Effect
         await clearDoubt(deps.pool, effectKey, fence);
       throw err;
     }
-    const response = res;
-    const providerId = typeof response.body.id === 'string' ? response.body.id : null;
     const success: EffectSuccess = {
       effectKey,
-      providerRequestId: response.requestId,
-      providerId,
-      result: response.body,
+      providerRequestId: answer.providerRequestId,
+      providerId: answer.providerId,
+      result: answer.response,
       fence,
-      attempt: { ...base, outcome: reconciling ? 'reconciled' : 'succeeded', statusCode: response.status },
+      attempt: { ...base, outcome: reconciling ? 'reconciled' : 'succeeded', statusCode: answer.status },
       releaseSlotId: release?.slotId ?? null,
     };
     // Handed off, the slot is the caller's to free: with the success, or by expiring if that never commits.
     const stored = s.handOff ? (s.handOff(success), true) : await storeSuccess(deps, success);
     release?.released();
-    return { res: response, providerId, stored };
+    return { answer, stored };
   };
-  const { res, providerId, stored } = s.guard
+  const { answer, stored } = s.guard
     ? await guarded(deps, s.guard, callAndRecord, { effectKey, fence, reconciling, created: row.inserted })
     : await callAndRecord();
   if (!stored) warnStale(deps.log, { jobId: s.jobId, effectKey, step: s.step, attempt });
-  deps.log.info({ jobId: s.jobId, effectKey, step: s.step, providerId, reconciled: reconciling }, 'effect applied');
-  return { effectKey, providerId, providerRequestId: res.requestId, response: res.body, via: reconciling ? 'reconciled' : 'executed' };
+  const providerId = answer.providerId;
+  deps.log.info({ jobId: s.jobId, effectKey, step: s.step, upstream: adapter.name, providerId, reconciled: reconciling }, 'effect applied');
+  return {
+    effectKey,
+    providerId,
+    providerRequestId: answer.providerRequestId,
+    response: answer.response as Record<string, unknown>,
+    via: reconciling ? 'reconciled' : 'executed',
+  };
+}
+
+/** The request and its classification: a declared upstream's call, or the chosen provider in the simulator's dialect. */
+function adapterFor(s: EffectSpec, provider: Provider): EffectAdapter {
+  if ('call' in s) return upstreamAdapter(s.through, s.call);
+  return providerAdapter(provider, {
+    step: s.step,
+    path: s.path,
+    body: s.body,
+    tenantId: s.tenantId,
+    upstream: s.upstream ?? { idempotentByKey: true, lookupByKey: false },
+  });
+}
+
+/** Evidence of what was (or will be) sent: the body for a provider request; a call's is opaque, so its upstream's name. */
+function requestHashOf(s: EffectSpec): string {
+  return 'call' in s ? inputHash(s.step, { upstream: s.through.name }) : inputHash(s.step, s.body);
 }
 
 /**
@@ -284,51 +320,27 @@ async function decideClaim(
 
 /**
  * Before re-sending an in-doubt effect: for an upstream that answers lookups by key, ask
- * whether it was applied. Completed: its stored response is recorded and returned (no second
- * call). In progress: retry later, the effect stays in doubt. Unknown key (404): not applied,
- * so the call below sends it. Without a lookup, an upstream that is not idempotent by key
- * is never re-sent blind: the effect stops for an operator.
+ * whether it was applied. Completed: its stored answer (with the original request's ID) is
+ * recorded and returned (no second call). In progress: retry later, the effect stays in
+ * doubt. Unknown: not applied, so the call below sends it. Without a lookup, an upstream that
+ * is not idempotent by key is never re-sent blind: the effect stops for an operator.
  */
 async function lookUpInDoubt(
   deps: EffectDeps,
   s: EffectSpec,
-  provider: Provider,
+  adapter: EffectAdapter,
   effectKey: string,
   fence: ReturnType<typeof currentFence>,
-): Promise<{ status: number; body: Record<string, unknown>; requestId: string | null; providerId: string | null } | undefined> {
-  const upstream = s.upstream ?? { idempotentByKey: true, lookupByKey: false };
-  if (!upstream.lookupByKey) {
-    if (upstream.idempotentByKey) return undefined;
+): Promise<Answer | undefined> {
+  if (adapter.inDoubt === 'resend') return undefined;
+  if (adapter.inDoubt === 'stop') {
     throw new NonRetryableError(`effect ${s.step} is in doubt and its upstream is not idempotent by key: not sending it again`, {
       errorClass: 'effect_in_doubt',
+      upstream: adapter.name,
     });
   }
-  let found;
-  try {
-    found = await provider({
-      method: 'GET',
-      path: `/v1/idempotency/${encodeURIComponent(effectKey)}`,
-      tenantId: s.tenantId,
-      timeoutMs: s.timeoutMs,
-      signal: Context.current().cancellationSignal,
-    });
-  } catch (err) {
-    if (err instanceof NonRetryableError && err.details.statusCode === 404) return undefined;
-    throw err;
-  }
-  const b = found.body as { state?: string; path?: string; status?: number; response?: Record<string, unknown> };
-  if (b.state === 'in_progress') {
-    throw new RetryableError(`effect ${s.step} is still in progress upstream`, {
-      errorClass: 'request_in_progress',
-      statusCode: 409,
-      retryAfterMs: 1_000,
-    });
-  }
-  // A key stored for another path is not this effect: let the call below get the upstream's own answer.
-  if (b.state !== 'completed' || !b.response || b.path !== s.path) return undefined;
-  const response = b.response;
-  const requestId = typeof response.requestId === 'string' ? response.requestId : null;
-  const providerId = typeof response.id === 'string' ? response.id : null;
-  await recordEffectSuccess(deps.pool, effectKey, requestId, providerId, response, fence);
-  return { status: b.status ?? 200, body: response, requestId, providerId };
+  const found = await adapter.lookup(effectKey, { signal: Context.current().cancellationSignal, timeoutMs: s.timeoutMs });
+  if (!found) return undefined;
+  await recordEffectSuccess(deps.pool, effectKey, found.providerRequestId, found.providerId, found.response, fence);
+  return found;
 }

@@ -1,6 +1,6 @@
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import { isConnectionError } from '../lib/db.js';
-import { NotAdmittedError, RetryableError, SlotUnavailableError } from '../lib/errors.js';
+import { NonRetryableError, NotAdmittedError, RetryableError, SlotUnavailableError } from '../lib/errors.js';
 import { effectKeyFor } from '../lib/ids.js';
 import { flagLeaseExpired, leaseEnded, type LeaseKey } from '../store/activity-leases.js';
 import { recordLostAttempt } from '../store/attempts.js';
@@ -11,7 +11,8 @@ import { budgetOf } from '../job-api/define.js';
 import type { ActivityDeps } from './deps.js';
 import { effectSlot, wakeSlotWaiter } from './concurrency.js';
 import { attemptNumber, attemptOffset, currentFence, failAttempt, setLocalAttempt, withAttemptScope, withHeartbeat } from './attempt.js';
-import { runEffect, storeSuccess, warnStale, type EffectResult } from './effects.js';
+import { runEffect, storeSuccess, warnStale, type EffectRequest, type EffectResult } from './effects.js';
+import type { EffectCall, Upstream } from '../job-api/upstream.js';
 import type { EffectSuccess } from '../store/effects.js';
 import { fallbackPlan, planFrom } from './fallback.js';
 import { currentLease, type LeaseScope } from './lease-tracking.js';
@@ -34,10 +35,25 @@ export interface EffectOptions {
   storeWithResult?: boolean;
 }
 
+/** `ctx.effect(step, call, opts)`: the upstream the call goes to, and the options of every effect. */
+export interface UpstreamEffectOptions extends EffectOptions {
+  /** The declared upstream (`defineUpstream`, `httpUpstream`): its semantics, its classifier, its lookup. */
+  upstream: Upstream;
+}
+
 export interface StepContext {
   args: StepArgs;
   attempt: number;
   startedAt: Date;
+  /**
+   * One external effect through a declared upstream: `call` makes the request with any client
+   * (the effect key as its idempotency key, `signal` passed on) and returns the response and
+   * the provider's IDs. Claimed before the call, its IDs stored before anything else, looked up
+   * or re-sent or stopped when in doubt (the upstream's semantics), fenced, inside the
+   * concurrency slot, once per attempt with an attempt row.
+   */
+  effect<R>(step: string, call: EffectCall<R>, opts: UpstreamEffectOptions): Promise<EffectResult<R>>;
+  /** The same through the worker's provider (`PROVIDER_URL`, the simulator's dialect): POST `body` to `path`. */
   effect(step: string, path: string, body: Record<string, unknown>, opts?: EffectOptions): Promise<EffectResult>;
   input<T>(): Promise<T>;
   /** What the step's last statement (`completeWithOutbox`) writes beside the result: the span so far and the lease to end. */
@@ -67,6 +83,15 @@ async function whenDatabaseIsBack(deps: StepDeps, jobId: string, write: () => Pr
       await Context.current().sleep(pause);
     }
   }
+}
+
+/** The call form's upstream; a step that names none is a bug in the job type, not a failure of the upstream. */
+function upstreamOf(step: string, opts: UpstreamEffectOptions | undefined): Upstream {
+  if (!opts?.upstream)
+    throw new NonRetryableError(`effect ${step}: ctx.effect(step, call, { upstream }) needs the upstream it calls`, {
+      errorClass: 'configuration',
+    });
+  return opts.upstream;
 }
 
 /** What a step asks of its first statement. */
@@ -166,23 +191,31 @@ async function runStepWith<T>(
       return attempt;
     },
     startedAt,
-    effect: async (name, path, reqBody, effectOpts = {}) => {
+    effect: (async (
+      name: string,
+      target: string | EffectCall,
+      third?: Record<string, unknown> | UpstreamEffectOptions,
+      fourth?: EffectOptions,
+    ): Promise<EffectResult> => {
       await storeHandedOff();
       const slot = slotFor(name);
+      const effectOpts: EffectOptions = (typeof target === 'string' ? fourth : third) ?? {};
+      const request: EffectRequest =
+        typeof target === 'string'
+          ? { path: target, body: third as Record<string, unknown>, upstream: definition.upstream }
+          : { call: target, through: upstreamOf(name, third as UpstreamEffectOptions | undefined) };
       return runEffect(deps, {
+        ...request,
         effectScope: args.effectScope ?? args.jobId,
         jobId: args.jobId,
         tenantId: args.tenantId,
         step: name,
-        path,
-        body: reqBody,
         timeoutMs: budget.upstreamTimeoutMs,
         startedAt,
         // One setting read per attempt: the one its first statement made.
         fallback: start
           ? planFrom(start.setting, args.jobType, definition.fallback)
           : await fallbackPlan(deps.pool, args.jobType, definition.fallback),
-        upstream: definition.upstream,
         guard: slot.guard,
         claimSlot: slot,
         handOff: effectOpts.storeWithResult
@@ -191,7 +224,7 @@ async function runStepWith<T>(
             }
           : undefined,
       });
-    },
+    }) as StepContext['effect'],
     input: async <I>() => {
       const input = start?.input !== undefined && start.input !== null ? start.input : await loadInput(deps.pool, args.jobId);
       // The intake commits the intent before it starts the workflow, so this is reachable only

@@ -1,5 +1,4 @@
-import { NonRetryableError, RetryableError } from '../lib/errors.js';
-import { classifyStatus, errorClassForStatus, parseRetryAfter } from '../lib/retry.js';
+import { httpUpstream } from './http-upstream.js';
 
 export interface ProviderResponse {
   status: number;
@@ -19,53 +18,23 @@ export interface ProviderCall {
   signal?: AbortSignal;
 }
 
-/**
- * The upstream adapter. It makes exactly one HTTP request per call: no retries of its own
- * (Temporal is the only retry layer), a timeout shorter than the activity's, and every
- * outcome translated into a classified error.
- */
-export function createProvider(baseUrl: string) {
-  return async function call(c: ProviderCall): Promise<ProviderResponse> {
-    const timeout = AbortSignal.timeout(c.timeoutMs);
-    const signal = c.signal ? AbortSignal.any([timeout, c.signal]) : timeout;
-    const headers: Record<string, string> = { 'content-type': 'application/json', 'x-tenant-id': c.tenantId };
-    if (c.effectKey) headers['idempotency-key'] = c.effectKey;
-    let res: Response;
-    try {
-      res = await fetch(baseUrl + c.path, {
-        method: c.method ?? 'POST',
-        headers,
-        body: c.body === undefined ? undefined : JSON.stringify(c.body),
-        signal,
-      });
-    } catch (err) {
-      const timedOut = timeout.aborted;
-      throw new RetryableError(
-        timedOut ? `upstream call timed out after ${c.timeoutMs} ms` : `upstream unreachable: ${(err as Error).message}`,
-        { errorClass: timedOut ? 'timeout' : 'connection_error' },
-        { cause: err },
-      );
-    }
-    const requestId = res.headers.get('x-request-id');
-    const text = await res.text().catch(() => '');
-    let body: Record<string, unknown> = {};
-    try {
-      body = text ? JSON.parse(text) : {};
-    } catch {
-      body = { raw: text.slice(0, 200) };
-    }
-    if (res.ok) return { status: res.status, body, requestId };
-    const message = `upstream answered ${res.status} on ${c.path}${requestId ? ` (request ${requestId})` : ''}`;
-    const sent = { idempotencyKeySent: c.effectKey !== undefined };
-    if (classifyStatus(res.status, sent) === 'retryable') {
-      throw new RetryableError(message, {
-        statusCode: res.status,
-        errorClass: errorClassForStatus(res.status, sent),
-        retryAfterMs: parseRetryAfter(res.headers.get('retry-after'), Date.now()),
-      });
-    }
-    throw new NonRetryableError(message, { statusCode: res.status, errorClass: errorClassForStatus(res.status) });
-  };
+export interface Provider {
+  (c: ProviderCall): Promise<ProviderResponse>;
+  /** The upstream's name in attempts and dead letters. */
+  readonly upstreamName: string;
 }
 
-export type Provider = ReturnType<typeof createProvider>;
+/**
+ * The worker's provider (`PROVIDER_URL`, the simulator's dialect): an `httpUpstream` declared
+ * by the worker, not by a job type, that `ctx.effect(step, path, body)` and the outbox call.
+ * One HTTP request per call (Temporal is the only retry layer), the tenant in `x-tenant-id`, a
+ * timeout shorter than the activity's, every outcome classified (activities/http-upstream.ts).
+ */
+export function createProvider(baseUrl: string, name = 'provider'): Provider {
+  const upstream = httpUpstream({ name, baseUrl });
+  const call = async (c: ProviderCall): Promise<ProviderResponse> => {
+    const a = await upstream.exchange({ ...c, headers: { 'x-tenant-id': c.tenantId } });
+    return { status: a.status, body: a.body, requestId: a.headers.get('x-request-id') };
+  };
+  return Object.assign(call, { upstreamName: name });
+}

@@ -15,7 +15,28 @@ export {
   type JobRegistry,
   type JobTypeModule,
 } from './registry.js';
-export { completeWithOutbox, runStep, type EffectOptions, type StepContext, type StepDeps } from '../activities/job-steps.js';
+export {
+  completeWithOutbox,
+  runStep,
+  type EffectOptions,
+  type StepContext,
+  type StepDeps,
+  type UpstreamEffectOptions,
+} from '../activities/job-steps.js';
+// Upstreams: what an effect calls (README "Effects and upstreams").
+export {
+  defineUpstream,
+  type EffectAnswer,
+  type EffectCall,
+  type EffectCallContext,
+  type Upstream,
+  type UpstreamError,
+  type UpstreamOptions,
+  type UpstreamSemantics,
+} from './upstream.js';
+export { httpUpstream, providerCodeOf, type HttpAnswer, type HttpUpstream, type HttpUpstreamOptions } from '../activities/http-upstream.js';
+export { credential, type Credential, type CredentialSource } from '../lib/credentials.js';
+export { parseRetryAfter } from '../lib/retry.js';
 export type { ActivityDeps } from '../activities/deps.js';
 export type { EffectResult } from '../activities/effects.js';
 export {

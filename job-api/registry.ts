@@ -10,6 +10,8 @@ import type { Provider } from '../activities/provider.js';
 import type { ConcurrencyLimits, JobBudgets, JobType } from '../contract/job-types.js';
 import type { Logger } from '../lib/logger.js';
 import type { JobDefinition } from './define.js';
+import type { Credential } from '../lib/credentials.js';
+import type { Upstream } from './upstream.js';
 
 /** What every activity may use: the worker wires these once (`workers/worker.ts`). */
 export interface ActivityDeps {
@@ -51,6 +53,8 @@ export interface JobTypeModule {
   sharedWorkflow?: boolean;
   /** The type's activities, wired with the worker's dependencies. Each key is a Temporal activity type. */
   activities: (deps: ActivityDeps) => Record<string, ActivityFunction>;
+  /** The upstreams its effects call: their credentials are read when a worker for the type starts. */
+  upstreams?: readonly Upstream[];
 }
 
 /**
@@ -76,6 +80,8 @@ export function jobType<A extends { [K in keyof A]: ActivityFunction }>(
     activities: (deps: ActivityDeps) => A;
     definitionModule?: URL | string;
     sharedWorkflow?: boolean;
+    /** The upstreams its steps call (`defineUpstream`, `httpUpstream`): a worker reads their credentials at start. Default none. */
+    upstreams?: readonly Upstream[];
   },
 ): JobTypeModule {
   return {
@@ -83,6 +89,7 @@ export function jobType<A extends { [K in keyof A]: ActivityFunction }>(
     workflowsPath: modulePath(worker.workflows),
     ...(worker.definitionModule ? { definitionPath: modulePath(worker.definitionModule) } : {}),
     ...(worker.sharedWorkflow ? { sharedWorkflow: true } : {}),
+    ...(worker.upstreams ? { upstreams: worker.upstreams } : {}),
     activities: worker.activities as JobTypeModule['activities'],
   };
 }
@@ -109,6 +116,8 @@ export interface JobRegistry {
   readonly fastPathTypes: readonly JobType[];
   /** The task queues the types run on: each type's own, and `sharedQueue` for the types without one. */
   taskQueues(sharedQueue: string): string[];
+  /** Every credential of the types' upstreams: a worker reads them at start (lib/credentials.ts). */
+  readonly credentials: readonly Credential[];
   /** Each type's concurrency caps, with the deployment's overrides (`CONCURRENCY_LIMITS`). */
   concurrencyLimits(overrides?: Partial<Record<JobType, Partial<ConcurrencyLimits>>>): Record<JobType, ConcurrencyLimits>;
 }
@@ -142,6 +151,7 @@ export function createJobRegistry(modules: readonly JobTypeModule[]): JobRegistr
     },
     fallbackTypes: list.filter((m) => m.definition.fallback).map((m) => m.definition.name),
     fastPathTypes: list.filter((m) => m.definition.fastPathWorkflowType).map((m) => m.definition.name),
+    credentials: [...new Set(list.flatMap((m) => (m.upstreams ?? []).flatMap((u) => u.credentials)))],
     taskQueues: (sharedQueue) => [...new Set(list.map((m) => m.definition.taskQueue ?? sharedQueue))],
     concurrencyLimits: (overrides = {}) =>
       Object.fromEntries(list.map((m) => [m.definition.name, { ...m.definition.concurrency, ...overrides[m.definition.name] }])),

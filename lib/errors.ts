@@ -11,12 +11,24 @@ export abstract class DurableJobsError extends Error {
   }
 }
 
+/**
+ * What an upstream adapter adds to a failure (activities/upstreams.ts): which upstream it was,
+ * and the provider's own error code (Stripe's `card_declined`), shown in the attempt's row,
+ * the dead letter and the timeline. Never a credential: codes are short identifiers.
+ */
+export interface UpstreamErrorDetails {
+  /** The upstream's declared name; the effect path fills it in. */
+  upstream?: string;
+  /** The provider's own error code, when its answer carried one. */
+  providerCode?: string;
+}
+
 /** Transient: 429, 5xx, timeouts, connection errors. `retryAfterMs` comes from `Retry-After`. */
 export class RetryableError extends DurableJobsError {
   readonly code = 'retryable';
   constructor(
     message: string,
-    readonly details: { statusCode?: number; retryAfterMs?: number; errorClass: string },
+    readonly details: { statusCode?: number; retryAfterMs?: number; errorClass: string } & UpstreamErrorDetails,
     options?: { cause?: unknown },
   ) {
     super(message, options);
@@ -28,7 +40,7 @@ export class NonRetryableError extends DurableJobsError {
   readonly code = 'non_retryable';
   constructor(
     message: string,
-    readonly details: { statusCode?: number; errorClass: string },
+    readonly details: { statusCode?: number; errorClass: string } & UpstreamErrorDetails,
     options?: { cause?: unknown },
   ) {
     super(message, options);

@@ -56,6 +56,9 @@ export function deadLetterView(d: DeadLetterRow) {
     inputHash: d.input_hash,
     inputRef: d.input_ref,
     providerRequestIds: d.provider_request_ids,
+    // The upstream that refused, in its own words (migration 0021): only when the failure reached one.
+    ...(d.upstream ? { upstream: d.upstream } : {}),
+    ...(d.provider_code ? { providerCode: d.provider_code } : {}),
     firstFailureAt: d.first_failure_at.toISOString(),
     lastFailureAt: d.last_failure_at.toISOString(),
     ...(d.discard_reason ? { discardReason: d.discard_reason } : {}),

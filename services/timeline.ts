@@ -98,7 +98,7 @@ async function postgresEvents(
 
   for (const a of attempts) {
     const took = duration(a.finished_at.getTime() - a.started_at.getTime());
-    const cls = [a.error_class, a.status_code ? `HTTP ${a.status_code}` : null].filter(Boolean).join(', ');
+    const cls = [a.error_class, a.status_code ? `HTTP ${a.status_code}` : null, upstreamSaid(a)].filter(Boolean).join(', ');
     const delay =
       a.delay_ms !== null
         ? `; retry in ${duration(a.delay_ms)} (${a.delay_source === 'retry-after' ? "the upstream's Retry-After" : a.delay_source === 'jitter' ? 'full jitter' : 'reason not recorded'})`
@@ -172,7 +172,7 @@ async function postgresEvents(
       d.created_at,
       'dead_letters',
       `dead letter ${d.id} recorded`,
-      `${d.error_class}${d.status_code ? `, HTTP ${d.status_code}` : ''}; failed step ${d.failed_step ?? '-'}; ${d.attempts} attempt(s) over all steps; ${d.retry_state ?? ''}; now ${d.state}`,
+      `${d.error_class}${d.status_code ? `, HTTP ${d.status_code}` : ''}${d.upstream || d.provider_code ? `, ${upstreamSaid(d)}` : ''}; failed step ${d.failed_step ?? '-'}; ${d.attempts} attempt(s) over all steps; ${d.retry_state ?? ''}; now ${d.state}`,
     );
   }
   for (const a of actions) {
@@ -341,4 +341,10 @@ export async function tenantStage(pool: pg.Pool, row: StatusRow): Promise<Tenant
   };
   const v = stageVerdict(facts);
   return { stage: v.words, nextStep: v.nextStep, ...(f.replay_job_id ? { replayJobId: f.replay_job_id } : {}) };
+}
+
+/** "stripe said card_declined": the upstream a failure reached, in its own words (migration 0021). */
+function upstreamSaid(r: { upstream: string | null; provider_code: string | null }): string | null {
+  if (!r.upstream && !r.provider_code) return null;
+  return `${r.upstream ?? 'the upstream'}${r.provider_code ? ` said ${r.provider_code}` : ''}`;
 }

@@ -17,6 +17,9 @@ export interface AttemptRecord {
   delayMs?: number;
   /** Why the delay (migration 0012): the upstream's Retry-After, or full jitter. */
   delaySource?: 'retry-after' | 'jitter';
+  /** The upstream the failed call went to, and its own error code (migration 0021). Failures only. */
+  upstream?: string;
+  providerCode?: string;
   startedAt: Date;
 }
 
@@ -24,9 +27,10 @@ export interface AttemptRecord {
 export async function recordAttempt(db: pg.Pool | pg.PoolClient, a: AttemptRecord): Promise<void> {
   await db.query({
     name: 'record-attempt',
-    text: `INSERT INTO job_attempts (job_id, step, attempt, outcome, error_class, status_code, delay_ms, started_at, delay_source)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-    values: recordAttemptParams(a),
+    text: `INSERT INTO job_attempts (job_id, step, attempt, outcome, error_class, status_code, delay_ms, started_at, delay_source,
+                                      upstream, provider_code)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+    values: [...recordAttemptParams(a), a.upstream ?? null, a.providerCode ?? null],
   });
 }
 
@@ -101,11 +105,23 @@ export async function recordLostAttempt(
 export async function failureWindow(
   db: Db,
   jobId: string,
-): Promise<{ attempts: number; last_failed_attempt: number | null; first_failure_at: Date | null; last_failure_at: Date | null }> {
+): Promise<{
+  attempts: number;
+  last_failed_attempt: number | null;
+  first_failure_at: Date | null;
+  last_failure_at: Date | null;
+  /** The last failed attempt's upstream and the provider's own code (migration 0021), when it reached one. */
+  upstream: string | null;
+  provider_code: string | null;
+}> {
   const r = await db.query(
     `SELECT count(*)::int AS attempts,
             (array_agg(attempt ORDER BY finished_at DESC, id DESC) FILTER (WHERE outcome IN ('retryable', 'non_retryable')))[1]
               AS last_failed_attempt,
+            (array_agg(upstream ORDER BY finished_at DESC, id DESC) FILTER (WHERE outcome IN ('retryable', 'non_retryable')))[1]
+              AS upstream,
+            (array_agg(provider_code ORDER BY finished_at DESC, id DESC) FILTER (WHERE outcome IN ('retryable', 'non_retryable')))[1]
+              AS provider_code,
             min(finished_at) FILTER (WHERE outcome IN ('retryable', 'non_retryable')) AS first_failure_at,
             max(finished_at) FILTER (WHERE outcome IN ('retryable', 'non_retryable')) AS last_failure_at
        FROM job_attempts WHERE job_id = $1`,

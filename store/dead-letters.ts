@@ -33,6 +33,9 @@ export interface DeadLetterRow {
   input_hash: string;
   input_ref: string;
   provider_request_ids: ProviderRequestRef[];
+  /** The upstream the last failed attempt called and its own error code (migration 0021); null when none was reached. */
+  upstream: string | null;
+  provider_code: string | null;
   first_failure_at: Date;
   last_failure_at: Date;
   state: DeadLetterState;
@@ -66,8 +69,8 @@ export async function insertDeadLetter(db: Db, d: NewDeadLetter): Promise<boolea
   const r = await db.query(
     `INSERT INTO dead_letters (id, job_id, run_id, tenant_id, job_type, error_class, error_type, status_code, retry_state,
             failed_step, message, attempts, code_version, build_id, input_hash, input_ref, provider_request_ids,
-            first_failure_at, last_failure_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+            first_failure_at, last_failure_at, upstream, provider_code)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
      ON CONFLICT DO NOTHING`,
     [
       d.id,
@@ -89,6 +92,8 @@ export async function insertDeadLetter(db: Db, d: NewDeadLetter): Promise<boolea
       JSON.stringify(d.provider_request_ids),
       d.first_failure_at,
       d.last_failure_at,
+      d.upstream ?? null,
+      d.provider_code ?? null,
     ],
   );
   return r.rowCount === 1;

@@ -65,13 +65,15 @@ export interface TimelineAttempt {
   status_code: number | null;
   delay_ms: number | null;
   delay_source: 'retry-after' | 'jitter' | null;
+  upstream: string | null;
+  provider_code: string | null;
   started_at: Date;
   finished_at: Date;
 }
 
 export async function attemptsOf(db: Db, jobId: string): Promise<TimelineAttempt[]> {
   const r = await db.query<TimelineAttempt>(
-    `SELECT step, attempt, outcome, error_class, status_code, delay_ms, delay_source, started_at, finished_at
+    `SELECT step, attempt, outcome, error_class, status_code, delay_ms, delay_source, upstream, provider_code, started_at, finished_at
        FROM job_attempts WHERE job_id = $1 ORDER BY id`,
     [jobId],
   );
@@ -178,6 +180,8 @@ export interface TimelineDeadLetter {
   status_code: number | null;
   retry_state: string | null;
   failed_step: string | null;
+  upstream: string | null;
+  provider_code: string | null;
   attempts: number;
   state: string;
   discard_reason: string | null;
@@ -191,7 +195,7 @@ export interface TimelineDeadLetter {
 
 export async function deadLettersOf(db: Db, jobId: string): Promise<TimelineDeadLetter[]> {
   const r = await db.query<TimelineDeadLetter>(
-    `SELECT id, run_id, error_class, error_type, status_code, retry_state, failed_step, attempts, state, discard_reason,
+    `SELECT id, run_id, error_class, error_type, status_code, retry_state, failed_step, upstream, provider_code, attempts, state, discard_reason,
             replay_count, replay_id, replay_job_id, first_failure_at, last_failure_at, created_at
        FROM dead_letters WHERE job_id = $1 ORDER BY created_at`,
     [jobId],

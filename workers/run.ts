@@ -7,7 +7,7 @@
  */
 import { NativeConnection, Runtime } from '@temporalio/worker';
 import type { JobRegistry } from '../job-api/registry.js';
-import { loadConfigOrExit } from '../lib/config-or-exit.js';
+import { exitOnConfigError, loadConfigOrExit } from '../lib/config-or-exit.js';
 import { createPool } from '../lib/db.js';
 import { createLogger } from '../lib/logger.js';
 import { exitWithParent, onShutdown } from '../lib/shutdown.js';
@@ -52,28 +52,32 @@ export async function runWorker(o: RunWorkerOptions): Promise<void> {
   // exits), its logs through pino, the core's metrics when WORKER_METRICS_PORT is set.
   Runtime.install(telemetry.runtime);
   const connection = await NativeConnection.connect(await connectionOptions(config, config.temporalAddress));
-  const worker = await createWorker({
-    jobs: o.jobs,
-    system: o.system ?? env.DURABLE_JOBS_SYSTEM !== 'false',
-    connection,
-    namespace: config.temporalNamespace,
-    taskQueue: config.taskQueue,
-    pool,
-    providerUrl: config.providerUrl,
-    fallbackProviderUrl: config.providerFallbackUrl,
-    log,
-    codeVersion: config.codeVersion,
-    concurrencyLimits: config.concurrencyLimits,
-    jobBudgets: config.jobBudgets,
-    fastPathTypes: config.fastPathTypes,
-    shutdownGraceMs: config.workerShutdownGraceSeconds * 1000,
-    concurrencyTotal: config.tuning.concurrencyTotal,
-    maxConcurrentActivityTaskExecutions: config.tuning.activitySlots,
-    maxConcurrentWorkflowTaskExecutions: config.tuning.workflowSlots,
-    maxCachedWorkflows: config.tuning.cachedWorkflows,
-    maxConcurrentWorkflowTaskPolls: config.tuning.workflowPollers,
-    maxConcurrentActivityTaskPolls: config.tuning.activityPollers,
-  });
+  // A missing upstream credential is one line naming its variable, and exit code 2.
+  const worker = await exitOnConfigError('worker', () =>
+    createWorker({
+      env,
+      jobs: o.jobs,
+      system: o.system ?? env.DURABLE_JOBS_SYSTEM !== 'false',
+      connection,
+      namespace: config.temporalNamespace,
+      taskQueue: config.taskQueue,
+      pool,
+      providerUrl: config.providerUrl,
+      fallbackProviderUrl: config.providerFallbackUrl,
+      log,
+      codeVersion: config.codeVersion,
+      concurrencyLimits: config.concurrencyLimits,
+      jobBudgets: config.jobBudgets,
+      fastPathTypes: config.fastPathTypes,
+      shutdownGraceMs: config.workerShutdownGraceSeconds * 1000,
+      concurrencyTotal: config.tuning.concurrencyTotal,
+      maxConcurrentActivityTaskExecutions: config.tuning.activitySlots,
+      maxConcurrentWorkflowTaskExecutions: config.tuning.workflowSlots,
+      maxCachedWorkflows: config.tuning.cachedWorkflows,
+      maxConcurrentWorkflowTaskPolls: config.tuning.workflowPollers,
+      maxConcurrentActivityTaskPolls: config.tuning.activityPollers,
+    }),
+  );
   // run() resolves once every queue's worker has stopped polling and every in-flight task
   // finished (or was cancelled at the grace deadline); only then may the process exit. Exiting
   // as soon as shutdown() returns abandons the attempts: each waits for its heartbeat timeout and runs again.

@@ -6,6 +6,7 @@ import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleOption
 import type pg from 'pg';
 import { createActivities } from '../activities/index.js';
 import { createProvider, type Provider } from '../activities/provider.js';
+import { readCredentials } from '../lib/credentials.js';
 import { NonRetryableError } from '../lib/errors.js';
 import type { ConcurrencyLimits, JobBudgets, JobType } from '../contract/job-types.js';
 import { defaultJobRegistry } from '../jobs/index.js';
@@ -135,14 +136,23 @@ export interface WorkerOptions {
    * cancel gives up 10 s later (`run()` throws GracefulShutdownPeriodExpiredError).
    */
   shutdownGraceMs?: number;
+  /**
+   * Where the credentials of the types' upstreams are read from, once, before the worker polls
+   * (`jobType(..., { upstreams })`, lib/credentials.ts): a missing one is a ConfigError naming
+   * its variable. Default `process.env`.
+   */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** The upstream of a worker started without `PROVIDER_URL`: an effect is a configuration error, never retried. */
-const noProvider: Provider = async () => {
-  throw new NonRetryableError('this worker has no upstream: set PROVIDER_URL (createWorker({ providerUrl }))', {
-    errorClass: 'configuration',
-  });
-};
+const noProvider: Provider = Object.assign(
+  async () => {
+    throw new NonRetryableError('this worker has no upstream: set PROVIDER_URL (createWorker({ providerUrl }))', {
+      errorClass: 'configuration',
+    });
+  },
+  { upstreamName: 'provider' },
+);
 
 /** Room after the grace time for cancelled attempts to record what they know and report. */
 const SHUTDOWN_FORCE_AFTER_GRACE_MS = 10_000;
@@ -151,6 +161,8 @@ export async function createQueueWorker(o: WorkerOptions): Promise<Worker> {
   const jobs = o.jobs ?? defaultJobRegistry;
   const limits = jobs.concurrencyLimits(o.concurrencyLimits);
   const graceMs = o.shutdownGraceMs ?? DEFAULT_WORKER_SHUTDOWN_GRACE_SECONDS * 1000;
+  // Before anything polls: a worker without its upstream's key must not start taking jobs it can only fail.
+  readCredentials(jobs.credentials, o.env ?? process.env);
   const activities = createActivities({
     jobs,
     pool: o.pool,
@@ -158,7 +170,7 @@ export async function createQueueWorker(o: WorkerOptions): Promise<Worker> {
     log: o.log,
     codeVersion: o.codeVersion,
     limits,
-    fallbackProvider: o.fallbackProviderUrl ? createProvider(o.fallbackProviderUrl) : undefined,
+    fallbackProvider: o.fallbackProviderUrl ? createProvider(o.fallbackProviderUrl, 'provider-fallback') : undefined,
     jobBudgets: o.jobBudgets,
     fastPathTypes: o.fastPathTypes,
     totalConcurrency: o.concurrencyTotal,
