@@ -19,8 +19,11 @@ export interface HttpAnswer {
 
 export interface HttpUpstreamOptions {
   name: string;
-  /** Where `request(path)` goes: `baseUrl + path`. */
-  baseUrl: string;
+  /**
+   * Where `request(path)` goes: `baseUrl + path`. A function is asked on every call, so the URL
+   * may come from configuration read after the module loaded (a test's upstream on a free port).
+   */
+  baseUrl: string | (() => string);
   /** Default `idempotentByKey`; `lookupByKey` needs `lookup`. */
   semantics?: UpstreamSemantics;
   /** Sent on every request; a `Credential`'s value is read at worker start and never logged. Default none. */
@@ -120,7 +123,7 @@ export function httpUpstream(o: HttpUpstreamOptions): HttpUpstream {
     if (r.effectKey && idempotencyHeader) headers[idempotencyHeader] = r.effectKey;
     let res: Response;
     try {
-      res = await fetch(o.baseUrl + r.path, {
+      res = await fetch((typeof o.baseUrl === 'function' ? o.baseUrl() : o.baseUrl) + r.path, {
         method: r.method ?? 'POST',
         headers,
         body: r.body === undefined ? undefined : JSON.stringify(r.body),

@@ -19,7 +19,7 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
+import { NativeConnection, Runtime } from '@temporalio/worker';
 import pg from 'pg';
 import { createJobRegistry, modulePath, type JobRegistry, type JobTypeModule } from '../job-api/registry.js';
 import { createLogger, type Logger } from '../lib/logger.js';
@@ -28,6 +28,7 @@ import type { JobStatus } from '../services/job-status.js';
 import { prepareStack } from '../services/stack.js';
 import { startSimulator } from '../simulator/server.js';
 import { createWorker, type DurableWorker, type DurableWorkerOptions } from '../workers/durable-worker.js';
+import { sdkLogger } from '../workers/telemetry.js';
 
 export interface TestStackOptions {
   /** The job types under test (the same registry the team's workers run). */
@@ -220,7 +221,15 @@ export async function startTestStack(o: TestStackOptions): Promise<TestStack> {
     const [temporalServer, postgres] = await Promise.all([startTemporal(o, log), startPostgres(o, log)]);
     stops.push(temporalServer.stop, postgres.stop);
     const pool = new pg.Pool({ connectionString: postgres.url, max: 10 });
-    stops.push(() => pool.end());
+    // An idle client's connection ended by the server (the database stopping at close) is not an error of the test.
+    let closing = false;
+    pool.on('error', (err) => {
+      if (!closing) log(`postgres pool: ${err.message}`);
+    });
+    stops.push(async () => {
+      closing = true;
+      await pool.end();
+    });
     const connection = await Connection.connect({ address: temporalServer.address });
     stops.push(() => connection.close());
     const tenantId = 'test-tenant';
@@ -243,6 +252,12 @@ export async function startTestStack(o: TestStackOptions): Promise<TestStack> {
       TASK_QUEUE: taskQueue,
       PROVIDER_URL: sim.url,
     };
+    // The SDK's own logs through pino (warnings and errors), once per process, before any worker.
+    try {
+      Runtime.install({ logger: sdkLogger(logger), shutdownSignals: [] });
+    } catch {
+      // installed already (another stack in this process, or the test's own choice)
+    }
     let native: NativeConnection | undefined;
     const running: DurableWorker[] = [];
     const runs: Promise<void>[] = [];

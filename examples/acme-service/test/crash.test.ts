@@ -8,7 +8,9 @@ import { waitFor } from './wait.js';
 
 let stack: TestStack;
 beforeAll(async () => {
+  process.env.ACME_PAYMENTS_KEY = 'test-payments-key-0123456789';
   stack = await startTestStack({ jobs });
+  process.env.ACME_PAYMENTS_URL = stack.upstream.url; // the worker process inherits it
 });
 afterAll(async () => {
   await stack?.close();

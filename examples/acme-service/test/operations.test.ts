@@ -19,7 +19,10 @@ const admin = async (method: 'GET' | 'POST', url: string, payload?: unknown) => 
 };
 
 beforeAll(async () => {
+  // The payments upstream's key, read once when a worker starts (never logged or stored).
+  process.env.ACME_PAYMENTS_KEY = 'test-payments-key-0123456789';
   stack = await startTestStack({ jobs });
+  process.env.ACME_PAYMENTS_URL = stack.upstream.url;
   worker = await stack.startWorker();
   api = createServer({ jobs, pool: stack.pool, temporal: stack.temporal, taskQueue: stack.taskQueue, adminApiKey: ADMIN_KEY });
   await api.ready();
@@ -95,5 +98,16 @@ describe('acme-service job types', () => {
     expect(timeline.status).toBe(200);
     expect(JSON.stringify(timeline.body)).toContain('charge');
     expect((await api.inject({ method: 'GET', url: '/console' })).statusCode).toBe(200);
+  });
+
+  it('a charge the payments service refuses is a dead letter naming the upstream and its code', async () => {
+    await stack.upstream.fault({ path: '/v1/payments', status: 402 });
+    const { jobId } = await billOrder(stack.client, stack.tenantId, { id: 'ops-3', amountCents: 500, email: 'ed@acme.test' });
+    const failed = await stack.waitForJob(jobId, 'dead_lettered');
+    const dl = await admin('GET', `/v1/dead-letters/${failed.deadLetterId}`);
+    expect(dl.body).toMatchObject({ upstream: 'payments', providerCode: 'injected_fault', statusCode: 402 });
+    // Nothing was charged and no e-mail went out.
+    const effects = Object.entries(await stack.upstream.effects()).filter(([k]) => k.startsWith(jobId));
+    expect(effects.every(([, e]) => e.applied === 0)).toBe(true);
   });
 });
