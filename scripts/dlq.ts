@@ -11,7 +11,7 @@
  *
  * Every command takes `--json` (the API's JSON, unchanged) instead of the table.
  */
-import { loadConfig } from '../lib/config.js';
+import { adminApiFromEnv, createApi, table, UsageError, type Api } from './lib/admin-api.js';
 import { defaultJobRegistry } from '../jobs/index.js';
 
 const USAGE = `usage: npm run dlq -- <command> [--json]
@@ -22,8 +22,6 @@ const USAGE = `usage: npm run dlq -- <command> [--json]
   progress REPLAY_ID | pause REPLAY_ID | resume REPLAY_ID | stop REPLAY_ID [--reason R]
   discard ID --reason R
 filter keys: jobType, tenantId, errorClass, statusCode, since, until, limit`;
-
-class UsageError extends Error {}
 
 interface Args {
   command: string;
@@ -62,45 +60,6 @@ function need(a: Args, what: string): string {
   const v = a.positional[0];
   if (!v) throw new UsageError(`missing ${what}`);
   return v;
-}
-
-type Api = (method: string, path: string, body?: unknown) => Promise<any>;
-
-function createApi(baseUrl: string, adminKey: string): Api {
-  return async (method, path, body) => {
-    let res: Response;
-    try {
-      res = await fetch(baseUrl + path, {
-        method,
-        // The key names the operator for the audit trail (ADMIN_API_KEYS); no X-Operator.
-        headers: { authorization: `Bearer ${adminKey}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-    } catch (err) {
-      throw new Error(`cannot reach the API at ${baseUrl} (${(err as Error).message}); is \`npm start\` running? (DJ_API_URL)`);
-    }
-    const text = await res.text();
-    const json = text ? JSON.parse(text) : undefined;
-    if (res.status >= 400) {
-      const p = json ?? {};
-      throw new Error(
-        `${res.status} ${p.title ?? 'error'}${p.detail ? `: ${p.detail}` : ''}${p.errors ? ` (${p.errors.map((e: { path: string; message: string }) => `${e.path}: ${e.message}`).join('; ')})` : ''}`,
-      );
-    }
-    return json;
-  };
-}
-
-/** A plain aligned table: readable in any terminal, no dependency. */
-function table(headers: string[], rows: unknown[][]): string {
-  const cells = rows.map((r) => r.map((c) => (c === null || c === undefined ? '-' : String(c))));
-  const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((r) => r[i]!.length)));
-  const line = (r: string[]) =>
-    r
-      .map((c, i) => c.padEnd(widths[i]!))
-      .join('  ')
-      .trimEnd();
-  return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n');
 }
 
 function age(iso: string): string {
@@ -308,17 +267,8 @@ async function run(a: Args, api: Api): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const config = loadConfig(process.env, { jobTypes: defaultJobRegistry.names, fastPathTypes: defaultJobRegistry.fastPathTypes });
-  // Against the local stack (`npm start`, dev mode) the admin key has a known default.
-  const local = /^https?:\/\/(127\.0\.0\.1|localhost)[:/]/.test(`${config.apiUrl}/`);
-  const adminKey =
-    config.adminApiKey ??
-    (local
-      ? loadConfig(process.env, { jobTypes: defaultJobRegistry.names, fastPathTypes: defaultJobRegistry.fastPathTypes, mode: 'dev' })
-          .adminApiKey
-      : undefined);
-  if (!adminKey) throw new UsageError("set ADMIN_API_KEY to the API's admin key");
-  await run(parseArgs(process.argv.slice(2)), createApi(config.apiUrl, adminKey));
+  const { apiUrl, adminKey } = adminApiFromEnv(defaultJobRegistry);
+  await run(parseArgs(process.argv.slice(2)), createApi(apiUrl, adminKey));
 }
 
 main().catch((err: Error) => {

@@ -10,7 +10,7 @@
  *
  * Every command takes `--json` (the API's JSON, unchanged) instead of the table.
  */
-import { loadConfig } from '../lib/config.js';
+import { adminApiFromEnv, createApi, table, UsageError, type Api } from './lib/admin-api.js';
 import { defaultJobRegistry } from '../jobs/index.js';
 
 const USAGE = `usage: npm run tenants -- <command> [--json]
@@ -18,8 +18,6 @@ const USAGE = `usage: npm run tenants -- <command> [--json]
   list                       every tenant and its keys (names, prefixes, last use; never a key)
   add-key ID --name NAME     a new key for the tenant, printed once: store it now
   revoke-key ID NAME         revoke the tenant's live key of that name`;
-
-class UsageError extends Error {}
 
 function parseArgs(argv: string[]): { command: string; positional: string[]; json: boolean; name: string | undefined } {
   const [command = 'help', ...rest] = argv;
@@ -43,44 +41,6 @@ function args(positional: string[], ...what: string[]): string[] {
   if (positional.length < what.length) throw new UsageError(`missing ${what[positional.length]}`);
   if (positional.length > what.length) throw new UsageError(`unexpected argument ${positional[what.length]}`);
   return positional;
-}
-
-type Api = (method: string, path: string, body?: unknown) => Promise<any>;
-
-function createApi(baseUrl: string, adminKey: string): Api {
-  return async (method, path, body) => {
-    let res: Response;
-    try {
-      res = await fetch(baseUrl + path, {
-        method,
-        headers: { authorization: `Bearer ${adminKey}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-    } catch (err) {
-      throw new Error(`cannot reach the API at ${baseUrl} (${(err as Error).message}); is \`npm start\` running? (DJ_API_URL)`);
-    }
-    const text = await res.text();
-    const json = text ? JSON.parse(text) : undefined;
-    if (res.status >= 400) {
-      const p = json ?? {};
-      throw new Error(
-        `${res.status} ${p.title ?? 'error'}${p.detail ? `: ${p.detail}` : ''}${p.errors ? ` (${p.errors.map((e: { path: string; message: string }) => `${e.path}: ${e.message}`).join('; ')})` : ''}`,
-      );
-    }
-    return json;
-  };
-}
-
-/** A plain aligned table: readable in any terminal, no dependency. */
-function table(headers: string[], rows: unknown[][]): string {
-  const cells = rows.map((r) => r.map((c) => (c === null || c === undefined ? '-' : String(c))));
-  const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((r) => r[i]!.length)));
-  const line = (r: string[]) =>
-    r
-      .map((c, i) => c.padEnd(widths[i]!))
-      .join('  ')
-      .trimEnd();
-  return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n');
 }
 
 const path = (id: string) => `/v1/admin/tenants/${encodeURIComponent(id)}`;
@@ -133,17 +93,8 @@ async function run(argv: string[], api: () => Api): Promise<void> {
 }
 
 function adminApi(): Api {
-  const config = loadConfig(process.env, { jobTypes: defaultJobRegistry.names, fastPathTypes: defaultJobRegistry.fastPathTypes });
-  // Against the local stack (`npm start`, dev mode) the admin key has a known default.
-  const local = /^https?:\/\/(127\.0\.0\.1|localhost)[:/]/.test(`${config.apiUrl}/`);
-  const adminKey =
-    config.adminApiKey ??
-    (local
-      ? loadConfig(process.env, { jobTypes: defaultJobRegistry.names, fastPathTypes: defaultJobRegistry.fastPathTypes, mode: 'dev' })
-          .adminApiKey
-      : undefined);
-  if (!adminKey) throw new UsageError("set ADMIN_API_KEY to the API's admin key");
-  return createApi(config.apiUrl, adminKey);
+  const { apiUrl, adminKey } = adminApiFromEnv(defaultJobRegistry);
+  return createApi(apiUrl, adminKey);
 }
 
 run(process.argv.slice(2), adminApi).catch((err: Error) => {
