@@ -47,6 +47,12 @@ export interface StageFacts {
     discardReason: string | null;
     discardedBy?: string | null;
   } | null;
+  /**
+   * Temporal's view when the workflow's newest task failed and none completed since: the
+   * engine cannot run the workflow code (an unknown workflow type on that worker, a
+   * non-deterministic deploy, a bundle error). `attempt` counts the failures so far.
+   */
+  workflowTaskFailure?: { message: string; identity: string | null; attempt: number; workflowType: string | null } | null;
   /** The newest replay job of this job, if it was replayed. */
   replay?: { jobId: string; status: string } | null;
 }
@@ -279,8 +285,26 @@ export function stageVerdict(f: StageFacts): StageVerdict {
       nextStep: 'admitted once its priority is resumed, at the recovery rate',
     };
   }
+  if (f.workflowTaskFailure) return workflowTaskVerdict(f, f.workflowTaskFailure);
   if (!f.firstStartedAt) return claimVerdict(f);
   return sideEffectVerdict(f);
+}
+
+/** The engine fails the workflow's task: no step can run until a worker that can run its code takes it. */
+function workflowTaskVerdict(f: StageFacts, w: NonNullable<StageFacts['workflowTaskFailure']>): StageVerdict {
+  const stage: Stage = f.firstStartedAt ? 'side_effects' : 'claim';
+  const on = w.identity ? ` on worker ${w.identity}` : '';
+  const unknownType = /not (found|registered)|no such function|unknown workflow/i.test(w.message);
+  const what = w.workflowType ? `workflow ${w.workflowType}${f.jobType ? ` (job type ${f.jobType})` : ''}` : 'the workflow';
+  return {
+    stage,
+    condition: 'stuck',
+    words: `stuck at ${STAGE_WORDS[stage]}: the workflow task of ${what} fails${on}, ${w.attempt} time(s): ${w.message.slice(0, 200)}`,
+    figure: `${w.attempt} workflow task failure(s)`,
+    nextStep: unknownType
+      ? `a worker polls this queue without job type ${f.jobType ?? '?'}: give that worker the type, or put the type on a task queue of its own (defineJob taskQueue) served by the workers that have it`
+      : 'the worker cannot replay or run the workflow code (a non-deterministic change or a bundle error): roll back the deploy, or fix the code and deploy again; the job resumes where it stopped',
+  };
 }
 
 /** Queue wait and execution time of each stage, kept apart (ms; absent where the stage was not reached). */

@@ -175,7 +175,37 @@ function temporalEvents(events: HistoryEvent[]): TimelineEvent[] {
   return out;
 }
 
-export async function temporalSide(deps: TimelineDeps, jobId: string): Promise<{ info: JobTimeline['temporal']; events: TimelineEvent[] }> {
+/**
+ * The newest workflow task failure when no task completed after it and the workflow still runs:
+ * the engine keeps retrying a task it cannot run (Temporal records the first failure of a
+ * series; the pending task's attempt counts them).
+ */
+export function failingWorkflowTask(
+  events: HistoryEvent[],
+  running: boolean,
+  pendingAttempt: number | null | undefined,
+): { message: string; identity: string | null; attempt: number; workflowType: string | null } | null {
+  if (!running) return null;
+  let failed: HistoryEvent | undefined;
+  for (const ev of events) {
+    if (ev.workflowTaskFailedEventAttributes) failed = ev;
+    else if (ev.workflowTaskCompletedEventAttributes) failed = undefined;
+  }
+  if (!failed) return null;
+  const a = failed.workflowTaskFailedEventAttributes!;
+  const started = events.find((e) => e.workflowExecutionStartedEventAttributes)?.workflowExecutionStartedEventAttributes;
+  return {
+    message: a.failure?.message ?? 'workflow task failed',
+    identity: a.identity ?? null,
+    attempt: Math.max(1, pendingAttempt ?? 1),
+    workflowType: started?.workflowType?.name ?? null,
+  };
+}
+
+export async function temporalSide(
+  deps: TimelineDeps,
+  jobId: string,
+): Promise<{ info: JobTimeline['temporal']; events: TimelineEvent[]; workflowTaskFailure?: ReturnType<typeof failingWorkflowTask> }> {
   const info: JobTimeline['temporal'] = { workflowId: jobId };
   if (!deps.temporal) return { info: { ...info, note: 'no Temporal client: Postgres events only' }, events: [] };
   const client = deps.temporal;
@@ -203,6 +233,7 @@ export async function temporalSide(deps: TimelineDeps, jobId: string): Promise<{
     return {
       info: { ...info, runId: d.runId, status: d.status.name, taskQueue: d.taskQueue, historyEvents: history.events?.length ?? 0 },
       events,
+      workflowTaskFailure: failingWorkflowTask(history.events ?? [], d.status.name === 'RUNNING', d.raw.pendingWorkflowTask?.attempt),
     };
   } catch (err) {
     const name = (err as Error).name;

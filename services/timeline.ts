@@ -251,7 +251,11 @@ export async function jobTimeline(deps: TimelineDeps, jobId: string): Promise<Jo
   if (!job) throw new NotFoundError(`job ${jobId} not found`);
   const [pgSide, temporal] = await Promise.all([postgresEvents(deps.pool, job), temporalSide(deps, jobId)]);
   const now = new Date();
-  const facts: StageFacts = { ...pgSide.facts, now };
+  const facts: StageFacts = {
+    ...pgSide.facts,
+    now,
+    ...(temporal.workflowTaskFailure ? { workflowTaskFailure: temporal.workflowTaskFailure } : {}),
+  };
   // Only a job no worker has started yet needs Temporal's view of its task queue.
   if (!job.first_started_at && job.workflow_started_at && job.status === 'queued') {
     const name = temporal.info.taskQueue ?? deps.taskQueue;
