@@ -7,7 +7,7 @@ import { createDeadLetterService } from '../services/dead-letters.js';
 import { createOutboxService } from '../services/outbox.js';
 import type { JobsClient } from '../services/intake.js';
 import { createWebhookService } from '../services/webhooks.js';
-import { hasUnstorableText, jsonNestedDeeperThan } from '../lib/json-safety.js';
+import { findUnstorableField, jsonNestedDeeperThan } from '../lib/json-safety.js';
 import type { Logger } from '../lib/logger.js';
 import type { OperatorKey } from '../lib/config.js';
 import { createAdminJobsService } from '../services/admin-jobs.js';
@@ -108,22 +108,33 @@ export function registerDurableJobs(app: FastifyInstance, deps: AppDeps): void {
     sendProblem(reply, problem(404, 'not-found', 'Not found', `no route ${req.method} ${req.url.split('?')[0]}`)),
   );
 
-  // Postgres cannot store NUL in text: an ID with one in the path can match nothing, and
-  // passing it on would fail the query with a 500. Say so precisely instead.
+  // Postgres cannot store NUL (or a lone surrogate) in text: an ID, filter or reason with one
+  // can match nothing, and passing it on would fail the query with a 500 (and an alert) at will.
+  // Say so precisely instead, for path parameters, query strings and body strings alike. The
+  // webhook receiver is left out: its body is checked only after its signature is, over the raw
+  // bytes, and its own service answers 400 for an event Postgres could not store.
   app.addHook('preValidation', async (req, reply) => {
-    const params = (req.params ?? {}) as Record<string, unknown>;
-    const bad = Object.entries(params).find(([, v]) => typeof v === 'string' && hasUnstorableText(v));
-    if (bad)
-      return sendProblem(
-        reply,
-        problem(
-          400,
-          'validation-error',
-          'Invalid request',
-          `the path parameter ${bad[0]} contains a NUL character or an unpaired surrogate`,
-          { errors: [{ path: bad[0], message: 'must not contain NUL characters or unpaired UTF-16 surrogates' }] },
-        ),
-      );
+    const where = [
+      ['path parameter', req.params],
+      ['query parameter', req.query],
+      ...(req.routeOptions.url?.startsWith('/v1/webhooks/') ? [] : [['body field', req.body] as const]),
+    ] as const;
+    for (const [what, value] of where) {
+      const issue = findUnstorableField(value);
+      if (issue)
+        return sendProblem(
+          reply,
+          problem(
+            400,
+            'validation-error',
+            'Invalid request',
+            `the ${what} ${issue.path} contains a NUL character or an unpaired surrogate`,
+            {
+              errors: [issue],
+            },
+          ),
+        );
+    }
   });
 
   app.get('/healthz', async () => ({ status: 'ok' }));
