@@ -98,6 +98,10 @@ export function registerDurableJobs(app: FastifyInstance, deps: AppDeps): void {
     }
   });
 
+  // JSON only: Fastify's built-in text/plain parser made a text body a 400 validation error
+  // instead of the documented 415 (F12).
+  app.removeContentTypeParser('text/plain');
+
   app.setErrorHandler((err, req, reply) => {
     noteUnavailable(req, err);
     const p = problemFromError(err);
