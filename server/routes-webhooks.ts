@@ -36,6 +36,9 @@ export function verifyWebhook(
     if (typeof v !== 'string' || v === '') return { ok: false, reason: `missing ${name} header` };
     h[name] = v;
   }
+  // Strictly an integer of seconds: the library's parseInt would accept '1700000000abc' (F12).
+  if (!/^(0|[1-9][0-9]{0,14})$/.test(h['webhook-timestamp']!))
+    return { ok: false, reason: 'invalid webhook-timestamp header: must be an integer of seconds since the epoch' };
   let reason = 'no matching signature';
   for (const wh of verifiers) {
     try {

@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { Client, Connection } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
@@ -194,6 +195,21 @@ describe('POST /v1/webhooks/{source}', () => {
       expect(r.body.type, name).toBe('urn:durable-jobs:problem:invalid-webhook-signature');
       expect(await rowsFor(r.id), name).toBe(0);
       expect((await delivery(r.id)).status, name).toBe(404);
+    }
+  });
+
+  it('answers 401 for a webhook-timestamp that is not strictly an integer, even when the signature covers it (F12)', async () => {
+    const now = String(Math.floor(Date.now() / 1000));
+    const key = Buffer.from(WEBHOOK_SECRET.slice('whsec_'.length), 'base64');
+    for (const ts of [`${now}abc`, `${now}.5`, `0${now}`, `+${now}`, `${now}e0`]) {
+      const id = `msg_${uid()}`;
+      const body = JSON.stringify({ type: 'test.ping', data: { n: 1 } });
+      // Signed over exactly this timestamp text, as a sender that means it would.
+      const signature = `v1,${createHmac('sha256', key).update(`${id}.${ts}.${body}`).digest('base64')}`;
+      const r = await postWebhook(h.baseUrl, { id, body, signature, headers: { 'webhook-timestamp': ts } });
+      expect(r.status, ts).toBe(401);
+      expect(r.body.detail, ts).toContain('webhook-timestamp');
+      expect(await rowsFor(id), ts).toBe(0);
     }
   });
 
