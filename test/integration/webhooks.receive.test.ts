@@ -213,6 +213,31 @@ describe('POST /v1/webhooks/{source}', () => {
     }
   });
 
+  it('refuses a known webhook-id with a different, validly signed body (409) and records the conflict on its row (F12)', async () => {
+    const id = `msg_${uid()}`;
+    const body = JSON.stringify({ type: 'test.ping', data: { n: 1 } });
+    expect((await postWebhook(h.baseUrl, { id, body })).status).toBe(202);
+    const other = await postWebhook(h.baseUrl, { id, body: JSON.stringify({ type: 'test.ping', data: { n: 2 } }) });
+    expect(other.status).toBe(409);
+    expect(other.body).toMatchObject({ type: 'urn:durable-jobs:problem:webhook-id-conflict', status: 409 });
+    // The same bytes again are still a plain redelivery.
+    expect((await postWebhook(h.baseUrl, { id, body })).status).toBe(200);
+    expect(await rowsFor(id)).toBe(1);
+    const d = await delivery(id);
+    expect(d.body).toMatchObject({ timesReceived: 2, conflictingDeliveries: 1, lastConflictAt: expect.any(String) });
+  });
+
+  it('does not let a different body under a known webhook-id reach the job a second time', async () => {
+    const job = await transcribeWaitingForWebhook();
+    const id = `msg_${uid()}`;
+    expect((await postWebhook(h.baseUrl, { id, body: job.completion('the real transcript') })).status).toBe(202);
+    const done = await h.waitForStatus(job.jobId, 'succeeded');
+    expect(done.result).toMatchObject({ text: 'the real transcript', webhookId: id });
+    expect((await postWebhook(h.baseUrl, { id, body: job.completion('FORGED') })).status).toBe(409);
+    expect(await signalsReceived(job.jobId)).toBe(1);
+    expect((await delivery(id)).body).toMatchObject({ jobId: job.jobId, outcome: 'signalled', timesReceived: 1, conflictingDeliveries: 1 });
+  });
+
   it('answers 400 for malformed JSON under a valid signature, and records nothing', async () => {
     const r = await postWebhook(h.baseUrl, { body: '{"type": "transcription.completed", ' });
     expect(r.status).toBe(400);
