@@ -98,6 +98,16 @@ export function registerDurableJobs(app: FastifyInstance, deps: AppDeps): void {
     }
   });
 
+  // Every answer: no MIME sniffing (a browser must never run a JSON body or a problem as HTML
+  // or script). And, unless a route says otherwise (the console's assets: no-cache), no copy
+  // kept anywhere: job results, dead letters, other tenants' jobs in admin reads and new keys
+  // must not sit in a shared proxy's or a browser's cache (OWASP ASVS 8.1.1 / 14.4.4, F10).
+  app.addHook('onSend', async (_req, reply, payload) => {
+    reply.header('X-Content-Type-Options', 'nosniff');
+    if (!reply.hasHeader('Cache-Control')) reply.header('Cache-Control', 'no-store');
+    return payload;
+  });
+
   // JSON only: Fastify's built-in text/plain parser made a text body a 400 validation error
   // instead of the documented 415 (F12).
   app.removeContentTypeParser('text/plain');
