@@ -13,6 +13,7 @@ import type { OperatorKey } from '../lib/config.js';
 import { createAdminJobsService } from '../services/admin-jobs.js';
 import { createTenantsAdmin } from '../services/tenants.js';
 import { adminKeyring } from './auth.js';
+import { createAuthGuard, type AuthThrottleOptions } from './auth-throttle.js';
 import { clientErrorHandler } from './client-errors.js';
 import { registerConsole } from './console.js';
 import { registerScanMetrics, registerTotalMetrics } from './metrics.js';
@@ -50,6 +51,8 @@ export interface AppDeps {
   version: string;
   /** Jobs task queue for replay workflows (dead letters). Default: the jobs client's queue. */
   taskQueue?: string;
+  /** Failed-authentication throttling (server/auth-throttle.ts). Default 20 wrong keys per address and per key prefix a minute. */
+  authThrottle?: AuthThrottleOptions;
   /**
    * How long one scrape's figures (health snapshot, metric totals) are reused by the next
    * scrapes of this process. Default 1000 ms: one Prometheus and several dashboards polling
@@ -174,7 +177,8 @@ export function registerDurableJobs(app: FastifyInstance, deps: AppDeps): void {
   app.get('/metrics', async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()));
 
   // Every admin route resolves its operator from this keyring (server/auth.ts).
-  const admin = adminKeyring(deps);
+  const guard = createAuthGuard(registry, deps.authThrottle);
+  const admin = { ...adminKeyring(deps), guard };
   // Before the job routes: its onSend hook counts the intake's 503s.
   registerAdminRoutes(app, registry, {
     pool: deps.pool,
@@ -185,7 +189,7 @@ export function registerDurableJobs(app: FastifyInstance, deps: AppDeps): void {
     fallbackTypes: deps.jobTypes.fallbackTypes,
     metricsCacheMs: deps.metricsCacheMs,
   });
-  registerJobRoutes(app, { pool: deps.pool, jobs: deps.jobs });
+  registerJobRoutes(app, { pool: deps.pool, jobs: deps.jobs, guard });
   registerTimelineRoutes(app, { pool: deps.pool, temporal: deps.temporal, taskQueue: deps.jobs.taskQueue, adminApiKey: admin });
   const deadLetters = createDeadLetterService({
     pool: deps.pool,
