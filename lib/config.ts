@@ -209,7 +209,7 @@ const port = (name: string, fallback: number) =>
 
 /**
  * The built-in tenant of `npm start` when SEED_TENANTS is unset; its key is public (the README's examples use it),
- * and it may submit priority high (the examples show it).
+ * and it may submit priority high, so `npm start` can try load shedding with every priority.
  */
 export const DEMO_TENANT: TenantSeed = { tenantId: 'demo', apiKey: 'demo-key', highPriority: true };
 
@@ -419,7 +419,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: ConfigOptions): Config 
   const adminApiKey = e.ADMIN_API_KEY ?? (mode === 'dev' && e.ADMIN_API_KEYS === undefined ? 'admin-key' : undefined);
   const seedTenants = withHighPriority(
     parseTenants(e.SEED_TENANTS ?? (mode === 'dev' ? `${DEMO_TENANT.tenantId}=${DEMO_TENANT.apiKey}` : '')),
-    // The dev demo tenant may show high priority (the README's examples); no one else by default.
+    // The dev demo tenant may try priority high (load shedding in `npm start`); no one else by default.
     e.SEED_HIGH_PRIORITY_TENANTS ?? (mode === 'dev' && e.SEED_TENANTS === undefined ? DEMO_TENANT.tenantId : ''),
   );
   const adminKeys = parseAdminKeys(e.ADMIN_API_KEYS ?? '', adminApiKey);

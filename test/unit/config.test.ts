@@ -21,7 +21,7 @@ describe('configuration', () => {
       simWebhookUrl: 'http://127.0.0.1:8080/v1/webhooks/sim',
       taskQueue: 'durable-jobs',
     });
-    // The demo tenant may show priority high (the README's examples); no other tenant by default (F11).
+    // The demo tenant may try priority high (load shedding in `npm start`); no other tenant by default (F11).
     expect(c.seedTenants).toEqual([{ tenantId: 'demo', apiKey: 'demo-key', highPriority: true }]);
   });
 
