@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { withTransaction } from '../lib/db.js';
 import { admissionWaitMs } from '../lib/health.js';
 import type { Logger } from '../lib/logger.js';
-import type { RampStop } from '../store/degradation.js';
+import type { DegradationSetting, RampStop } from '../store/degradation.js';
 import {
   admissionFacts,
   admittedLastMinute,
@@ -14,7 +14,7 @@ import {
 } from '../store/admissions.js';
 import { markAdmitted, markDeferred } from '../store/intents.js';
 import type { JobArgs, Priority } from '../contract/job-types.js';
-import { haltRampIfFailing } from './ramp-stop.js';
+import { haltRampIfFailing, RAMP_STOP_ACTOR } from './ramp-stop.js';
 
 export interface AdmissionDeps {
   pool: pg.Pool;
@@ -33,8 +33,15 @@ export type AdmissionArgs = JobArgs & { round: number };
 
 const FINAL = ['succeeded', 'dead_lettered', 'cancelled'];
 
-function pausedReason(priority: Priority, by: string, since: string | undefined, rate: number): string {
-  return `${priority}-priority work is paused by ${by}${since ? ` since ${since}` : ''}; it resumes at ${rate}/min once the pause is lifted`;
+/**
+ * The reason a deferred job shows its tenant (`statusReason`). It says who paused only as a
+ * role, never the operator's name (which may be an e-mail address): who did it is for the
+ * audit trail and the console (`degradation_audit`, the timeline's events), not for tenants.
+ */
+function pausedReason(priority: Priority, setting: DegradationSetting, rate: number): string {
+  const since = setting.pausedSince[priority];
+  const by = setting.updatedBy === RAMP_STOP_ACTOR ? 'automatically by the ramp stop condition' : 'by an operator';
+  return `${priority}-priority work is paused ${by}${since ? ` since ${since}` : ''}; it resumes at ${rate}/min once the pause is lifted`;
 }
 
 /**
@@ -86,7 +93,7 @@ export function createAdmissionActivities(deps: AdmissionDeps) {
       const setting = facts.setting;
       const rate = setting.recoveryRatePerMinute;
       if (setting.pausedPriorities.includes(args.priority)) {
-        const reason = pausedReason(args.priority, setting.updatedBy, setting.pausedSince[args.priority], rate);
+        const reason = pausedReason(args.priority, setting, rate);
         await markDeferred(deps.pool, args.jobId, reason);
         return { decision: 'defer', reason };
       }

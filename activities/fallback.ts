@@ -36,7 +36,8 @@ export function planFrom(s: DegradationSetting, jobType: JobType, declaresFallba
   if (!declaresFallback) return undefined;
   const since = s.fallbackSince[jobType];
   if (!s.fallbackJobTypes.includes(jobType) || !since) return { enabled: false, reason: null };
-  return { enabled: true, reason: `the fallback upstream is enabled for ${jobType} by ${since.by} since ${since.at}` };
+  // Tenants read this (`upstreamReason`): the operator's name stays in the audit trail and the console.
+  return { enabled: true, reason: `the fallback upstream is enabled for ${jobType} by an operator since ${since.at}` };
 }
 
 export interface ClaimedEffect {

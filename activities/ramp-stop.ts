@@ -3,6 +3,12 @@ import { PRIORITIES, type Priority } from '../contract/job-types.js';
 import type { Logger } from '../lib/logger.js';
 import { getSetting, insertAudit, lockSetting, rampAttempts, writeSetting, type RampStop } from '../store/degradation.js';
 
+/**
+ * Who the setting says paused a priority when the stop condition did: never an operator's name
+ * (operator names have no spaces or parentheses, lib/config.ts), so a reader can tell the two apart.
+ */
+export const RAMP_STOP_ACTOR = 'system (ramp stop condition)';
+
 /** The audit's key ID for changes the system made itself (no admin key involved). */
 const SYSTEM_KEY_ID = 'ramp-stop';
 
@@ -32,7 +38,7 @@ export async function haltRampIfFailing(tx: pg.PoolClient, priority: Priority, s
     ...before,
     pausedPriorities: PRIORITIES.filter((p) => priorities.includes(p)),
     pausedSince: { ...before.pausedSince, [priority]: now.toISOString() },
-    updatedBy: 'system (ramp stop condition)',
+    updatedBy: RAMP_STOP_ACTOR,
     rampHalted: {
       at: now.toISOString(),
       priorities: [...new Set([...(before.rampHalted?.priorities ?? []), priority])],

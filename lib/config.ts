@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { createHash } from 'node:crypto';
 import { detectCodeVersion, packageVersion } from './code-version.js';
 import { loadClientConnectConfig, type ClientConnectConfig } from '@temporalio/envconfig';
+import { parseTenants, withHighPriority, type TenantSeed } from './seed-tenants.js';
 import { ConfigError } from './errors.js';
 import { webhookSecretsFrom } from './webhook-secrets.js';
 import type { ConcurrencyLimits, JobBudget, JobType } from '../contract/job-types.js';
@@ -23,10 +24,7 @@ export type Mode = 'dev' | 'production';
 /** See `Config.workerShutdownGraceSeconds`. */
 export const DEFAULT_WORKER_SHUTDOWN_GRACE_SECONDS = 20;
 
-export interface TenantSeed {
-  tenantId: string;
-  apiKey: string;
-}
+export type { TenantSeed } from './seed-tenants.js';
 
 /**
  * One admin key of a named operator, as the server keeps it: the SHA-256 of the key (hex),
@@ -209,20 +207,11 @@ const port = (name: string, fallback: number) =>
     .max(65535, `${name} must be 1-65535`)
     .default(fallback);
 
-/** The built-in tenant of `npm start` when SEED_TENANTS is unset; its key is public (the README's examples use it). */
-export const DEMO_TENANT: TenantSeed = { tenantId: 'demo', apiKey: 'demo-key' };
-
-function parseTenants(raw: string): TenantSeed[] {
-  if (raw.trim() === '') return [];
-  return raw.split(',').map((pair) => {
-    const [tenantId, apiKey, extra] = pair.split('=');
-    if (!tenantId || !apiKey || extra !== undefined || !/^[a-z0-9][a-z0-9_-]{0,62}$/.test(tenantId.trim())) {
-      throw new ConfigError(`SEED_TENANTS must be "tenant=apikey,..." with tenant ids of a-z, 0-9, _ and -; got an invalid entry`);
-    }
-    if (apiKey.trim().length < 8) throw new ConfigError(`SEED_TENANTS: the api key of tenant "${tenantId}" must be at least 8 characters`);
-    return { tenantId: tenantId.trim(), apiKey: apiKey.trim() };
-  });
-}
+/**
+ * The built-in tenant of `npm start` when SEED_TENANTS is unset; its key is public (the README's examples use it),
+ * and it may submit priority high, so `npm start` can try load shedding with every priority.
+ */
+export const DEMO_TENANT: TenantSeed = { tenantId: 'demo', apiKey: 'demo-key', highPriority: true };
 
 const OPERATOR_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
 const KEY_DIGEST = /^sha256:([0-9a-f]{64})$/;
@@ -372,6 +361,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: ConfigOptions): Config 
       .max(16, 'WORKERS must be 0-16')
       .default(1),
     SEED_TENANTS: z.string().optional(),
+    SEED_HIGH_PRIORITY_TENANTS: z.string().optional(),
     ADMIN_API_KEY: z.string().min(8, 'ADMIN_API_KEY must be at least 8 characters').optional(),
     ADMIN_API_KEYS: z.string().optional(),
     TEMPORAL_UI_URL: z
@@ -427,7 +417,11 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: ConfigOptions): Config 
   const httpPort = e.HTTP_PORT;
   // Dev mode's known key belongs to operator "admin", unless named keys are configured.
   const adminApiKey = e.ADMIN_API_KEY ?? (mode === 'dev' && e.ADMIN_API_KEYS === undefined ? 'admin-key' : undefined);
-  const seedTenants = parseTenants(e.SEED_TENANTS ?? (mode === 'dev' ? `${DEMO_TENANT.tenantId}=${DEMO_TENANT.apiKey}` : ''));
+  const seedTenants = withHighPriority(
+    parseTenants(e.SEED_TENANTS ?? (mode === 'dev' ? `${DEMO_TENANT.tenantId}=${DEMO_TENANT.apiKey}` : '')),
+    // The dev demo tenant may try priority high (load shedding in `npm start`); no one else by default.
+    e.SEED_HIGH_PRIORITY_TENANTS ?? (mode === 'dev' && e.SEED_TENANTS === undefined ? DEMO_TENANT.tenantId : ''),
+  );
   const adminKeys = parseAdminKeys(e.ADMIN_API_KEYS ?? '', adminApiKey);
   const clash = seedTenants.find((t) => adminKeys.some((k) => k.keyHash === keyDigest(t.apiKey)));
   if (clash)

@@ -120,6 +120,20 @@ export class StateConflictError extends DurableJobsError {
   }
 }
 
+/**
+ * The caller is known but not entitled to this request (a tenant asking for a priority its
+ * settings do not allow). `slug` and `title` name the problem type; the HTTP answer is 403.
+ */
+export class PermissionError extends DurableJobsError {
+  readonly code = 'permission';
+  constructor(
+    message: string,
+    readonly problem: { slug: string; title: string },
+  ) {
+    super(message);
+  }
+}
+
 export class ConfigError extends DurableJobsError {
   readonly code = 'config';
 }

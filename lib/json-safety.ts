@@ -33,6 +33,27 @@ export function findUnstorableText(value: unknown, path: string): FieldIssue | u
 }
 
 /**
+ * The first unstorable string in a request part (path parameters, query string, JSON body),
+ * named by its field path from the top (`reason`, `ids.0`, `input.text`); a bare string body
+ * is named `body`.
+ */
+export function findUnstorableField(part: unknown): FieldIssue | undefined {
+  if (typeof part === 'string') return findUnstorableText(part, 'body');
+  if (part === null || typeof part !== 'object') return undefined;
+  if (Array.isArray(part)) return findUnstorableText(part, 'body');
+  for (const [k, v] of Object.entries(part)) {
+    if (hasUnstorableText(k))
+      return {
+        path: k.replace(new RegExp(UNSTORABLE, 'g'), '?'),
+        message: 'key must not contain NUL characters or unpaired UTF-16 surrogates',
+      };
+    const issue = findUnstorableText(v, k);
+    if (issue) return issue;
+  }
+  return undefined;
+}
+
+/**
  * The deepest nesting a JSON body may have (objects and arrays). Real events and job inputs
  * nest a few levels; thousands of levels only exhaust the stack of every recursive walk
  * after the parse (validation, `findUnstorableText`, `JSON.stringify` for jsonb), which

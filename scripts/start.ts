@@ -176,6 +176,10 @@ async function bringUp(): Promise<void> {
       .map(([s, list]) => `${s}=${list.join('|')}`)
       .join(','),
     SEED_TENANTS: config.seedTenants.map((t) => `${t.tenantId}=${t.apiKey}`).join(','),
+    SEED_HIGH_PRIORITY_TENANTS: config.seedTenants
+      .filter((t) => t.highPriority)
+      .map((t) => t.tenantId)
+      .join(','),
     ...(config.adminApiKey ? { ADMIN_API_KEY: config.adminApiKey } : {}),
     // The console links jobs to the Web UI this stack really has (temporal-server has none).
     ...(process.env.TEMPORAL_UI_URL || config.temporalAddress ? {} : { TEMPORAL_UI_URL: uiUrl ?? 'none' }),

@@ -8,12 +8,13 @@ import { createDeadLetterService } from '../services/dead-letters.js';
 import { createOutboxService } from '../services/outbox.js';
 import type { JobsClient } from '../services/intake.js';
 import { createWebhookService } from '../services/webhooks.js';
-import { hasUnstorableText, jsonNestedDeeperThan } from '../lib/json-safety.js';
+import { findUnstorableField, jsonNestedDeeperThan } from '../lib/json-safety.js';
 import type { Logger } from '../lib/logger.js';
 import type { OperatorKey } from '../lib/config.js';
 import { createAdminJobsService } from '../services/admin-jobs.js';
 import { createTenantsAdmin } from '../services/tenants.js';
 import { adminKeyring } from './auth.js';
+import { createAuthGuard, type AuthThrottleOptions } from './auth-throttle.js';
 import { clientErrorHandler } from './client-errors.js';
 import { registerConsole } from './console.js';
 import { registerScanMetrics, registerTotalMetrics } from './metrics.js';
@@ -51,6 +52,8 @@ export interface AppDeps {
   version: string;
   /** Jobs task queue for replay workflows (dead letters). Default: the jobs client's queue. */
   taskQueue?: string;
+  /** Failed-authentication throttling (server/auth-throttle.ts). Default 20 wrong keys per address and per key prefix a minute. */
+  authThrottle?: AuthThrottleOptions;
   /**
    * How long one scrape's figures (health snapshot, metric totals) are reused by the next
    * scrapes of this process. Default 1000 ms: one Prometheus and several dashboards polling
@@ -99,6 +102,20 @@ export function registerDurableJobs(app: FastifyInstance, deps: AppDeps): void {
     }
   });
 
+  // Every answer: no MIME sniffing (a browser must never run a JSON body or a problem as HTML
+  // or script). And, unless a route says otherwise (the console's assets: no-cache), no copy
+  // kept anywhere: job results, dead letters, other tenants' jobs in admin reads and new keys
+  // must not sit in a shared proxy's or a browser's cache (OWASP ASVS 8.1.1 / 14.4.4, F10).
+  app.addHook('onSend', async (_req, reply, payload) => {
+    reply.header('X-Content-Type-Options', 'nosniff');
+    if (!reply.hasHeader('Cache-Control')) reply.header('Cache-Control', 'no-store');
+    return payload;
+  });
+
+  // JSON only: Fastify's built-in text/plain parser made a text body a 400 validation error
+  // instead of the documented 415 (F12).
+  app.removeContentTypeParser('text/plain');
+
   app.setErrorHandler((err, req, reply) => {
     noteUnavailable(req, err);
     const p = problemFromError(err);
@@ -109,22 +126,33 @@ export function registerDurableJobs(app: FastifyInstance, deps: AppDeps): void {
     sendProblem(reply, problem(404, 'not-found', 'Not found', `no route ${req.method} ${req.url.split('?')[0]}`)),
   );
 
-  // Postgres cannot store NUL in text: an ID with one in the path can match nothing, and
-  // passing it on would fail the query with a 500. Say so precisely instead.
+  // Postgres cannot store NUL (or a lone surrogate) in text: an ID, filter or reason with one
+  // can match nothing, and passing it on would fail the query with a 500 (and an alert) at will.
+  // Say so precisely instead, for path parameters, query strings and body strings alike. The
+  // webhook receiver is left out: its body is checked only after its signature is, over the raw
+  // bytes, and its own service answers 400 for an event Postgres could not store.
   app.addHook('preValidation', async (req, reply) => {
-    const params = (req.params ?? {}) as Record<string, unknown>;
-    const bad = Object.entries(params).find(([, v]) => typeof v === 'string' && hasUnstorableText(v));
-    if (bad)
-      return sendProblem(
-        reply,
-        problem(
-          400,
-          'validation-error',
-          'Invalid request',
-          `the path parameter ${bad[0]} contains a NUL character or an unpaired surrogate`,
-          { errors: [{ path: bad[0], message: 'must not contain NUL characters or unpaired UTF-16 surrogates' }] },
-        ),
-      );
+    const where = [
+      ['path parameter', req.params],
+      ['query parameter', req.query],
+      ...(req.routeOptions.url?.startsWith('/v1/webhooks/') ? [] : [['body field', req.body] as const]),
+    ] as const;
+    for (const [what, value] of where) {
+      const issue = findUnstorableField(value);
+      if (issue)
+        return sendProblem(
+          reply,
+          problem(
+            400,
+            'validation-error',
+            'Invalid request',
+            `the ${what} ${issue.path} contains a NUL character or an unpaired surrogate`,
+            {
+              errors: [issue],
+            },
+          ),
+        );
+    }
   });
 
   app.get('/healthz', async () => ({ status: 'ok' }));
@@ -150,7 +178,8 @@ export function registerDurableJobs(app: FastifyInstance, deps: AppDeps): void {
   app.get('/metrics', async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()));
 
   // Every admin route resolves its operator from this keyring (server/auth.ts).
-  const admin = adminKeyring(deps);
+  const guard = createAuthGuard(registry, deps.authThrottle);
+  const admin = { ...adminKeyring(deps), guard };
   // Before the job routes: its onSend hook counts the intake's 503s.
   registerAdminRoutes(app, registry, {
     pool: deps.pool,
@@ -164,7 +193,7 @@ export function registerDurableJobs(app: FastifyInstance, deps: AppDeps): void {
     fallbackTypes: deps.jobTypes.fallbackTypes,
     metricsCacheMs: deps.metricsCacheMs,
   });
-  registerJobRoutes(app, { pool: deps.pool, jobs: deps.jobs });
+  registerJobRoutes(app, { pool: deps.pool, jobs: deps.jobs, guard });
   registerTimelineRoutes(app, { pool: deps.pool, temporal: deps.temporal, taskQueue: deps.jobs.taskQueue, adminApiKey: admin });
   const deadLetters = createDeadLetterService({
     pool: deps.pool,

@@ -5,6 +5,7 @@ import { pgOr503 } from '../lib/db.js';
 import { ValidationError } from '../lib/errors.js';
 import { tenantForApiKey } from '../store/tenant-keys.js';
 import type { OperatorKey } from '../lib/config.js';
+import type { AuthGuard } from './auth-throttle.js';
 import { problem, sendProblem } from './problems.js';
 
 function bearer(req: FastifyRequest): string | undefined {
@@ -16,15 +17,44 @@ function bearer(req: FastifyRequest): string | undefined {
 
 const unauthorized = (detail: string) => problem(401, 'unauthorized', 'Unauthorized', detail);
 
-/** Resolves the tenant from its bearer key, or answers 401 and returns undefined. */
-export async function requireTenant(pool: pg.Pool, req: FastifyRequest, reply: FastifyReply): Promise<string | undefined> {
+/**
+ * 429 before any key is looked at when the request's address or key prefix failed too often
+ * (server/auth-throttle.ts); true when it answered.
+ */
+function throttled(guard: AuthGuard | undefined, req: FastifyRequest, reply: FastifyReply, key: string | undefined): boolean {
+  const wait = guard?.throttledFor(req, key);
+  if (wait === undefined) return false;
+  guard!.failed(req, 'throttled', key);
+  sendProblem(
+    reply,
+    problem(
+      429,
+      'too-many-failed-authentications',
+      'Too many failed authentications',
+      `too many wrong API keys from this address or with this key's prefix; nothing was checked: retry after ${wait} s`,
+      { retryAfterSeconds: wait },
+    ),
+  );
+  return true;
+}
+
+/** Resolves the tenant from its bearer key, or answers 401 (429 when throttled) and returns undefined. */
+export async function requireTenant(
+  pool: pg.Pool,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  guard?: AuthGuard,
+): Promise<string | undefined> {
   const key = bearer(req);
+  if (throttled(guard, req, reply, key)) return undefined;
   if (!key) {
+    guard?.failed(req, 'missing_key', key);
     sendProblem(reply.header('WWW-Authenticate', 'Bearer'), unauthorized('send Authorization: Bearer <tenant api key>'));
     return undefined;
   }
   const tenant = await pgOr503(() => tenantForApiKey(pool, key));
   if (!tenant) {
+    guard?.failed(req, 'unknown_tenant_key', key);
     sendProblem(reply.header('WWW-Authenticate', 'Bearer error="invalid_token"'), unauthorized('unknown API key'));
     return undefined;
   }
@@ -38,6 +68,8 @@ export async function requireTenant(pool: pg.Pool, req: FastifyRequest, reply: F
  */
 export interface AdminKeyring {
   readonly keys: readonly OperatorKey[];
+  /** Throttles and counts wrong keys (server/auth-throttle.ts); none: neither (older callers). */
+  readonly guard?: AuthGuard;
 }
 export type AdminKeys = AdminKeyring | string | undefined;
 
@@ -102,11 +134,13 @@ export function keyIdOf(req: FastifyRequest): string {
 export function requireAdmin(admin: AdminKeys, req: FastifyRequest, reply: FastifyReply): boolean {
   const ring = ringOf(admin);
   const key = bearer(req);
+  if (throttled(ring.guard, req, reply, key)) return false;
   const operator = key ? operatorForKey(ring, key) : undefined;
   if (operator !== undefined) {
     operators.set(req, operator);
     return true;
   }
+  if (ring.keys.length > 0) ring.guard?.failed(req, key ? 'not_admin_key' : 'missing_key', key);
   const detail =
     ring.keys.length === 0
       ? 'admin API disabled: no ADMIN_API_KEYS (or ADMIN_API_KEY) configured'

@@ -370,7 +370,7 @@ export function registerScanMetrics(registry: Registry, pool: pg.Pool): void {
 export function registerWebhookMetrics(registry: Registry): Counter<'source' | 'result'> {
   return new Counter({
     name: 'webhook_deliveries_total',
-    help: 'Inbound webhook requests by source and result (an outcome, duplicate, unauthorized or malformed)',
+    help: 'Inbound webhook requests by source and result (an outcome, duplicate, conflict, unauthorized or malformed)',
     labelNames: ['source', 'result'] as const,
     registers: [registry],
   });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ADD_KEY_SCHEMA, CREATE_TENANT_SCHEMA } from '../services/tenants.js';
+import { ADD_KEY_SCHEMA, CREATE_TENANT_SCHEMA, TENANT_SETTINGS_SCHEMA } from '../services/tenants.js';
 
 /**
  * The tenant and key routes of the OpenAPI document (server/openapi.ts), from the schemas that
@@ -26,6 +26,20 @@ export function tenantPaths(problemResponse: (description: string) => unknown): 
           400: problemResponse('invalid ID (nothing created)'),
           401: problemResponse('admin key required'),
           409: problemResponse('the tenant exists'),
+        },
+      },
+    },
+    '/v1/admin/tenants/{id}': {
+      patch: {
+        summary:
+          "Change a tenant's settings: mayUseHighPriority grants or withdraws submitting priority high (default false), from its next submit on (admin key)",
+        parameters: [id],
+        requestBody: { required: true, content: { 'application/json': { schema: json(TENANT_SETTINGS_SCHEMA) } } },
+        responses: {
+          200: { description: 'the tenant' },
+          400: problemResponse('invalid tenant ID or setting (nothing changed)'),
+          401: problemResponse('admin key required'),
+          404: problemResponse('unknown tenant'),
         },
       },
     },

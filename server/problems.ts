@@ -6,6 +6,7 @@ import {
   DurableJobsError,
   IdempotencyConflictError,
   NotFoundError,
+  PermissionError,
   StateConflictError,
   UnavailableError,
   ValidationError,
@@ -60,6 +61,7 @@ export function problemFromError(err: unknown): Problem {
   if (err instanceof IdempotencyConflictError)
     return problem(422, 'idempotency-key-reused', 'Idempotency-Key reused with a different request', err.message);
   if (err instanceof NotFoundError) return problem(404, 'not-found', 'Not found', err.message);
+  if (err instanceof PermissionError) return problem(403, err.problem.slug, err.problem.title, err.message);
   if (err instanceof StateConflictError) {
     const p = err.problem;
     return problem(p.status ?? 409, p.slug ?? 'state-conflict', p.title ?? 'Conflict with the current state', err.message, p.extra ?? {});

@@ -5,12 +5,13 @@ import { ValidationError } from '../lib/errors.js';
 import { zodFieldIssues } from '../lib/validation.js';
 import { SUBMIT_BODY_SCHEMA } from '../services/intake.js';
 import { requireTenant } from './auth.js';
+import type { AuthGuard } from './auth-throttle.js';
 import { problemFromError, sendProblem } from './problems.js';
 
 /** The intake over HTTP: a thin shell over the typed client library. */
-export function registerJobRoutes(app: FastifyInstance, deps: { pool: pg.Pool; jobs: JobsClient }) {
+export function registerJobRoutes(app: FastifyInstance, deps: { pool: pg.Pool; jobs: JobsClient; guard?: AuthGuard }) {
   app.post('/v1/jobs', async (req, reply) => {
-    const tenantId = await requireTenant(deps.pool, req, reply);
+    const tenantId = await requireTenant(deps.pool, req, reply, deps.guard);
     if (!tenantId) return reply;
     const key = req.headers['idempotency-key'];
     if (typeof key !== 'string' || key.length === 0) {
@@ -55,7 +56,7 @@ export function registerJobRoutes(app: FastifyInstance, deps: { pool: pg.Pool; j
   });
 
   app.get<{ Params: { jobId: string }; Querystring: { allowStale?: unknown } }>('/v1/jobs/:jobId', async (req, reply) => {
-    const tenantId = await requireTenant(deps.pool, req, reply);
+    const tenantId = await requireTenant(deps.pool, req, reply, deps.guard);
     if (!tenantId) return reply;
     const allowStale = req.query.allowStale;
     if (allowStale !== undefined && allowStale !== 'true' && allowStale !== 'false') {
@@ -76,7 +77,7 @@ export function registerJobRoutes(app: FastifyInstance, deps: { pool: pg.Pool; j
   });
 
   app.post<{ Params: { jobId: string } }>('/v1/jobs/:jobId/cancel', async (req, reply) => {
-    const tenantId = await requireTenant(deps.pool, req, reply);
+    const tenantId = await requireTenant(deps.pool, req, reply, deps.guard);
     if (!tenantId) return reply;
     const status = await deps.jobs.cancelJob(tenantId, req.params.jobId);
     req.log.info({ jobId: status.jobId, tenantId }, 'cancellation requested');

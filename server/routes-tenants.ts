@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { ValidationError } from '../lib/errors.js';
 import { zodFieldIssues } from '../lib/validation.js';
-import { ADD_KEY_SCHEMA, CREATE_TENANT_SCHEMA, type TenantsAdmin } from '../services/tenants.js';
+import { ADD_KEY_SCHEMA, CREATE_TENANT_SCHEMA, TENANT_SETTINGS_SCHEMA, type TenantsAdmin } from '../services/tenants.js';
 import { operatorOf, requireAdmin, type AdminKeys } from './auth.js';
 import { parseOr400 } from './problems.js';
 
@@ -38,6 +38,15 @@ export function registerTenantRoutes(app: FastifyInstance, deps: TenantRouteDeps
     if (!requireAdmin(deps.adminApiKey, req, reply)) return reply;
     parseOr400(NO_QUERY, req.query, 'query');
     return { tenants: await deps.tenants.listTenants() };
+  });
+
+  app.patch<{ Params: { id: string } }>('/v1/admin/tenants/:id', async (req, reply) => {
+    if (!requireAdmin(deps.adminApiKey, req, reply)) return reply;
+    const { mayUseHighPriority } = body(TENANT_SETTINGS_SCHEMA, req.body, 'mayUseHighPriority');
+    const actor = operatorOf(req);
+    const tenant = await deps.tenants.setHighPriority(req.params.id, mayUseHighPriority, { actor });
+    req.log.info({ actor, tenantId: tenant.id, mayUseHighPriority }, 'tenant settings changed');
+    return tenant;
   });
 
   app.post<{ Params: { id: string } }>('/v1/admin/tenants/:id/keys', async (req, reply) => {

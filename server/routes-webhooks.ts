@@ -36,6 +36,9 @@ export function verifyWebhook(
     if (typeof v !== 'string' || v === '') return { ok: false, reason: `missing ${name} header` };
     h[name] = v;
   }
+  // Strictly an integer of seconds: the library's parseInt would accept '1700000000abc' (F12).
+  if (!/^(0|[1-9][0-9]{0,14})$/.test(h['webhook-timestamp']!))
+    return { ok: false, reason: 'invalid webhook-timestamp header: must be an integer of seconds since the epoch' };
   let reason = 'no matching signature';
   for (const wh of verifiers) {
     try {
@@ -92,7 +95,23 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: WebhookRouteDe
     if (target && 'error' in target) return malformed(target.error);
     const event = parsed.event;
 
-    const { row, outcome, duplicate } = await pgOr503(() => deps.webhooks.accept(source, webhookId, event, target, req.log));
+    const { row, outcome, duplicate, conflict } = await pgOr503(() => deps.webhooks.accept(source, webhookId, raw, event, target, req.log));
+    if (conflict) {
+      deliveries.inc({ source, result: 'conflict' });
+      req.log.warn(
+        { source, webhookId, eventType: event.type, jobId: row.job_id, outcome: 'conflict', conflicts: row.conflicting_deliveries },
+        'webhook-id delivered again with a different body; refused',
+      );
+      return sendProblem(
+        reply,
+        problem(
+          409,
+          'webhook-id-conflict',
+          'webhook-id reused with a different body',
+          `webhook-id ${webhookId} was delivered before with a different body; this delivery was recorded as a conflict and not processed`,
+        ),
+      );
+    }
     deliveries.inc({ source, result: duplicate ? 'duplicate' : outcome });
     req.log.info(
       { source, webhookId, eventType: event.type, jobId: row.job_id, outcome, duplicate, timesReceived: row.times_received },
@@ -132,6 +151,8 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: WebhookRouteDe
         firstSeenAt: row.first_seen_at.toISOString(),
         lastReceivedAt: row.last_received_at.toISOString(),
         processedAt: row.processed_at?.toISOString() ?? null,
+        conflictingDeliveries: row.conflicting_deliveries,
+        lastConflictAt: row.last_conflict_at?.toISOString() ?? null,
       };
     },
   );

@@ -22,7 +22,6 @@ import { execution } from '../lib/temporal.js';
 import { effectKeyFor, inputHash } from '../lib/ids.js';
 import {
   actionsFor,
-  DEAD_LETTER_STATES,
   getDeadLetter,
   insertAction,
   listDeadLetters,
@@ -32,6 +31,8 @@ import {
   type DeadLetterRow,
 } from '../store/dead-letters.js';
 import { effectsForJob } from '../store/effects.js';
+import { FILTER_SCHEMA, REPLAY_SCHEMA } from './dead-letter-schemas.js';
+import { insertReplayAction, replayActionsFor } from '../store/replay-actions.js';
 import { loadInput, replayJobsOf } from '../store/intents.js';
 import type { replayDeadLetters } from '../workflows/replay.js';
 
@@ -69,45 +70,8 @@ export function deadLetterView(d: DeadLetterRow) {
   };
 }
 
-const shortText = z.string().min(1).max(200);
-export const FILTER_SCHEMA = z
-  .object({
-    state: z.literal('open', { error: 'a replay filter only selects open dead letters' }).optional(),
-    jobType: shortText.optional(),
-    tenantId: shortText.optional(),
-    errorClass: shortText.optional(),
-    statusCode: z.number().int().min(100).max(599).optional(),
-    since: z.iso.datetime({ offset: true }).optional(),
-    until: z.iso.datetime({ offset: true }).optional(),
-    limit: z.number().int().min(1).max(10_000).optional(),
-  })
-  .strict();
-export const REPLAY_SCHEMA = z
-  .object({
-    ids: z.array(shortText).min(1).max(10_000).optional(),
-    filter: FILTER_SCHEMA.optional(),
-    dryRun: z.boolean().optional(),
-    batchSize: z.number().int().min(1).max(100).optional(),
-    concurrency: z.number().int().min(1).max(50).optional(),
-    ratePerMinute: z.number().int().min(1).max(6_000).optional(),
-    maxFailures: z.number().int().min(0).max(100_000).optional(),
-    keepOpenSeconds: z.number().int().min(0).max(3_600).optional(),
-  })
-  .strict()
-  .refine((b) => (b.ids === undefined) !== (b.filter === undefined), { message: 'send exactly one of "ids" or "filter"', path: ['ids'] });
-export const LIST_SCHEMA = z
-  .object({
-    state: z.enum(DEAD_LETTER_STATES as [string, ...string[]]).optional(),
-    jobType: shortText.optional(),
-    tenantId: shortText.optional(),
-    errorClass: shortText.optional(),
-    limit: z.coerce.number().int().min(1).max(1_000).default(100),
-    offset: z.coerce.number().int().min(0).default(0),
-  })
-  .strict();
-export const DISCARD_SCHEMA = z.object({ reason: z.string().trim().min(1, 'reason is required').max(500) }).strict();
-export const ADD_SCHEMA = z.object({ ids: z.array(shortText).min(1).max(10_000) }).strict();
-export const STOP_SCHEMA = z.object({ reason: z.string().max(500).optional() }).strict();
+// The request schemas live beside this module (size); routes and OpenAPI import them from here.
+export { ADD_SCHEMA, DISCARD_SCHEMA, FILTER_SCHEMA, LIST_SCHEMA, REPLAY_SCHEMA, STOP_SCHEMA } from './dead-letter-schemas.js';
 
 export type ReplayRequest = z.infer<typeof REPLAY_SCHEMA>;
 
@@ -377,7 +341,13 @@ export function createDeadLetterService(deps: DeadLetterServiceDeps) {
     };
   }
 
-  async function progress(replayId: string): Promise<ReplayProgress> {
+  /** The workflow's progress, with who paused, resumed, stopped or added to it (`actions`, from replay_actions). */
+  async function progress(replayId: string) {
+    const [p, actions] = await Promise.all([workflowProgress(replayId), replayActionsFor(deps.pool, replayId)]);
+    return { ...p, actions: actions.map((a) => ({ action: a.action, actor: a.actor, at: a.at.toISOString(), details: a.details })) };
+  }
+
+  async function workflowProgress(replayId: string): Promise<ReplayProgress> {
     const handle = deps.temporal.workflow.getHandle(replayId);
     try {
       return await handle.query(replayProgressQuery);
@@ -394,10 +364,20 @@ export function createDeadLetterService(deps: DeadLetterServiceDeps) {
 
   async function steer(replayId: string, c: ReplayCommand, actor: string): Promise<void> {
     const handle = deps.temporal.workflow.getHandle(replayId);
+    // The audit row and the signal commit together (the row first, the signal before COMMIT):
+    // a signal Temporal refused (the replay is over) leaves no row, and no command goes unrecorded.
+    const audited = (action: 'paused' | 'resumed' | 'stopped', details: Record<string, unknown>, signal: () => Promise<void>) =>
+      withTransaction(deps.pool, async (tx) => {
+        await insertReplayAction(tx, { replayId, action, actor, details });
+        await signal();
+      });
     try {
-      if (c.command === 'pause') await handle.signal(replayPauseSignal);
-      else if (c.command === 'resume') await handle.signal(replayResumeSignal);
-      else if (c.command === 'stop') await handle.signal(replayStopSignal, { reason: c.reason, by: actor });
+      if (c.command === 'pause') await audited('paused', {}, () => handle.signal(replayPauseSignal));
+      else if (c.command === 'resume') await audited('resumed', {}, () => handle.signal(replayResumeSignal));
+      else if (c.command === 'stop')
+        await audited('stopped', c.reason ? { reason: c.reason } : {}, () =>
+          handle.signal(replayStopSignal, { reason: c.reason, by: actor }),
+        );
       else {
         const plan = await resolveTargets(deps.pool, deps.temporal, { ids: c.ids });
         const busy = [...Object.keys(plan.takeOver), ...plan.skipped.map((x) => x.deadLetterId)];
@@ -411,6 +391,7 @@ export function createDeadLetterService(deps: DeadLetterServiceDeps) {
         const { targets } = plan;
         await withTransaction(deps.pool, async (tx) => {
           for (const t of targets) await insertAction(tx, { deadLetterId: t.id, action: 'replay_requested', actor, details: { replayId } });
+          await insertReplayAction(tx, { replayId, action: 'added', actor, details: { ids: targets.map((t) => t.id) } });
           await handle.signal(replayAddSignal, { ids: targets.map((t) => t.id) });
         });
       }

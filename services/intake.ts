@@ -15,7 +15,14 @@ import {
 import type { JobDefinition } from '../job-api/define.js';
 import type { JobRegistry } from '../job-api/registry.js';
 import { pgOr503, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../lib/db.js';
-import { IdempotencyConflictError, NotFoundError, StateConflictError, UnavailableError, ValidationError } from '../lib/errors.js';
+import {
+  IdempotencyConflictError,
+  NotFoundError,
+  PermissionError,
+  StateConflictError,
+  UnavailableError,
+  ValidationError,
+} from '../lib/errors.js';
 import { findUnstorableText } from '../lib/json-safety.js';
 import { IDEMPOTENCY_KEY_PATTERN, inputHash, jobIdFor, keyHash } from '../lib/ids.js';
 import { zodFieldIssues } from '../lib/validation.js';
@@ -31,6 +38,7 @@ import {
 import { createStartMarks, markStarted } from './start-marks.js';
 import { toJobStatus, type JobStatus } from './job-status.js';
 import { recordDuplicate } from '../store/timeline.js';
+import { mayUseHighPriority } from '../store/tenants.js';
 import { tenantStage } from './timeline.js';
 
 export interface JobsClientDeps {
@@ -155,6 +163,22 @@ export function createJobsClient(deps: JobsClientDeps) {
   }
 
   /**
+   * High priority runs through a pause of low and normal work (load shedding), so it is an
+   * entitlement of the tenant (`tenants.may_use_high_priority`, granted by an operator), not
+   * the tenant's own claim (F11). Checked before anything is written; a duplicate of an
+   * earlier high-priority job is refused too once the grant is withdrawn.
+   */
+  async function requireHighPriority(tenantId: string): Promise<void> {
+    const may = await pgOr503(() => mayUseHighPriority(deps.pool, tenantId), 'Postgres cannot take the job right now', retryAfter);
+    if (may === undefined) throw new NotFoundError(`tenant "${String(tenantId).slice(0, 64)}" not found; nothing was accepted`);
+    if (!may)
+      throw new PermissionError(
+        `tenant "${tenantId}" may not submit priority high: its settings do not allow it (an operator grants it with PATCH /v1/admin/tenants/{id} {"mayUseHighPriority": true}); nothing was accepted`,
+        { slug: 'priority-not-allowed', title: 'Priority not allowed for this tenant' },
+      );
+  }
+
+  /**
    * Persist first, then start, then confirm. The intent row is committed before Temporal is
    * called (no pooled connection is held across that call), with `workflow_started_at` NULL;
    * after a clean start the mark joins the next batch (`startMarkWindowMs`), after any other
@@ -168,6 +192,7 @@ export function createJobsClient(deps: JobsClientDeps) {
    */
   async function submitJob(req: SubmitJobRequest): Promise<SubmitJobResult> {
     const { type, input, priority } = validate(deps.jobs, req);
+    if (priority === 'high') await requireHighPriority(req.tenantId);
     const intent = {
       jobId: jobIdFor(req.tenantId, type, req.idempotencyKey),
       tenantId: req.tenantId,

@@ -20,14 +20,15 @@ export interface PreparedStack {
 export async function prepareStack(
   pool: pg.Pool,
   opts: {
-    tenants?: ReadonlyArray<{ tenantId: string; apiKey: string }>;
+    /** Tenants to ensure, each with its seed key; `highPriority` grants `priority: high` (never withdraws it). */
+    tenants?: ReadonlyArray<{ tenantId: string; apiKey: string; highPriority?: boolean }>;
     temporal?: { connection: Connection; namespace: string };
     /** A direct Postgres URL for the migration's session lock (`DATABASE_MIGRATION_URL`; behind PgBouncer). */
     migrationUrl?: string | undefined;
   } = {},
 ): Promise<PreparedStack> {
   const applied = await migrate(pool, { directUrl: opts.migrationUrl });
-  for (const t of opts.tenants ?? []) await upsertTenant(pool, t.tenantId, t.apiKey);
+  for (const t of opts.tenants ?? []) await upsertTenant(pool, t.tenantId, t.apiKey, { highPriority: t.highPriority });
   const searchAttributesAdded = opts.temporal ? await ensureSearchAttributes(opts.temporal.connection, opts.temporal.namespace) : [];
   return { applied, searchAttributesAdded };
 }

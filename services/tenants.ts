@@ -12,7 +12,7 @@ import { NotFoundError, StateConflictError, ValidationError } from '../lib/error
 import { apiKeyHash, apiKeyPrefix, generateApiKey } from '../lib/ids.js';
 import { zodFieldIssues } from '../lib/validation.js';
 import { insertTenantKey, revokeTenantKey } from '../store/tenant-keys.js';
-import { insertTenant, listTenants, tenantExists, type TenantInfo, type TenantKeyInfo } from '../store/tenants.js';
+import { insertTenant, listTenants, setHighPriority, tenantExists, type TenantInfo, type TenantKeyInfo } from '../store/tenants.js';
 
 export type { TenantInfo, TenantKeyInfo };
 
@@ -49,6 +49,11 @@ export interface TenantsAdmin {
    * `NotFoundError` for an unknown tenant; `StateConflictError` if a live key has that name.
    */
   addKey(tenantId: string, opts: { name: string; key?: string; actor?: string }): Promise<AddedKey>;
+  /**
+   * Grants (`true`) or withdraws (`false`) the tenant's right to submit `priority: high`
+   * (default: not granted). Applies to the next submit. `NotFoundError` for an unknown tenant.
+   */
+  setHighPriority(tenantId: string, allowed: boolean, opts?: { actor?: string }): Promise<TenantInfo>;
   /** Revokes the tenant's live key of that name: it answers 401 from the next request on. */
   revokeKey(tenantId: string, name: string, opts?: { actor?: string }): Promise<TenantKeyInfo>;
 }
@@ -109,6 +114,14 @@ export function createTenantsAdmin(pool: pg.Pool): TenantsAdmin {
       return { tenantId: id, name, key, prefix };
     },
 
+    async setHighPriority(tenantId, allowed, opts = {}) {
+      const id = valid(TENANT_ID, tenantId, 'tenantId');
+      const may = valid(z.boolean({ error: 'true or false' }), allowed, 'mayUseHighPriority');
+      if (!(await pgOr503(() => setHighPriority(pool, id, may, opts.actor ?? 'client'))))
+        throw new NotFoundError(`tenant "${id}" not found`);
+      return one(id);
+    },
+
     async revokeKey(tenantId, name, opts = {}) {
       const id = valid(TENANT_ID, tenantId, 'tenantId');
       const keyName = valid(KEY_NAME, name, 'name');
@@ -124,5 +137,7 @@ export function createTenantsAdmin(pool: pg.Pool): TenantsAdmin {
 
 /** `POST /v1/admin/tenants`. */
 export const CREATE_TENANT_SCHEMA = z.object({ id: TENANT_ID }).strict();
+/** `PATCH /v1/admin/tenants/{id}`: the tenant's settings (today one). */
+export const TENANT_SETTINGS_SCHEMA = z.object({ mayUseHighPriority: z.boolean({ error: 'true or false' }) }).strict();
 /** `POST /v1/admin/tenants/{id}/keys`: the key is always generated (a chosen key never travels over HTTP). */
 export const ADD_KEY_SCHEMA = z.object({ name: KEY_NAME }).strict();

@@ -5,6 +5,7 @@
  * `pending_signal` for the compensation scan (or a redelivery). The delivery is durable
  * either way, so the provider hears 2xx.
  */
+import { createHash } from 'node:crypto';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type pg from 'pg';
 import { toEvent, transcriptionCompletedSignal, TRANSCRIPTION_COMPLETED, TRANSCRIPTION_STEP } from '../contract/messages.js';
@@ -104,7 +105,13 @@ export function createWebhookService(deps: WebhookServiceDeps) {
    * claim it, or ignore it), in one transaction; under the subject lock so that a job
    * storing its provider ID right now cannot miss this event (see `lockSubject`).
    */
-  function record(source: string, webhookId: string, event: WebhookEvent, target: { subject: string; step: string } | undefined) {
+  function record(
+    source: string,
+    webhookId: string,
+    raw: Buffer,
+    event: WebhookEvent,
+    target: { subject: string; step: string } | undefined,
+  ) {
     return withTransaction(deps.pool, async (tx) => {
       let jobId: string | undefined;
       if (target) {
@@ -120,6 +127,7 @@ export function createWebhookService(deps: WebhookServiceDeps) {
         payload: event.data,
         jobId: jobId ?? null,
         outcome,
+        bodySha256: createHash('sha256').update(raw).digest(),
       });
     });
   }
@@ -127,22 +135,26 @@ export function createWebhookService(deps: WebhookServiceDeps) {
   /**
    * Records a verified delivery once and hands it on: a new one (or a `pending_signal` one
    * whose lease expired) signals its job now. `signalFailed`: recorded, not yet delivered.
+   * `conflict`: the webhook-id is known with a different body; counted on its row, nothing
+   * else done (never signalled: the job already has, or will get, the first body).
    */
   async function accept(
     source: string,
     webhookId: string,
+    raw: Buffer,
     event: WebhookEvent,
     target: { subject: string; step: string } | undefined,
     log: Pick<Logger, 'warn'>,
   ) {
-    const row = await record(source, webhookId, event, target);
+    const row = await record(source, webhookId, raw, event, target);
+    if (row.conflict) return { row, outcome: row.outcome, signalFailed: false, duplicate: true, conflict: true };
     let outcome = row.outcome;
     let signalFailed = false;
     if (row.outcome === 'pending_signal' && (row.inserted || (await claimPendingSignal(deps.pool, source, webhookId, SIGNAL_LEASE_MS)))) {
       outcome = await signalJob(row, log);
       signalFailed = outcome === 'pending_signal';
     }
-    return { row, outcome, signalFailed, duplicate: !row.inserted };
+    return { row, outcome, signalFailed, duplicate: !row.inserted, conflict: false };
   }
 
   return { accept, delivery: (source: string, webhookId: string) => getDelivery(deps.pool, source, webhookId) };

@@ -12,6 +12,24 @@ export async function insertTenant(db: Db, tenantId: string, createdBy: string):
   return r.rowCount === 1;
 }
 
+/**
+ * Whether the tenant may submit `priority: high` (F11); undefined for an unknown tenant. Read
+ * only for high-priority submits, so the common submit pays no extra statement.
+ */
+export async function mayUseHighPriority(db: Db, tenantId: string): Promise<boolean | undefined> {
+  const r = await db.query<{ may: boolean }>('SELECT may_use_high_priority AS may FROM tenants WHERE id = $1', [tenantId]);
+  return r.rows[0]?.may;
+}
+
+/** Grants or withdraws `priority: high`; false for an unknown tenant. Records who and when. */
+export async function setHighPriority(db: Db, tenantId: string, allowed: boolean, changedBy: string): Promise<boolean> {
+  const r = await db.query(
+    `UPDATE tenants SET may_use_high_priority = $2, high_priority_changed_by = $3, high_priority_changed_at = now() WHERE id = $1`,
+    [tenantId, allowed, changedBy],
+  );
+  return r.rowCount === 1;
+}
+
 export async function tenantExists(db: Db, tenantId: string): Promise<boolean> {
   const r = await db.query('SELECT 1 FROM tenants WHERE id = $1', [tenantId]);
   return r.rowCount === 1;
@@ -22,11 +40,19 @@ export async function tenantExists(db: Db, tenantId: string): Promise<boolean> {
  * A changed seed key replaces the previous seed key (revoked), as the old single-key column
  * did; a seed key an operator revoked stays revoked (its hash is taken, so nothing is
  * inserted). Several processes may seed at once: each statement is idempotent.
+ * `highPriority` (SEED_HIGH_PRIORITY_TENANTS) lets the tenant submit `priority: high`.
  */
-export async function upsertTenant(db: pg.Pool, tenantId: string, apiKey: string): Promise<void> {
+export async function upsertTenant(db: pg.Pool, tenantId: string, apiKey: string, opts: { highPriority?: boolean } = {}): Promise<void> {
   const keyHash = apiKeyHash(apiKey);
   await withTransaction(db, async (tx) => {
     await insertTenant(tx, tenantId, SEED_KEY_NAME);
+    // Seeding grants high priority, never withdraws it: an operator's grant survives a restart.
+    if (opts.highPriority)
+      await tx.query(
+        `UPDATE tenants SET may_use_high_priority = true, high_priority_changed_by = $2, high_priority_changed_at = now()
+          WHERE id = $1 AND NOT may_use_high_priority`,
+        [tenantId, SEED_KEY_NAME],
+      );
     await replaceLiveKey(tx, tenantId, SEED_KEY_NAME, keyHash);
     await insertTenantKey(tx, { tenantId, name: SEED_KEY_NAME, keyHash, keyPrefix: null, createdBy: SEED_KEY_NAME }, { ifNew: true });
   });
@@ -48,6 +74,8 @@ export interface TenantKeyInfo {
 export interface TenantInfo {
   id: string;
   createdAt: string;
+  /** May submit `priority: high` (default false; an operator grants it). */
+  mayUseHighPriority: boolean;
   /** Keys that authenticate now. */
   liveKeys: number;
   /** Every key, live and revoked, oldest first: metadata only, never a hash. */
@@ -61,8 +89,8 @@ const KEY_JSON = `json_build_object('name', k.name, 'prefix', k.key_prefix,
 
 /** Every tenant (or one) with its keys' metadata. */
 export async function listTenants(db: Db, tenantId?: string): Promise<TenantInfo[]> {
-  const r = await db.query<{ id: string; created_at: Date; live_keys: number; keys: TenantKeyInfo[] }>(
-    `SELECT t.id, t.created_at,
+  const r = await db.query<{ id: string; created_at: Date; may: boolean; live_keys: number; keys: TenantKeyInfo[] }>(
+    `SELECT t.id, t.created_at, t.may_use_high_priority AS may,
             count(k.id) FILTER (WHERE k.revoked_at IS NULL)::int AS live_keys,
             coalesce(json_agg(${KEY_JSON} ORDER BY k.created_at, k.id) FILTER (WHERE k.id IS NOT NULL), '[]') AS keys
        FROM tenants t LEFT JOIN tenant_keys k ON k.tenant_id = t.id
@@ -70,7 +98,13 @@ export async function listTenants(db: Db, tenantId?: string): Promise<TenantInfo
       GROUP BY t.id ORDER BY t.id`,
     [tenantId ?? null],
   );
-  return r.rows.map((x) => ({ id: x.id, createdAt: x.created_at.toISOString(), liveKeys: x.live_keys, keys: x.keys }));
+  return r.rows.map((x) => ({
+    id: x.id,
+    createdAt: x.created_at.toISOString(),
+    mayUseHighPriority: x.may,
+    liveKeys: x.live_keys,
+    keys: x.keys,
+  }));
 }
 
 /** Every tenant gets its own job per window (per-tenant digests). */

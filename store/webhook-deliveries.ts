@@ -17,6 +17,11 @@ export interface DeliveryRow {
   last_received_at: Date;
   signal_attempted_at: Date | null;
   processed_at: Date | null;
+  /** SHA-256 of the raw body first recorded; null for rows recorded before 0022. */
+  body_sha256: Buffer | null;
+  /** Deliveries under this webhook-id whose body differed (refused, never processed). */
+  conflicting_deliveries: number;
+  last_conflict_at: Date | null;
 }
 
 /**
@@ -56,23 +61,33 @@ export interface NewDelivery {
   payload: Record<string, unknown>;
   jobId: string | null;
   outcome: DeliveryOutcome;
+  /** SHA-256 of the raw body as signed: a redelivery must carry the same bytes. Default none (no check). */
+  bodySha256?: Buffer;
 }
 
 /**
  * Inserts the delivery once; a redelivery (same source and webhook-id, also concurrent ones,
  * which wait on the primary key until the first transaction ends) only counts itself and
- * changes nothing else. `inserted` tells which one this call was.
+ * changes nothing else. `inserted` tells which one this call was. A delivery under a known
+ * webhook-id with a different body is not a redelivery: it is counted as a conflict on the
+ * row (`conflict: true`) and changes nothing else either. A row from before the body hash
+ * existed adopts the first hash it sees.
  */
-export async function recordDelivery(db: Db, d: NewDelivery): Promise<DeliveryRow & { inserted: boolean }> {
-  const r = await db.query<DeliveryRow & { inserted: boolean }>(
-    `INSERT INTO webhook_deliveries (source, webhook_id, event_type, subject, payload, job_id, outcome, signal_attempted_at, processed_at)
+export async function recordDelivery(db: Db, d: NewDelivery): Promise<DeliveryRow & { inserted: boolean; conflict: boolean }> {
+  const differs = 'webhook_deliveries.body_sha256 IS NOT NULL AND webhook_deliveries.body_sha256 <> EXCLUDED.body_sha256';
+  const r = await db.query<DeliveryRow & { inserted: boolean; conflict: boolean }>(
+    `INSERT INTO webhook_deliveries (source, webhook_id, event_type, subject, payload, job_id, outcome, signal_attempted_at, processed_at, body_sha256)
      VALUES ($1, $2, $3, $4, $5, $6, $7,
              CASE WHEN $7 = 'pending_signal' THEN now() END,
-             CASE WHEN $7 IN ('ignored') THEN now() END)
+             CASE WHEN $7 IN ('ignored') THEN now() END, $8)
      ON CONFLICT (source, webhook_id) DO UPDATE
-        SET times_received = webhook_deliveries.times_received + 1, last_received_at = now()
-     RETURNING *, (xmax = 0) AS inserted`,
-    [d.source, d.webhookId, d.eventType, d.subject, JSON.stringify(d.payload), d.jobId, d.outcome],
+        SET times_received = webhook_deliveries.times_received + CASE WHEN ${differs} THEN 0 ELSE 1 END,
+            last_received_at = CASE WHEN ${differs} THEN webhook_deliveries.last_received_at ELSE now() END,
+            conflicting_deliveries = webhook_deliveries.conflicting_deliveries + CASE WHEN ${differs} THEN 1 ELSE 0 END,
+            last_conflict_at = CASE WHEN ${differs} THEN now() ELSE webhook_deliveries.last_conflict_at END,
+            body_sha256 = coalesce(webhook_deliveries.body_sha256, EXCLUDED.body_sha256)
+     RETURNING *, (xmax = 0) AS inserted, coalesce(xmax <> 0 AND body_sha256 <> $8, false) AS conflict`,
+    [d.source, d.webhookId, d.eventType, d.subject, JSON.stringify(d.payload), d.jobId, d.outcome, d.bodySha256 ?? null],
   );
   return r.rows[0]!;
 }

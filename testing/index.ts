@@ -234,7 +234,8 @@ export async function startTestStack(o: TestStackOptions): Promise<TestStack> {
     stops.push(() => connection.close());
     const tenantId = 'test-tenant';
     await prepareStack(pool, {
-      tenants: [{ tenantId, apiKey: `test-key-${randomBytes(16).toString('hex')}` }],
+      // A team's tests may submit any priority: the test tenant is granted high (F11).
+      tenants: [{ tenantId, apiKey: `test-key-${randomBytes(16).toString('hex')}`, highPriority: true }],
       temporal: { connection, namespace },
     });
     const temporal = new Client({ connection, namespace });

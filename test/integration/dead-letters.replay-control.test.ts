@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { operatorKey, startHarness, uid, waitFor, type Harness, type TENANTS } from '../support/harness.js';
+import { operatorKey, startHarness, uid, waitFor, type Harness, type OperatorName, type TENANTS } from '../support/harness.js';
 
 let h: Harness;
 beforeAll(async () => {
@@ -9,8 +9,8 @@ afterAll(async () => {
   await h?.close();
 });
 
-const admin = (path: string, init: { method?: string; body?: unknown } = {}) =>
-  h.api(path, { ...init, tenant: null, headers: { authorization: `Bearer ${operatorKey('bob')}` } });
+const admin = (path: string, init: { method?: string; body?: unknown } = {}, operator: OperatorName = 'bob') =>
+  h.api(path, { ...init, tenant: null, headers: { authorization: `Bearer ${operatorKey(operator)}` } });
 
 async function deadLetteredPurchases(count: number, tenant: keyof typeof TENANTS): Promise<Array<{ jobId: string; deadLetterId: string }>> {
   await h.simFault({ path: '/v1/receipts', times: count, status: 400 });
@@ -45,7 +45,7 @@ const until = (replayId: string, what: string, ok: (p: any) => boolean, timeoutM
   );
 
 describe('replay control', () => {
-  it('pause, resume and stop work mid-replay; unreplayed dead letters stay open', async () => {
+  it('pause, resume and stop work mid-replay, each an audit row naming its operator; unreplayed dead letters stay open', async () => {
     const dls = await deadLetteredPurchases(10, 'b');
     // Each replayed receipt is held 1.5 s: the replay is slow enough to steer.
     await h.simFault({ path: '/v1/receipts', times: 10, status: 200, delayMs: 1_500 });
@@ -56,7 +56,8 @@ describe('replay control', () => {
     const { replayId } = r.body;
     await until(replayId, 'first success', (p) => p.counts.succeeded >= 1);
 
-    expect((await admin(`/v1/dead-letters/replays/${replayId}/pause`, { method: 'POST' })).status).toBe(202);
+    // Bob requested it; alice pauses and stops it, carol resumes it (F9: each is on record).
+    expect((await admin(`/v1/dead-letters/replays/${replayId}/pause`, { method: 'POST' }, 'alice')).status).toBe(202);
     const paused = await until(replayId, 'paused and drained', (p) => p.state === 'paused' && p.counts.running === 0);
     // A paused replay starts nothing new. Instead of a fixed window: a probe job runs through
     // the same worker to success (the worker is polling and claiming work meanwhile), and the
@@ -67,13 +68,25 @@ describe('replay control', () => {
     expect(still).toMatchObject({ state: 'paused', counts: { succeeded: paused.counts.succeeded, running: 0 } });
     expect((await h.simEffects()).inFlight).toBe(0);
 
-    expect((await admin(`/v1/dead-letters/replays/${replayId}/resume`, { method: 'POST' })).status).toBe(202);
+    expect((await admin(`/v1/dead-letters/replays/${replayId}/resume`, { method: 'POST' }, 'carol')).status).toBe(202);
     await until(replayId, 'progress after resume', (p) => p.counts.succeeded > paused.counts.succeeded);
     expect(
-      (await admin(`/v1/dead-letters/replays/${replayId}/stop`, { method: 'POST', body: { reason: 'enough for today' } })).status,
+      (await admin(`/v1/dead-letters/replays/${replayId}/stop`, { method: 'POST', body: { reason: 'enough for today' } }, 'alice')).status,
     ).toBe(202);
     const stopped = await until(replayId, 'stopped', (p) => p.state === 'stopped');
     expect(stopped.stopReason).toBe('enough for today');
+    expect(stopped.requestedBy).toBe('bob');
+    expect(stopped.actions).toEqual([
+      { action: 'paused', actor: 'alice', at: expect.any(String), details: {} },
+      { action: 'resumed', actor: 'carol', at: expect.any(String), details: {} },
+      { action: 'stopped', actor: 'alice', at: expect.any(String), details: { reason: 'enough for today' } },
+    ]);
+    const audit = await h.pool.query('SELECT action, actor FROM replay_actions WHERE replay_id = $1 ORDER BY id', [replayId]);
+    expect(audit.rows).toEqual([
+      { action: 'paused', actor: 'alice' },
+      { action: 'resumed', actor: 'carol' },
+      { action: 'stopped', actor: 'alice' },
+    ]);
     expect(stopped.counts.pending).toBeGreaterThan(0);
     expect(stopped.counts.succeeded + stopped.counts.pending).toBe(10);
 
@@ -85,6 +98,8 @@ describe('replay control', () => {
     const late = await admin(`/v1/dead-letters/replays/${replayId}/resume`, { method: 'POST' });
     expect(late.status).toBe(409);
     expect(late.body.type).toBe('urn:durable-jobs:problem:replay-finished');
+    // A refused command leaves no audit row.
+    expect((await h.pool.query('SELECT count(*)::int AS n FROM replay_actions WHERE replay_id = $1', [replayId])).rows[0].n).toBe(3);
   });
 
   it('a stop condition halts a bad replay: more than maxFailures replays failing again', async () => {

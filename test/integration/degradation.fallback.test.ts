@@ -105,8 +105,9 @@ describe('a fallback upstream is an explicit, recorded decision', () => {
     const done = await h.waitForStatus(r.body.jobId, 'succeeded');
     expect(done.upstream).toBe('fallback');
     expect(done.upstreamReason).toBe(
-      `sent to the fallback upstream: the fallback upstream is enabled for summarize by alice since ${since}`,
+      `sent to the fallback upstream: the fallback upstream is enabled for summarize by an operator since ${since}`,
     );
+    expect(JSON.stringify(done)).not.toContain('alice');
     expect(typeof done.result.summary).toBe('string');
     expect(await effectUpstream(r.body.jobId)).toBe('fallback');
     expect(await ledger(fallback, r.body.jobId)).toMatchObject({ applied: 1, requests: 1 });

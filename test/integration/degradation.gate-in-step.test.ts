@@ -62,7 +62,7 @@ describe('the degradation gate asked in the first step', () => {
     try {
       jobId = (await h.submit('summarize', { text: 'Paused at its first statement.' }, { priority: 'low' })).body.jobId;
       const deferred = await h.waitForStatus(jobId, 'deferred');
-      expect(deferred.statusReason).toMatch(/^low-priority work is paused by /);
+      expect(deferred.statusReason).toMatch(/^low-priority work is paused by an operator since /);
       const handle = h.temporal.workflow.getHandle(jobId);
       await waitFor(
         'JobState=deferred on the workflow',

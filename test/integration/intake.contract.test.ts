@@ -205,6 +205,15 @@ describe('bad input: a precise problem and nothing written', () => {
       headers: { 'idempotency-key': `k-${uid()}`, 'content-type': 'application/x-www-form-urlencoded' },
     });
     expect(form.status).toBe(415);
+    // Plain text too (F12): Fastify's own text parser made it a 400 validation error.
+    for (const type of ['text/plain', 'text/plain; charset=utf-8']) {
+      const text = await h.api('/v1/jobs', {
+        rawBody: JSON.stringify({ type: 'summarize', input: { text: 'sent as text' } }),
+        headers: { 'idempotency-key': `k-${uid()}`, 'content-type': type },
+      });
+      expect(text.status, type).toBe(415);
+      expect(text.body.type, type).toBe('urn:durable-jobs:problem:unsupported-media-type');
+    }
     const big = await h.api('/v1/jobs', {
       rawBody: JSON.stringify({ type: 'summarize', input: { text: 'a'.repeat(300 * 1024) } }),
       headers: { 'idempotency-key': `k-${uid()}`, 'content-type': 'application/json' },

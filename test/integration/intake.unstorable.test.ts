@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
-import { startHarness, uid, WEBHOOK_SECRET, type Harness } from '../support/harness.js';
+import { operatorKey, startHarness, uid, WEBHOOK_SECRET, type Harness } from '../support/harness.js';
 
 let h: Harness;
 beforeAll(async () => {
@@ -29,6 +29,32 @@ describe('text Postgres cannot store', () => {
   it('answers 400, not 500, for a NUL in a path ID', async () => {
     expect((await h.api('/v1/jobs/job-%00')).status).toBe(400);
     expect((await h.api('/v1/jobs/job-%00/cancel', { method: 'POST' })).status).toBe(400);
+  });
+
+  it('answers 400 with a problem, not 500, for a NUL or a lone surrogate in an admin query string or body string (F8)', async () => {
+    const alice = { authorization: `Bearer ${operatorKey('alice')}` };
+    const cases: { path: string; method?: string; body?: unknown; field: string }[] = [
+      { path: '/v1/dead-letters?tenantId=%00', field: 'tenantId' },
+      { path: '/v1/admin/jobs?tenantId=%00x', field: 'tenantId' },
+      { path: '/v1/dead-letters/replay', body: { ids: ['dl-\u0000'], dryRun: true }, field: 'ids.0' },
+      { path: '/v1/dead-letters/replay', body: { filter: { tenantId: 'a\u0000' }, dryRun: true }, field: 'filter.tenantId' },
+      { path: '/v1/admin/degradation', method: 'PUT', body: { pausedPriorities: [], reason: 'x\u0000y' }, field: 'reason' },
+      { path: '/v1/admin/degradation', method: 'PUT', body: { pausedPriorities: [], reason: 'lone \ud800' }, field: 'reason' },
+      { path: '/v1/admin/outbox/1/discard', body: { reason: 'x\u0000y' }, field: 'reason' },
+    ];
+    for (const c of cases) {
+      const r = await h.api(c.path, { method: c.method, body: c.body, tenant: null, headers: alice });
+      expect({ case: c.path, status: r.status, type: r.headers.get('content-type') }).toEqual({
+        case: c.path,
+        status: 400,
+        type: expect.stringContaining('application/problem+json'),
+      });
+      expect(r.body.type).toBe('urn:durable-jobs:problem:validation-error');
+      expect(r.body.errors).toEqual([{ path: c.field, message: expect.stringContaining('NUL') }]);
+    }
+    // Nothing was changed: the degradation setting kept no reason with a NUL in it.
+    const audit = await h.pool.query("SELECT count(*)::int AS n FROM degradation_audit WHERE reason LIKE '%x%y%'");
+    expect(audit.rows[0].n).toBe(0);
   });
 
   it('answers 400, not 500, to a validly signed webhook whose event Postgres could not store', async () => {

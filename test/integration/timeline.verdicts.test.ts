@@ -148,14 +148,16 @@ describe('GET /v1/admin/jobs/{jobId}/timeline', () => {
       const jobId = (await h.submit('summarize', { text: 'low and deferred' }, { priority: 'low' })).body.jobId;
       await h.waitForStatus(jobId, 'deferred');
       const t = await verdictMatching(jobId, /^deferred at claim for /);
-      expect(t.verdict.words).toMatch(/: low-priority work is paused by alice since .*; it resumes at \d+\/min once the pause is lifted$/);
+      expect(t.verdict.words).toMatch(
+        /: low-priority work is paused by an operator since .*; it resumes at \d+\/min once the pause is lifted$/,
+      );
       expect(t.events.map((e: any) => e.event)).toEqual(expect.arrayContaining(['low priority paused by alice', 'deferred']));
       // The gate is a local activity: its marker reaches the history when the workflow task that
       // ran it completes, a moment after its `deferred` row (which the verdict reads) committed.
       const gate = (await withEvents(jobId, ['activity completed: checkAdmission'])).events.find(
         (e: any) => e.event === 'activity completed: checkAdmission',
       );
-      expect(gate.detail).toMatch(/^defer: low-priority work is paused by alice/);
+      expect(gate.detail).toMatch(/^defer: low-priority work is paused by an operator/);
       expect((await h.api(`/v1/jobs/${jobId}`)).body.nextStep).toBe('admitted once its priority is resumed, at the recovery rate');
       expect((await admin('/v1/admin/degradation', { method: 'PUT', body: { pausedPriorities: [] } })).status).toBe(200);
       await h.waitForStatus(jobId, 'succeeded');

@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { Client, Connection } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
@@ -195,6 +196,46 @@ describe('POST /v1/webhooks/{source}', () => {
       expect(await rowsFor(r.id), name).toBe(0);
       expect((await delivery(r.id)).status, name).toBe(404);
     }
+  });
+
+  it('answers 401 for a webhook-timestamp that is not strictly an integer, even when the signature covers it (F12)', async () => {
+    const now = String(Math.floor(Date.now() / 1000));
+    const key = Buffer.from(WEBHOOK_SECRET.slice('whsec_'.length), 'base64');
+    for (const ts of [`${now}abc`, `${now}.5`, `0${now}`, `+${now}`, `${now}e0`]) {
+      const id = `msg_${uid()}`;
+      const body = JSON.stringify({ type: 'test.ping', data: { n: 1 } });
+      // Signed over exactly this timestamp text, as a sender that means it would.
+      const signature = `v1,${createHmac('sha256', key).update(`${id}.${ts}.${body}`).digest('base64')}`;
+      const r = await postWebhook(h.baseUrl, { id, body, signature, headers: { 'webhook-timestamp': ts } });
+      expect(r.status, ts).toBe(401);
+      expect(r.body.detail, ts).toContain('webhook-timestamp');
+      expect(await rowsFor(id), ts).toBe(0);
+    }
+  });
+
+  it('refuses a known webhook-id with a different, validly signed body (409) and records the conflict on its row (F12)', async () => {
+    const id = `msg_${uid()}`;
+    const body = JSON.stringify({ type: 'test.ping', data: { n: 1 } });
+    expect((await postWebhook(h.baseUrl, { id, body })).status).toBe(202);
+    const other = await postWebhook(h.baseUrl, { id, body: JSON.stringify({ type: 'test.ping', data: { n: 2 } }) });
+    expect(other.status).toBe(409);
+    expect(other.body).toMatchObject({ type: 'urn:durable-jobs:problem:webhook-id-conflict', status: 409 });
+    // The same bytes again are still a plain redelivery.
+    expect((await postWebhook(h.baseUrl, { id, body })).status).toBe(200);
+    expect(await rowsFor(id)).toBe(1);
+    const d = await delivery(id);
+    expect(d.body).toMatchObject({ timesReceived: 2, conflictingDeliveries: 1, lastConflictAt: expect.any(String) });
+  });
+
+  it('does not let a different body under a known webhook-id reach the job a second time', async () => {
+    const job = await transcribeWaitingForWebhook();
+    const id = `msg_${uid()}`;
+    expect((await postWebhook(h.baseUrl, { id, body: job.completion('the real transcript') })).status).toBe(202);
+    const done = await h.waitForStatus(job.jobId, 'succeeded');
+    expect(done.result).toMatchObject({ text: 'the real transcript', webhookId: id });
+    expect((await postWebhook(h.baseUrl, { id, body: job.completion('FORGED') })).status).toBe(409);
+    expect(await signalsReceived(job.jobId)).toBe(1);
+    expect((await delivery(id)).body).toMatchObject({ jobId: job.jobId, outcome: 'signalled', timesReceived: 1, conflictingDeliveries: 1 });
   });
 
   it('answers 400 for malformed JSON under a valid signature, and records nothing', async () => {

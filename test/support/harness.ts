@@ -14,7 +14,11 @@ import { bundleWorkflows, createQueueWorker } from '../../workers/worker.js';
 import { defaultJobRegistry } from '../../jobs/index.js';
 import type { JobRegistry } from '../../job-api/registry.js';
 
-export const TENANTS = { a: { id: 'tenant-a', key: 'key-tenant-a' }, b: { id: 'tenant-b', key: 'key-tenant-b' } } as const;
+/** Tenant a may submit `priority: high` (seeded so, F11); tenant b may not. */
+export const TENANTS = {
+  a: { id: 'tenant-a', key: 'key-tenant-a', highPriority: true },
+  b: { id: 'tenant-b', key: 'key-tenant-b', highPriority: false },
+} as const;
 /** `ADMIN_API_KEY`: the key of operator "admin" (backwards compatibility). */
 export const ADMIN_KEY = 'admin-key-for-tests';
 /**
@@ -150,7 +154,9 @@ export async function startHarness(
   const log = createLogger(`test-${name}`, process.env.TEST_LOG_LEVEL ?? 'silent');
   const databaseUrl = await createTestDatabase(name, opts.postgresUrl);
   const pool = createPool(databaseUrl, log);
-  await prepareStack(pool, { tenants: Object.values(TENANTS).map((t) => ({ tenantId: t.id, apiKey: t.key })) });
+  await prepareStack(pool, {
+    tenants: Object.values(TENANTS).map((t) => ({ tenantId: t.id, apiKey: t.key, highPriority: t.highPriority })),
+  });
   const namespace = inject('temporalNamespace');
   const connection = await Connection.connect({ address: opts.temporalAddress ?? inject('temporalAddress') });
   const temporal = new Client({ connection, namespace });

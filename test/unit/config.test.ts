@@ -21,7 +21,26 @@ describe('configuration', () => {
       simWebhookUrl: 'http://127.0.0.1:8080/v1/webhooks/sim',
       taskQueue: 'durable-jobs',
     });
-    expect(c.seedTenants).toEqual([{ tenantId: 'demo', apiKey: 'demo-key' }]);
+    // The demo tenant may try priority high (load shedding in `npm start`); no other tenant by default (F11).
+    expect(c.seedTenants).toEqual([{ tenantId: 'demo', apiKey: 'demo-key', highPriority: true }]);
+  });
+
+  it('grants priority high at seeding only to the tenants SEED_HIGH_PRIORITY_TENANTS lists, each one of SEED_TENANTS', () => {
+    const seeds = (env: Record<string, string>, mode: 'dev' | 'production' = 'production') =>
+      loadConfig(env, { jobTypes: names, mode }).seedTenants;
+    expect(seeds({ SEED_TENANTS: 'alpha=alpha-key-1,beta=beta-key-1' })).toEqual([
+      { tenantId: 'alpha', apiKey: 'alpha-key-1' },
+      { tenantId: 'beta', apiKey: 'beta-key-1' },
+    ]);
+    expect(seeds({ SEED_TENANTS: 'alpha=alpha-key-1,beta=beta-key-1', SEED_HIGH_PRIORITY_TENANTS: 'beta' })).toEqual([
+      { tenantId: 'alpha', apiKey: 'alpha-key-1' },
+      { tenantId: 'beta', apiKey: 'beta-key-1', highPriority: true },
+    ]);
+    // Own tenants in dev: the demo default does not carry over to them.
+    expect(seeds({ SEED_TENANTS: 'alpha=alpha-key-1' }, 'dev')).toEqual([{ tenantId: 'alpha', apiKey: 'alpha-key-1' }]);
+    expect(() => seeds({ SEED_TENANTS: 'alpha=alpha-key-1', SEED_HIGH_PRIORITY_TENANTS: 'gamma' })).toThrow(
+      /SEED_HIGH_PRIORITY_TENANTS .*"gamma" is not one/,
+    );
   });
 
   it('gives a stopping worker 20 s to drain by default (WORKER_SHUTDOWN_GRACE_SECONDS), 0-3600', () => {
