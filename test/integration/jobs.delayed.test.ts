@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IdempotencyConflictError, ValidationError } from '../../lib/errors.js';
 import { JobStateKey } from '../../lib/temporal.js';
+import { inputHash, jobIdFor, keyHash } from '../../lib/ids.js';
+import type { ScanInput, ScanReport } from '../../contract/scan.js';
+import { insertIntent } from '../../store/intents.js';
 import { startHarness, TENANTS, uid, type Harness } from '../support/harness.js';
 
 let h: Harness;
@@ -163,5 +166,52 @@ describe('submitJob in the typed client with runAt', () => {
     const done = await h.waitForStatus(r.jobId, 'succeeded');
     expect(Date.parse(done.firstStartedAt)).toBeGreaterThanOrEqual(runAt.getTime());
     expect(done.tags).toEqual({ source: 'client' });
+  });
+});
+
+describe('a delayed job whose start was lost', () => {
+  /** What a lost start leaves: the committed intent with its time, workflow_started_at NULL. */
+  async function lostStart(key: string, delaySeconds: number, input: { text: string }) {
+    const tenantId = TENANTS.a.id;
+    const jobId = jobIdFor(tenantId, 'summarize', key);
+    const runAt = new Date(Date.now() + delaySeconds * 1000);
+    await insertIntent(h.pool, {
+      jobId,
+      tenantId,
+      jobType: 'summarize',
+      keyHash: keyHash(tenantId, key),
+      inputHash: inputHash('summarize', input, { delaySeconds }),
+      input,
+      priority: 'normal',
+      runAt,
+    });
+    return { jobId, runAt };
+  }
+  const executionTime = async (jobId: string) => (await h.temporal.workflow.getHandle(jobId).describe()).executionTime!.getTime();
+
+  it('is started with its delay by the retried submit and by the compensation scan, never at once', async () => {
+    const key = `key-${uid()}`;
+    const input = { text: 'Lost, then retried.' };
+    const retried = await lostStart(key, 600, input);
+    const again = await submitDelayed(input, { delaySeconds: 600 }, key);
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ jobId: retried.jobId, status: 'scheduled', scheduledFor: retried.runAt.toISOString() });
+    expect(Math.abs((await executionTime(retried.jobId)) - retried.runAt.getTime())).toBeLessThan(1_000);
+
+    const scanned = await lostStart(`key-${uid()}`, 600, { text: 'Lost, then scanned.' });
+    const report = (await h.temporal.workflow.execute('compensationScan', {
+      taskQueue: h.taskQueue,
+      workflowId: `scan-${uid()}`,
+      args: [
+        { schedules: [], now: new Date(Date.now() + 3_600_000).toISOString(), effectLeaseMs: 2 * 3_600_000 } satisfies Partial<ScanInput>,
+      ],
+    })) as ScanReport;
+    expect(report.intentsStarted).toBeGreaterThanOrEqual(1);
+    expect(Math.abs((await executionTime(scanned.jobId)) - scanned.runAt.getTime())).toBeLessThan(1_000);
+    expect((await h.api(`/v1/jobs/${scanned.jobId}`)).body.status).toBe('scheduled');
+    for (const { jobId } of [retried, scanned]) {
+      await h.api(`/v1/jobs/${jobId}/cancel`, { method: 'POST' });
+      await h.waitForStatus(jobId, 'cancelled');
+    }
   });
 });
