@@ -1,3 +1,6 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ValidationError } from '../../lib/errors.js';
 import { ADMIN_KEY, startHarness, TENANTS, uid, type Harness } from '../support/harness.js';
@@ -223,5 +226,50 @@ describe('GET /v1/admin/jobs: operators across tenants', () => {
     const r = await admin(`?${range}&cursor=${tenantCursor}`);
     expect(r.status).toBe(400);
     expect(r.body.errors[0].path).toBe('cursor');
+  });
+});
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+/** The real CLI (`npm run job -- list` runs exactly this), against this file's API. */
+async function jobCli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const r = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'scripts/job.ts', ...args], {
+      cwd: ROOT,
+      env: { ...process.env, DJ_API_URL: h.baseUrl, ADMIN_API_KEY: ADMIN_KEY },
+      timeout: 60_000,
+    });
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (err) {
+    const e = err as { code?: number; stdout?: string; stderr?: string };
+    return { code: e.code ?? -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+  }
+}
+
+describe('npm run job -- list', () => {
+  it("prints a page across tenants and the command for the next one, and passes the API's 400 through", async () => {
+    const p = `job-cli-${uid()}-`;
+    const rows = await insertRows(TENANTS.b.id, p, 3, ['succeeded', 'dead_lettered', 'succeeded'], 10_800);
+    const from = (await h.pool.query(`SELECT min(created_at) AS t FROM job_intents WHERE job_id LIKE $1`, [`${p}%`])).rows[0].t as Date;
+    const range = ['--created-after', from.toISOString(), '--created-before', new Date(from.getTime() + 3_000).toISOString()];
+    const first = await jobCli('list', '--tenant', TENANTS.b.id, '--state', 'succeeded', ...range, '--limit', '1');
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout).toMatch(/^JOB\s+TENANT\s+TYPE\s+STATUS\s+ATTEMPTS\s+CREATED \(UTC\)/);
+    expect(first.stdout).toContain(rows[2]);
+    expect(first.stdout).not.toContain(rows[0]);
+    const next = /next page: npm run job -- (list .*)$/m.exec(first.stdout)?.[1];
+    expect(next).toContain(`--tenant ${TENANTS.b.id} --state succeeded`);
+    // Run the printed command as a shell would split it (its values here need no quotes).
+    const second = await jobCli(...next!.split(' '));
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.stdout).toContain(rows[0]);
+    expect(second.stdout).not.toContain('next page');
+    const json = await jobCli('list', '--tenant', TENANTS.b.id, ...range, '--state', 'dead_lettered', '--json');
+    expect(JSON.parse(json.stdout).jobs.map((j: { jobId: string }) => j.jobId)).toEqual([rows[1]]);
+    const bad = await jobCli('list', '--state', 'nope');
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/400 Invalid request: invalid list filter \(state: one or more of scheduled, queued/);
+    const usage = await jobCli('list', '--offset', '5');
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain('unknown option --offset');
   });
 });
