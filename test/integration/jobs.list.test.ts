@@ -180,6 +180,28 @@ describe('GET /v1/jobs: a tenant lists its own jobs', () => {
   });
 });
 
+describe('the OpenAPI document', () => {
+  it('describes GET /v1/jobs with its filters and page, and the submit terms', async () => {
+    const doc = (await h.api('/openapi.json', { tenant: null })).body;
+    const get = doc.paths['/v1/jobs'].get;
+    expect(get.parameters.map((p: { name: string }) => p.name)).toEqual([
+      'state',
+      'type',
+      'createdAfter',
+      'createdBefore',
+      'tag',
+      'limit',
+      'cursor',
+    ]);
+    expect(get.parameters[0].schema.items.enum).toContain('scheduled');
+    expect(get.responses['200'].content['application/json'].schema.$ref).toBe('#/components/schemas/JobPage');
+    expect(Object.keys(get.responses)).toEqual(expect.arrayContaining(['200', '400', '401']));
+    expect(doc.paths['/v1/admin/jobs'].get.parameters.map((p: { name: string }) => p.name)).toContain('cursor');
+    expect(Object.keys(doc.components.schemas.SubmitJob.properties)).toEqual(expect.arrayContaining(['runAt', 'delaySeconds', 'tags']));
+    expect(doc.components.schemas.JobStatus.properties).toHaveProperty('scheduledFor');
+  });
+});
+
 describe('listJobs in the typed client', () => {
   it('lists like the API, with typed filters, and throws ValidationError naming a bad one', async () => {
     const tag = `c-${uid()}`;
