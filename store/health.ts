@@ -30,7 +30,7 @@ export interface BacklogRow {
 /**
  * Unfinished jobs by state. A queued job waits since it was created (or admitted after a
  * deferral, or put back to wait for a slot); a retrying job only once its backoff is over:
- * a deliberate wait is not backlog age. A delayed job (`run_at`, migration 0023) is no backlog
+ * a deliberate wait is not backlog age. A delayed job (`run_at`, migration 0025) is no backlog
  * before its time (the API calls it `scheduled`) and waits from its time on.
  */
 /** Not a delayed job before its time (GREATEST ignores a NULL `run_at`). */

@@ -26,9 +26,9 @@ export interface IntentRow {
   finished_at: Date | null;
   created_at: Date;
   updated_at: Date;
-  /** A delayed job's start time (migration 0023); NULL: at once. */
+  /** A delayed job's start time (migration 0025); NULL: at once. */
   run_at: Date | null;
-  /** The submitter's business tags (migration 0023); NULL: none. */
+  /** The submitter's business tags (migration 0025); NULL: none. */
   tags: Record<string, string> | null;
 }
 

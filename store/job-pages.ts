@@ -41,7 +41,7 @@ const COLUMNS = `job_id, tenant_id, job_type, input_hash, priority, status, stat
  * The page's statement, newest first, by keyset: `(created_at, job_id) < (the cursor's)`, never
  * OFFSET, so a page costs the same however deep it is, and jobs inserted meanwhile (newer than
  * the first page) never shift a later page. A tenant's list reads index `job_intents_tenant_page`
- * backwards, the operators' list `job_intents_page` (migration 0023); the other filters are
+ * backwards, the operators' list `job_intents_page` (migration 0025); the other filters are
  * checked on the rows the index yields, a tag through `job_intents_tags` when it is selective.
  * It fetches one row more than the page to know whether another page follows. Exported for the
  * test that shows its plan.
