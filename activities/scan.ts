@@ -94,6 +94,7 @@ export function createScanActivities(deps: ActivityDeps) {
             { jobId: row.job_id, tenantId: row.tenant_id, jobType: row.job_type, priority: row.priority },
             row.created_at,
             deps.jobBudgets,
+            { runAt: row.run_at },
           );
           if (await markStartedIfUnstarted(deps.pool, row.job_id)) {
             started += 1;

@@ -1,6 +1,6 @@
 /**
- * `durable-jobs/client`: the typed client for backend code. It submits jobs, reads their
- * status and cancels them over your own Temporal `Client` and `pg` Pool; a worker (this
+ * `durable-jobs/client`: the typed client for backend code. It submits jobs (at once or
+ * delayed), reads their status, lists them and cancels them over your own Temporal `Client` and `pg` Pool; a worker (this
  * repository's `npm run worker`, or your own) runs them. Run `migrate(pool)` once before the
  * first submit: the client reads and writes the same tables the workers do.
  *
@@ -14,7 +14,7 @@ export type ClientOptions = Omit<JobsClientDeps, 'jobs'> & {
   jobs?: JobsClientDeps['jobs'];
 };
 
-/** `createJobsClient({ pool, temporal, taskQueue })`: `submitJob`, `getJob`, `cancelJob`. Errors are the coded classes below. */
+/** `createJobsClient({ pool, temporal, taskQueue })`: `submitJob` (now or delayed), `getJob`, `listJobs`, `cancelJob`. Errors are the coded classes below. */
 export function createJobsClient(options: ClientOptions): JobsClient {
   return createIntake({ ...options, jobs: options.jobs ?? defaultJobRegistry });
 }
@@ -26,6 +26,7 @@ export function createJobsClient(options: ClientOptions): JobsClient {
 export { createTenantsAdmin, type AddedKey, type TenantInfo, type TenantKeyInfo, type TenantsAdmin } from '../services/tenants.js';
 export type { JobsClient, JobsClientDeps, SubmitJobRequest, SubmitJobResult } from '../services/intake.js';
 export type { JobStatus, StaleResult } from '../services/job-status.js';
+export type { JobPage, ListJobsFilter } from '../services/job-lists.js';
 export type { JobArgs, JobBudget, JobBudgets, JobState, JobType, Priority } from '../contract/job-types.js';
 export { JOB_STATES, PRIORITIES, TERMINAL_STATES, UNFINISHED_STATES, isTerminalState } from '../contract/job-types.js';
 export type { JobRegistry } from '../job-api/registry.js';

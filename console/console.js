@@ -179,10 +179,20 @@ async function showJobsPage(jobId) {
   if (jobId) await openJob(jobId);
 }
 
-async function searchJobs() {
+// Keyset pages (GET /v1/admin/jobs): "Next page" sends the cursor with the filter the list was
+// searched with, not the form's current contents (a cursor belongs to one filter).
+const jobPages = { query: '', cursor: undefined, page: 1 };
+
+async function searchJobs(next = false) {
   showError('#job-search-error');
+  if (!next) Object.assign(jobPages, { query: qs($('#job-search')), cursor: undefined, page: 1 });
   try {
-    const r = await get(`/v1/admin/jobs?${qs($('#job-search'))}`);
+    const cursor = next ? `${jobPages.query ? '&' : ''}cursor=${encodeURIComponent(jobPages.cursor)}` : '';
+    const r = await get(`/v1/admin/jobs?${jobPages.query}${cursor}`);
+    if (next) jobPages.page += 1;
+    jobPages.cursor = r.nextCursor;
+    $('#job-next').hidden = !r.nextCursor;
+    text('#job-page', `page ${jobPages.page}${r.nextCursor ? '' : ', the last'}`);
     const body = clear($('#job-results tbody'));
     for (const j of r.jobs) {
       body.append(
@@ -199,7 +209,7 @@ async function searchJobs() {
           el('td', {}, el('a', { class: 'row-link', href: `#jobs/${encodeURIComponent(j.jobId)}` }, el('code', {}, j.jobId))),
           el('td', {}, j.tenantId),
           el('td', {}, j.type),
-          el('td', {}, badge(j.status)),
+          el('td', {}, badge(j.status), j.status === 'scheduled' ? ` for ${utc(j.scheduledFor)}` : ''),
           el('td', {}, j.priority),
           el('td', {}, String(j.attempts)),
           el('td', {}, utc(j.createdAt)),
@@ -246,6 +256,15 @@ async function renderJob(jobId) {
       j.error ? `${j.error.errorClass}${j.error.statusCode ? ` (HTTP ${j.error.statusCode})` : ''}: ${j.error.message}` : undefined,
     ],
     ['next attempt', utc(j.nextAttemptAt)],
+    ['scheduled for', utc(j.scheduledFor)],
+    [
+      'tags',
+      j.tags
+        ? Object.entries(j.tags)
+            .map(([k, v]) => `${k}: ${v}`)
+            .join(', ')
+        : undefined,
+    ],
     ['created', utc(j.createdAt)],
     ['first started', utc(j.firstStartedAt)],
     ['finished', utc(j.finishedAt)],
@@ -736,6 +755,7 @@ function start() {
     ev.preventDefault();
     void searchJobs();
   });
+  $('#job-next').addEventListener('click', () => void searchJobs(true));
   $('#dl-filter').addEventListener('submit', (ev) => {
     ev.preventDefault();
     void listDeadLetters();

@@ -140,13 +140,19 @@ export type StepArgs = JobArgs & {
   admitInStep?: boolean;
 };
 
-export const JOB_STATES = ['queued', 'running', 'retrying', 'succeeded', 'dead_lettered', 'cancelled', 'deferred'] as const;
+/**
+ * `scheduled`: a delayed job (`runAt` / `delaySeconds`) before its time. Its row says `queued`
+ * (column `run_at` holds the time); the API derives `scheduled` while the time is in the future
+ * (services/job-status.ts `visibleState`), so nothing writes the change and `queued` keeps its
+ * meaning: accepted and waiting for a worker.
+ */
+export const JOB_STATES = ['scheduled', 'queued', 'running', 'retrying', 'succeeded', 'dead_lettered', 'cancelled', 'deferred'] as const;
 export type JobState = (typeof JOB_STATES)[number];
 
 /** States a job never leaves. */
 export const TERMINAL_STATES = ['succeeded', 'dead_lettered', 'cancelled'] as const satisfies readonly JobState[];
 /** States of a job that has no result of its own yet. */
-export const UNFINISHED_STATES = ['queued', 'running', 'retrying', 'deferred'] as const satisfies readonly JobState[];
+export const UNFINISHED_STATES = ['scheduled', 'queued', 'running', 'retrying', 'deferred'] as const satisfies readonly JobState[];
 
 export function isTerminalState(s: string): boolean {
   return (TERMINAL_STATES as readonly string[]).includes(s);

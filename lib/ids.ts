@@ -20,9 +20,17 @@ export function keyHash(tenantId: string, idempotencyKey: string): string {
   return sha256Hex('key', tenantId, idempotencyKey);
 }
 
-/** Hash of the intent's content: the same key with another input is a conflict (422). */
-export function inputHash(jobType: string, input: unknown): string {
-  return sha256Hex('input', jobType, canonicalJson(input));
+/**
+ * Hash of the intent's content: the same key with another input is a conflict (422). `terms`
+ * are the submit's other terms as the client sent them (`runAt`, `delaySeconds`, `tags`): part
+ * of the hash only when one is set, so every job submitted without them keeps the hash it has
+ * (and a retry of theirs stays a replay). Canonical JSON escapes control characters, so the
+ * NUL separator cannot occur inside a part.
+ */
+export function inputHash(jobType: string, input: unknown, terms?: Record<string, unknown>): string {
+  const set = Object.fromEntries(Object.entries(terms ?? {}).filter(([, v]) => v !== undefined));
+  if (Object.keys(set).length === 0) return sha256Hex('input', jobType, canonicalJson(input));
+  return sha256Hex('input', jobType, canonicalJson(input), canonicalJson(set));
 }
 
 /** API keys are stored hashed; a database leak does not leak working keys. */

@@ -29,6 +29,8 @@ export interface StageFacts {
   finishedAt: Date | null;
   deferredAt: Date | null;
   nextAttemptAt: Date | null;
+  /** A delayed job's start time (`runAt` / `delaySeconds`); absent or null: at once. */
+  runAt?: Date | null;
   attempts: number;
   lastError: { errorClass: string; message?: string; statusCode?: number } | null;
   /** Operators only: Temporal's view of the job's task queue (DescribeTaskQueue pollers). */
@@ -155,8 +157,12 @@ function completedVerdict(f: StageFacts): StageVerdict {
   };
 }
 
+/** The later of two times, either may be missing. */
+const later = (a: Date | null, b: Date | null | undefined): Date | null => (a && b ? (a > b ? a : b) : (a ?? b ?? null));
+
 function claimVerdict(f: StageFacts): StageVerdict {
-  const waitingSince = f.workflowStartedAt ?? f.createdAt;
+  // A delayed job waits for a worker from its time on, not from its workflow's creation.
+  const waitingSince = later(f.workflowStartedAt ?? f.createdAt, f.runAt)!;
   const waited = since(waitingSince, f.now);
   const q = f.taskQueue;
   const noPollers = q && (q.activityPollers === 0 || q.workflowPollers === 0);
@@ -255,6 +261,17 @@ export function stageVerdict(f: StageFacts): StageVerdict {
   }
   if (f.status === 'dead_lettered') return failedVerdict(f);
   if (f.status === 'succeeded') return completedVerdict(f);
+  // Delayed and its time not come (the API's `scheduled`): nothing is late, whatever its age.
+  if (f.status === 'queued' && !f.firstStartedAt && f.runAt && f.runAt > f.now) {
+    const left = duration(f.runAt.getTime() - f.now.getTime());
+    return {
+      stage: 'claim',
+      condition: 'waiting',
+      words: `scheduled for ${clock(f.runAt, f.now)} (in ${left}), not started before then`,
+      figure: `in ${left}`,
+      nextStep: `Temporal starts its workflow at ${clock(f.runAt, f.now)} (its start delay); cancel it before then and it never runs`,
+    };
+  }
   // Any state past `queued`, or an attempt, was written by the running workflow: a missing
   // mark then only says the intake's mark was lost (the scan writes it).
   if (!f.workflowStartedAt && !f.firstStartedAt && f.status === 'queued') {
@@ -340,11 +357,13 @@ export function stageTimings(
     deferredAt: Date | null;
     admittedAt: Date | null;
     status: JobState;
+    /** A delayed job's time: its claim wait starts there. */
+    runAt?: Date | null;
   },
   attempts: TimedAttempt[],
 ): StageTimings {
   const running = !f.finishedAt;
-  const claimFrom = f.admittedAt ?? f.workflowStartedAt;
+  const claimFrom = f.admittedAt ?? later(f.workflowStartedAt, f.workflowStartedAt ? f.runAt : null);
   const own = (a: TimedAttempt) => a.finishedAt.getTime() - a.startedAt.getTime();
   const isNotify = (a: TimedAttempt) => a.step === 'notify' || a.step.startsWith('notify-');
   const steps = attempts.filter((a) => !isNotify(a) && a.step !== 'result');

@@ -1,13 +1,34 @@
 /**
  * `npm run job -- timeline <jobId> [--json]`: one job's timeline for an operator, across
  * Postgres and Temporal, with the stage verdict above it. A thin client of
- * `GET /v1/admin/jobs/{jobId}/timeline` (`DJ_API_URL`, default http://127.0.0.1:$HTTP_PORT;
- * admin key `ADMIN_API_KEY`). `--json` prints the API's JSON unchanged.
+ * `GET /v1/admin/jobs/{jobId}/timeline`.
+ *
+ * `npm run job -- list [--tenant T] [--state S] [--type X] [--tag K:V] [--created-after T]
+ * [--created-before T] [--limit N] [--cursor C] [--json]`: one page of jobs across tenants,
+ * newest first, and the command for the next page. A thin client of `GET /v1/admin/jobs`,
+ * which validates the filters (a bad one is its 400, printed with the parameter it names).
+ *
+ * Both talk to `DJ_API_URL` (default http://127.0.0.1:$HTTP_PORT) with the admin key
+ * `ADMIN_API_KEY`. `--json` prints the API's JSON unchanged.
  */
 import { loadConfig } from '../lib/config.js';
 import { defaultJobRegistry } from '../jobs/index.js';
 
-const USAGE = `usage: npm run job -- timeline <jobId> [--json]`;
+const USAGE = `usage: npm run job -- timeline <jobId> [--json]
+       npm run job -- list [--tenant T] [--state S[,S]] [--type X] [--tag KEY:VALUE]
+                           [--created-after ISO] [--created-before ISO] [--limit N] [--cursor C] [--json]`;
+
+/** `list`'s flags and the admin API's query parameter each one sets. */
+const LIST_FLAGS: Record<string, string> = {
+  '--tenant': 'tenantId',
+  '--state': 'state',
+  '--type': 'type',
+  '--tag': 'tag',
+  '--created-after': 'createdAfter',
+  '--created-before': 'createdBefore',
+  '--limit': 'limit',
+  '--cursor': 'cursor',
+};
 
 class UsageError extends Error {}
 
@@ -55,15 +76,43 @@ function printTimeline(t: any): void {
   );
 }
 
-async function main(): Promise<void> {
-  const argv = process.argv.slice(2);
-  const json = argv.includes('--json');
-  const rest = argv.filter((a) => a !== '--json');
-  const [command, jobId, ...extra] = rest;
-  if (command === 'help' || command === '--help' || command === undefined) return console.log(USAGE);
-  if (command !== 'timeline') throw new UsageError(`unknown command "${command}"`);
-  if (!jobId || jobId.startsWith('--')) throw new UsageError('missing job ID');
-  if (extra.length > 0) throw new UsageError(`unexpected argument ${extra[0]}`);
+/** `list`'s flags as the admin API's query; `--state` may repeat. */
+function listQuery(args: string[]): URLSearchParams {
+  const q = new URLSearchParams();
+  for (let i = 0; i < args.length; i += 2) {
+    const flag = args[i]!;
+    const param = LIST_FLAGS[flag];
+    if (!param) throw new UsageError(`unknown option ${flag}`);
+    const value = args[i + 1];
+    if (value === undefined || value.startsWith('--')) throw new UsageError(`${flag} needs a value`);
+    if (param !== 'state' && q.has(param)) throw new UsageError(`${flag} given twice`);
+    q.append(param, value);
+  }
+  return q;
+}
+
+function printList(page: any, query: URLSearchParams): void {
+  const rows = page.jobs.map((j: any) => [
+    j.jobId,
+    j.tenantId,
+    j.type,
+    j.status === 'scheduled' ? `scheduled for ${j.scheduledFor}` : j.status,
+    String(j.attempts),
+    j.createdAt,
+  ]);
+  console.log(rows.length ? table(['JOB', 'TENANT', 'TYPE', 'STATUS', 'ATTEMPTS', 'CREATED (UTC)'], rows) : 'no job matches');
+  if (!page.nextCursor) return;
+  // The next page: the same filter, this page's cursor (a cursor belongs to one filter).
+  const next = [...query.entries()]
+    .filter(([k]) => k !== 'cursor')
+    .map(([k, v]) => `${Object.keys(LIST_FLAGS).find((f) => LIST_FLAGS[f] === k)} ${quote(v)}`);
+  console.log(`\nnext page: npm run job -- list ${[...next, `--cursor ${page.nextCursor}`].join(' ')}`);
+}
+
+/** A value as a shell word: bare when it is plain, else single-quoted. */
+const quote = (v: string) => (/^[\w@%+=:,./-]+$/.test(v) ? v : `'${v.replace(/'/g, `'\\''`)}'`);
+
+function adminKeyOf(): { apiUrl: string; adminKey: string } {
   const config = loadConfig(process.env, { jobTypes: defaultJobRegistry.names, fastPathTypes: defaultJobRegistry.fastPathTypes });
   // Against the local stack (`npm start`, dev mode) the admin key has a known default.
   const local = /^https?:\/\/(127\.0\.0\.1|localhost)[:/]/.test(`${config.apiUrl}/`);
@@ -74,17 +123,44 @@ async function main(): Promise<void> {
           .adminApiKey
       : undefined);
   if (!adminKey) throw new UsageError("set ADMIN_API_KEY to the API's admin key");
+  return { apiUrl: config.apiUrl, adminKey };
+}
+
+async function getJson(path: string): Promise<any> {
+  const { apiUrl, adminKey } = adminKeyOf();
   let res: Response;
   try {
-    res = await fetch(`${config.apiUrl}/v1/admin/jobs/${encodeURIComponent(jobId)}/timeline`, {
-      headers: { authorization: `Bearer ${adminKey}` },
-    });
+    res = await fetch(`${apiUrl}${path}`, { headers: { authorization: `Bearer ${adminKey}` } });
   } catch (err) {
-    throw new Error(`cannot reach the API at ${config.apiUrl} (${(err as Error).message}); is \`npm start\` running? (DJ_API_URL)`);
+    throw new Error(`cannot reach the API at ${apiUrl} (${(err as Error).message}); is \`npm start\` running? (DJ_API_URL)`);
   }
   const text = await res.text();
   const body = text ? JSON.parse(text) : undefined;
-  if (res.status >= 400) throw new Error(`${res.status} ${body?.title ?? 'error'}${body?.detail ? `: ${body.detail}` : ''}`);
+  if (res.status >= 400) {
+    const fields = Array.isArray(body?.errors) ? ` (${body.errors.map((e: any) => `${e.path}: ${e.message}`).join('; ')})` : '';
+    throw new Error(`${res.status} ${body?.title ?? 'error'}${body?.detail ? `: ${body.detail}` : ''}${fields}`);
+  }
+  return body;
+}
+
+async function main(): Promise<void> {
+  const argv = process.argv.slice(2);
+  const json = argv.includes('--json');
+  const rest = argv.filter((a) => a !== '--json');
+  const [command, ...args] = rest;
+  if (command === 'help' || command === '--help' || command === undefined) return console.log(USAGE);
+  if (command === 'list') {
+    const query = listQuery(args);
+    const page = await getJson(`/v1/admin/jobs?${query}`);
+    if (json) console.log(JSON.stringify(page, null, 2));
+    else printList(page, query);
+    return;
+  }
+  if (command !== 'timeline') throw new UsageError(`unknown command "${command}"`);
+  const [jobId, ...extra] = args;
+  if (!jobId || jobId.startsWith('--')) throw new UsageError('missing job ID');
+  if (extra.length > 0) throw new UsageError(`unexpected argument ${extra[0]}`);
+  const body = await getJson(`/v1/admin/jobs/${encodeURIComponent(jobId)}/timeline`);
   if (json) console.log(JSON.stringify(body, null, 2));
   else printTimeline(body);
 }

@@ -6,6 +6,7 @@ import { degradationBody } from '../services/degradation.js';
 import { DISCARD_SCHEMA, REPLAY_SCHEMA } from '../services/dead-letters.js';
 import { OUTBOX_DISCARD_SCHEMA, OUTBOX_REPLAY_SCHEMA } from '../services/outbox.js';
 import { tenantPaths } from './openapi-tenants.js';
+import { listParameters } from './openapi-lists.js';
 
 /**
  * The OpenAPI document, generated from the same zod schemas that validate requests, so the
@@ -48,8 +49,19 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
             statusUrl: { type: 'string' },
             retryAfterSeconds: {
               type: 'integer',
-              description: 'when to poll statusUrl; absent (with no Retry-After header) for a duplicate of a finished job',
+              description:
+                'when to poll statusUrl (a scheduled job: the seconds until its time); absent (with no Retry-After header) for a duplicate of a finished job',
             },
+            scheduledFor: { type: 'string', format: 'date-time', description: 'a delayed job: when it may start (UTC)' },
+          },
+        },
+        JobPage: {
+          type: 'object',
+          required: ['jobs', 'limit'],
+          properties: {
+            jobs: { type: 'array', items: { $ref: '#/components/schemas/JobStatus' } },
+            nextCursor: { type: 'string', description: 'pass as cursor, with the same filter, for the next page; absent on the last page' },
+            limit: { type: 'integer' },
           },
         },
         JobStatus: {
@@ -66,6 +78,12 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
             error: { type: 'object' },
             deadLetterId: { type: 'string' },
             nextPollSeconds: { type: 'integer' },
+            scheduledFor: {
+              type: 'string',
+              format: 'date-time',
+              description: 'a delayed job: when it may start (UTC); status is scheduled until then, queued after',
+            },
+            tags: { type: 'object', additionalProperties: { type: 'string' }, description: 'the business tags its submitter set' },
             upstream: {
               type: 'string',
               enum: ['primary', 'fallback'],
@@ -125,12 +143,23 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
               description: 'the same intent again: the same job (Idempotent-Replayed: true)',
               content: { 'application/json': { schema: { $ref: '#/components/schemas/Accepted' } } },
             },
-            400: problemResponse('missing or malformed key, unknown type, invalid input, malformed JSON'),
+            400: problemResponse(
+              'missing or malformed key, unknown type, invalid input, malformed JSON; runAt and delaySeconds together, a negative delay or one over 365 days; bad tags',
+            ),
             401: problemResponse('missing or wrong API key'),
             413: problemResponse('body over 256 KiB'),
             415: problemResponse('not application/json'),
-            422: problemResponse('key reused with a different type or input'),
+            422: problemResponse('key reused with a different type, input, runAt, delaySeconds or tags'),
             503: problemResponse('Temporal or Postgres cannot take the job; retry with the same key after Retry-After'),
+          },
+        },
+        get: {
+          summary: "The tenant's own jobs, newest first, one keyset page at a time (never the input; another tenant's jobs never appear)",
+          parameters: listParameters(),
+          responses: {
+            200: { description: 'one page', content: { 'application/json': { schema: { $ref: '#/components/schemas/JobPage' } } } },
+            400: problemResponse('a bad filter, an unknown parameter, or a cursor of another list (the problem names the parameter)'),
+            401: problemResponse('missing or wrong API key'),
           },
         },
       },
@@ -275,16 +304,15 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
       },
       '/v1/admin/jobs': {
         get: {
-          summary: 'Find jobs across tenants by job ID, tenant, type or state, newest first; never the input (admin key)',
+          summary:
+            'Find jobs across tenants by job ID, tenant, type, state, creation time or tag, newest first, one keyset page at a time; never the input (admin key)',
           parameters: [
             { name: 'jobId', in: 'query', schema: { type: 'string', maxLength: 300 } },
             { name: 'tenantId', in: 'query', schema: { type: 'string', maxLength: 300 } },
-            { name: 'type', in: 'query', schema: { type: 'string', maxLength: 300 } },
-            { name: 'state', in: 'query', schema: { type: 'string', enum: [...JOB_STATES] } },
-            { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } },
+            ...listParameters(),
           ],
           responses: {
-            200: { description: '{"jobs": [job status + tenantId]}' },
+            200: { description: '{"jobs": [job status + tenantId], "nextCursor"?, "limit"}' },
             400: problemResponse('invalid filter'),
             401: problemResponse('admin key required'),
           },

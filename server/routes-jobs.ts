@@ -4,6 +4,7 @@ import type { JobsClient } from '../services/intake.js';
 import { ValidationError } from '../lib/errors.js';
 import { zodFieldIssues } from '../lib/validation.js';
 import { SUBMIT_BODY_SCHEMA } from '../services/intake.js';
+import type { ListJobsFilter } from '../services/job-lists.js';
 import { requireTenant } from './auth.js';
 import type { AuthGuard } from './auth-throttle.js';
 import { problemFromError, sendProblem } from './problems.js';
@@ -30,7 +31,10 @@ export function registerJobRoutes(app: FastifyInstance, deps: { pool: pg.Pool; j
       return sendProblem(
         reply,
         problemFromError(
-          new ValidationError('the body must be {"type": string, "input": object, "priority"?: "high"|"normal"|"low"}', fields),
+          new ValidationError(
+            'the body must be {"type": string, "input": object, "priority"?: "high"|"normal"|"low", "runAt"?: date-time, "delaySeconds"?: integer, "tags"?: object}',
+            fields,
+          ),
         ),
       );
     }
@@ -40,19 +44,33 @@ export function registerJobRoutes(app: FastifyInstance, deps: { pool: pg.Pool; j
       idempotencyKey: key,
       input: body.data.input,
       priority: body.data.priority,
+      runAt: body.data.runAt,
+      delaySeconds: body.data.delaySeconds,
+      tags: body.data.tags,
     });
     const statusUrl = `/v1/jobs/${r.jobId}`;
     reply.header('Location', statusUrl);
     // A finished job's duplicate has nothing to poll for: no Retry-After (services/intake.ts).
     if (r.retryAfterSeconds !== undefined) reply.header('Retry-After', String(r.retryAfterSeconds));
     if (r.replayed) reply.header('Idempotent-Replayed', 'true');
-    req.log.info({ jobId: r.jobId, tenantId, replayed: r.replayed }, r.replayed ? 'intent replayed' : 'job accepted');
+    req.log.info(
+      { jobId: r.jobId, tenantId, replayed: r.replayed, ...(r.scheduledFor ? { scheduledFor: r.scheduledFor } : {}) },
+      r.replayed ? 'intent replayed' : 'job accepted',
+    );
     return reply.code(r.replayed ? 200 : 202).send({
       jobId: r.jobId,
       status: r.status,
       statusUrl,
       ...(r.retryAfterSeconds !== undefined ? { retryAfterSeconds: r.retryAfterSeconds } : {}),
+      ...(r.scheduledFor ? { scheduledFor: r.scheduledFor } : {}),
     });
+  });
+
+  // The tenant's own jobs, one page at a time (services/job-lists.ts); a bad filter is a 400 naming it.
+  app.get('/v1/jobs', async (req, reply) => {
+    const tenantId = await requireTenant(deps.pool, req, reply);
+    if (!tenantId) return reply;
+    return deps.jobs.listJobs(tenantId, (req.query ?? {}) as ListJobsFilter);
   });
 
   app.get<{ Params: { jobId: string }; Querystring: { allowStale?: unknown } }>('/v1/jobs/:jobId', async (req, reply) => {

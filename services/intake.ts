@@ -36,7 +36,9 @@ import {
   type NewIntent,
 } from '../store/intents.js';
 import { createStartMarks, markStarted } from './start-marks.js';
-import { toJobStatus, type JobStatus } from './job-status.js';
+import { pollAfterSeconds, toJobStatus, visibleState, type JobStatus } from './job-status.js';
+import { listTenantJobs, parseListQuery, TENANT_LIST_QUERY, type JobPage, type ListJobsFilter } from './job-lists.js';
+import { resolveTerms, SUBMIT_TERMS_SHAPE, type ResolvedTerms } from './submit-options.js';
 import { recordDuplicate } from '../store/timeline.js';
 import { mayUseHighPriority } from '../store/tenants.js';
 import { tenantStage } from './timeline.js';
@@ -71,6 +73,15 @@ export interface SubmitJobRequest {
   input: unknown;
   /** Default `normal`. */
   priority?: Priority;
+  /**
+   * Start no earlier than this (ISO 8601 with a zone, or a Date), at most 365 days ahead; a
+   * time already past starts it at once. Not with `delaySeconds`. Default: at once.
+   */
+  runAt?: string | Date;
+  /** Start this many seconds after acceptance (0 to 365 days). Not with `runAt`. Default: at once. */
+  delaySeconds?: number;
+  /** Business tags to find the job by (`listJobs({ tag: 'key:value' })`): at most 10. Default none. */
+  tags?: Record<string, string>;
 }
 
 export interface SubmitJobResult {
@@ -81,8 +92,11 @@ export interface SubmitJobResult {
   /**
    * When to poll the status: absent for a duplicate of a finished job (succeeded,
    * dead-lettered or cancelled), whose status will not change however long the client waits.
+   * For a scheduled job: the seconds until its time.
    */
   retryAfterSeconds?: number;
+  /** A delayed job: when it may start (UTC). */
+  scheduledFor?: string;
 }
 
 export const PRIORITY_SCHEMA = z.enum(PRIORITIES);
@@ -93,6 +107,7 @@ export const SUBMIT_BODY_SCHEMA = z
     type: z.string().min(1, 'type is required'),
     input: z.record(z.string(), z.unknown()),
     priority: PRIORITY_SCHEMA.optional(),
+    ...SUBMIT_TERMS_SHAPE,
   })
   .strict();
 
@@ -102,7 +117,8 @@ export const POLL_AFTER_SECONDS = 1;
 function validate(
   jobs: JobRegistry,
   req: SubmitJobRequest,
-): { definition: JobDefinition; type: JobType; input: unknown; priority: Priority } {
+  now: Date,
+): { definition: JobDefinition; type: JobType; input: unknown; priority: Priority; terms: ResolvedTerms } {
   if (typeof req.idempotencyKey !== 'string' || !IDEMPOTENCY_KEY_PATTERN.test(req.idempotencyKey)) {
     throw new ValidationError('Idempotency-Key must be 8-255 visible ASCII characters', [
       { path: 'Idempotency-Key', message: 'required; 8-255 visible ASCII characters (0x21-0x7E)' },
@@ -120,7 +136,8 @@ function validate(
   if (!parsed.success) throw new ValidationError(`invalid input for job type "${definition.name}"`, zodFieldIssues(parsed.error, 'input'));
   const unstorable = findUnstorableText(parsed.data, 'input');
   if (unstorable) throw new ValidationError(`invalid input for job type "${definition.name}"`, [unstorable]);
-  return { definition, type: definition.name, input: parsed.data, priority: priority.data };
+  const terms = resolveTerms({ runAt: req.runAt, delaySeconds: req.delaySeconds, tags: req.tags }, now);
+  return { definition, type: definition.name, input: parsed.data, priority: priority.data, terms };
 }
 
 /** `startMarkWindowMs`'s default. */
@@ -145,15 +162,15 @@ export function createJobsClient(deps: JobsClientDeps) {
    * passed while the server created the run): Temporal is asked, so the answer is the truth.
    * Returns how it knows the run exists: its own start, or Temporal asked after a failure.
    */
-  async function startWorkflow(base: JobArgs, intentCreatedAt?: Date): Promise<'started' | 'found'> {
+  async function startWorkflow(base: JobArgs, runAt: Date | null, intentCreatedAt?: Date): Promise<'started' | 'found'> {
     const definition = onStartPath(deps.jobs.require(base.jobType), deps.fastPath);
     const rpc = <T>(fn: () => Promise<T>) => deps.temporal.connection.withDeadline(Date.now() + startTimeoutMs, fn);
     const start = (replaceClosed: boolean) =>
-      rpc(() => startJobWorkflow(deps.temporal, deps.taskQueue, definition, base, deps.budgets, { replaceClosed }));
+      rpc(() => startJobWorkflow(deps.temporal, deps.taskQueue, definition, base, deps.budgets, { replaceClosed, runAt }));
     const attemptAt = Date.now();
     try {
       if (intentCreatedAt === undefined) await start(true);
-      else await startExistingIntent(deps.temporal, deps.taskQueue, definition, base, intentCreatedAt, deps.budgets, rpc);
+      else await startExistingIntent(deps.temporal, deps.taskQueue, definition, base, intentCreatedAt, deps.budgets, { rpc, runAt });
       return 'started';
     } catch (err) {
       const run = await rpc(() => latestRun(deps.temporal, base.jobId)).catch(() => undefined);
@@ -191,16 +208,20 @@ export function createJobsClient(deps: JobsClientDeps) {
    * Concurrent duplicates collide on the unique index: one inserts, the others read its row.
    */
   async function submitJob(req: SubmitJobRequest): Promise<SubmitJobResult> {
-    const { type, input, priority } = validate(deps.jobs, req);
+    const now = new Date();
+    const { type, input, priority, terms } = validate(deps.jobs, req, now);
     if (priority === 'high') await requireHighPriority(req.tenantId);
     const intent = {
       jobId: jobIdFor(req.tenantId, type, req.idempotencyKey),
       tenantId: req.tenantId,
       jobType: type,
       keyHash: keyHash(req.tenantId, req.idempotencyKey),
-      inputHash: inputHash(type, input),
+      // The same key with another runAt, delay or tags is another intent (422); without them the hash is as it always was.
+      inputHash: inputHash(type, input, terms.hashed),
       input,
       priority,
+      runAt: terms.runAt,
+      tags: terms.tags,
     };
     const inserted = await pgOr503(() => insertIntent(deps.pool, intent), 'Postgres cannot take the job right now', retryAfter).catch(
       (err: unknown) => {
@@ -215,12 +236,22 @@ export function createJobsClient(deps: JobsClientDeps) {
     if (!inserted) return replay(intent);
     let how;
     try {
-      how = await startWorkflow({ jobId: intent.jobId, tenantId: intent.tenantId, jobType: type, priority });
+      how = await startWorkflow({ jobId: intent.jobId, tenantId: intent.tenantId, jobType: type, priority }, intent.runAt);
     } catch (err) {
       await deleteUnstartedIntent(deps.pool, intent.jobId).catch(() => undefined);
       throw err;
     }
     await (how === 'started' ? marks.add(intent) : markStarted(deps.pool, intent));
+    if (intent.runAt) {
+      const status = visibleState({ status: 'queued', run_at: intent.runAt });
+      return {
+        jobId: intent.jobId,
+        status,
+        replayed: false,
+        retryAfterSeconds: pollAfterSeconds(status, intent.runAt, new Date()),
+        scheduledFor: intent.runAt.toISOString(),
+      };
+    }
     return { jobId: intent.jobId, status: 'queued', replayed: false, retryAfterSeconds: POLL_AFTER_SECONDS };
   }
 
@@ -242,12 +273,21 @@ export function createJobsClient(deps: JobsClientDeps) {
     if (!existing.workflow_started_at && !marks.has(existing.job_id)) {
       await startWorkflow(
         { jobId: existing.job_id, tenantId: intent.tenantId, jobType: intent.jobType, priority: existing.priority },
+        existing.run_at,
         existing.created_at,
       );
-      await markStarted(deps.pool, { ...intent, jobId: existing.job_id });
+      await markStarted(deps.pool, { ...intent, jobId: existing.job_id, runAt: existing.run_at });
     }
     if (isTerminalState(existing.status)) return { jobId: existing.job_id, status: existing.status, replayed: true };
-    return { jobId: existing.job_id, status: existing.status, replayed: true, retryAfterSeconds: POLL_AFTER_SECONDS };
+    const now = new Date();
+    const status = visibleState(existing, now);
+    return {
+      jobId: existing.job_id,
+      status,
+      replayed: true,
+      retryAfterSeconds: existing.run_at ? pollAfterSeconds(status, existing.run_at, now) : POLL_AFTER_SECONDS,
+      ...(existing.run_at ? { scheduledFor: existing.run_at.toISOString() } : {}),
+    };
   }
 
   async function loadOwned(tenantId: string, jobId: string): Promise<IntentRow> {
@@ -298,11 +338,24 @@ export function createJobsClient(deps: JobsClientDeps) {
     return toJobStatus(row);
   }
 
+  /**
+   * One page of the tenant's jobs, newest first (as `getJob` shows each; never the input):
+   * filtered by state (one or several), type, creation time and tag; `nextCursor` fetches the
+   * next page with the same filter. A bad filter is a `ValidationError` naming it.
+   */
+  async function listJobs(tenantId: string, filter: ListJobsFilter = {}): Promise<JobPage> {
+    const q = parseListQuery(TENANT_LIST_QUERY, filter);
+    if (q.type !== undefined && !deps.jobs.get(q.type)) {
+      throw new ValidationError('invalid list filter', [{ path: 'type', message: `must be one of: ${deps.jobs.names.join(', ')}` }]);
+    }
+    return listTenantJobs(deps.pool, tenantId, q);
+  }
+
   /** Writes the start marks still gathering; call it before ending the pool. Submitting after it is fine. */
   const close = () => marks.flush();
 
   // taskQueue: the queue-health report reads Temporal's statistics for it.
-  return { submitJob, getJob, cancelJob, close, taskQueue: deps.taskQueue };
+  return { submitJob, getJob, listJobs, cancelJob, close, taskQueue: deps.taskQueue };
 }
 
 export type JobsClient = ReturnType<typeof createJobsClient>;

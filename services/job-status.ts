@@ -16,7 +16,7 @@ export interface JobStatus {
   nextAttemptAt?: string;
   notification?: string;
   replayOf?: string;
-  /** Time spent waiting before the first attempt started executing (created → first started; includes any deferral and any wait for a concurrency slot). */
+  /** Time spent waiting before the first attempt started executing (created, or a delayed job's time → first started; includes any deferral and any wait for a concurrency slot). */
   queuedMs?: number;
   /** When the first attempt started executing (UTC): queue time ends, execution time begins. */
   firstStartedAt?: string;
@@ -41,6 +41,10 @@ export interface JobStatus {
   nextStep?: string;
   /** When the job was replayed (dead letter): the newest replay job. */
   replayJobId?: string;
+  /** A delayed job (`runAt` / `delaySeconds`): when it may start (UTC). Status `scheduled` until then. */
+  scheduledFor?: string;
+  /** The business tags its submitter set. */
+  tags?: Record<string, string>;
 }
 
 /** The last successful result of the same tenant, type and input: not this job's, and not live. */
@@ -53,6 +57,16 @@ export interface StaleResult {
 
 const FINAL: JobState[] = ['succeeded', 'dead_lettered', 'cancelled'];
 
+/**
+ * The status a user sees: the row's, except that a delayed job whose row says `queued` (no
+ * worker has it yet) is `scheduled` while its time is in the future. Once the time passes it
+ * is `queued` again, waiting for a worker, with nothing written: the store's lists derive it
+ * the same way from the database clock (store/job-pages.ts).
+ */
+export function visibleState(row: Pick<IntentRow, 'status' | 'run_at'>, now = new Date()): JobState {
+  return row.status === 'queued' && row.run_at && row.run_at.getTime() > now.getTime() ? 'scheduled' : row.status;
+}
+
 export function toJobStatus(
   row: IntentRow & {
     dead_letter_id?: string | null;
@@ -61,11 +75,13 @@ export function toJobStatus(
     upstream?: 'primary' | 'fallback' | null;
     upstream_reason?: string | null;
   },
+  now = new Date(),
 ): JobStatus {
+  const status = visibleState(row, now);
   const s: JobStatus = {
     jobId: row.job_id,
     type: row.job_type,
-    status: row.status,
+    status,
     priority: row.priority,
     attempts: row.attempts,
     createdAt: row.created_at.toISOString(),
@@ -77,7 +93,9 @@ export function toJobStatus(
   if (row.next_attempt_at && row.status === 'retrying') s.nextAttemptAt = row.next_attempt_at.toISOString();
   if (row.notification_state) s.notification = row.notification_state;
   if (row.replay_of) s.replayOf = row.replay_of;
-  if (row.first_started_at) s.queuedMs = Math.max(0, row.first_started_at.getTime() - row.created_at.getTime());
+  // A delayed job queues from its time on: the delay it asked for is not queue time.
+  const queuedFrom = Math.max(row.created_at.getTime(), row.run_at?.getTime() ?? 0);
+  if (row.first_started_at) s.queuedMs = Math.max(0, row.first_started_at.getTime() - queuedFrom);
   if (row.first_started_at) s.firstStartedAt = row.first_started_at.toISOString();
   if (row.finished_at) s.finishedAt = row.finished_at.toISOString();
   // The sum of the attempts' execution spans; jobs finished before it was kept: first start → finish.
@@ -90,6 +108,14 @@ export function toJobStatus(
   if (row.dead_letter_id) s.deadLetterId = row.dead_letter_id;
   if (row.upstream) s.upstream = row.upstream;
   if (row.upstream_reason) s.upstreamReason = row.upstream_reason;
-  if (!FINAL.includes(row.status)) s.nextPollSeconds = row.status === 'deferred' ? 30 : row.status === 'retrying' ? 5 : 1;
+  if (row.run_at) s.scheduledFor = row.run_at.toISOString();
+  if (row.tags) s.tags = row.tags;
+  if (!FINAL.includes(row.status)) s.nextPollSeconds = pollAfterSeconds(status, row.run_at, now);
   return s;
+}
+
+/** When to look again: a scheduled job at its time, a deferred one in 30 s, a retrying one in 5 s, others in 1 s. */
+export function pollAfterSeconds(status: JobState, runAt: Date | null, now: Date): number {
+  if (status === 'scheduled' && runAt) return Math.max(1, Math.ceil((runAt.getTime() - now.getTime()) / 1000));
+  return status === 'deferred' ? 30 : status === 'retrying' ? 5 : 1;
 }

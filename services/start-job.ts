@@ -33,6 +33,16 @@ export function onStartPath(d: JobDefinition, fastPath: ReadonlySet<string> | un
  * run already had the ID. `replaceClosed` (default false): a closed run with the ID is a
  * previous job that retention deleted, so the new job starts a new run under the same ID
  * (ALLOW_DUPLICATE); only the intake may say so, for an intent it has just inserted.
+ *
+ * `runAt` (a delayed job, issue 38 §2): a time still ahead becomes Temporal's start delay. Why
+ * a start delay and not a timer in the workflow: the run exists at once (so the intake's
+ * persist-start-confirm path, its idempotency and the compensation scan are unchanged, and
+ * a duplicate submit finds it), yet no workflow task runs before the time, so no job workflow
+ * needed a change or a patch and no worker holds anything for it. Temporal shows the run with
+ * its execution time ahead (a delayed run); `JobState` says `scheduled` until it runs. A cancel
+ * request does not wait for the delay: it schedules the first workflow task at once, the
+ * workflow sees the cancellation before any step and records `cancelled`. A time already past
+ * (a retry, the scan) starts it at once.
  */
 export async function startJobWorkflow(
   client: Client,
@@ -40,10 +50,11 @@ export async function startJobWorkflow(
   info: JobDefinition,
   base: JobArgs,
   budgets?: JobBudgets,
-  opts: { replaceClosed?: boolean } = {},
+  opts: { replaceClosed?: boolean; runAt?: Date | null } = {},
 ): Promise<boolean> {
   const budget = base.budget ?? budgets?.[base.jobType];
   const args: JobArgs = budget ? { ...base, budget } : base;
+  const delayMs = opts.runAt ? opts.runAt.getTime() - Date.now() : 0;
   try {
     await client.workflow.start(info.workflowType, {
       taskQueue: taskQueueOf(info, taskQueue),
@@ -54,8 +65,9 @@ export async function startJobWorkflow(
       typedSearchAttributes: [
         { key: TenantIdKey, value: args.tenantId },
         { key: JobTypeKey, value: args.jobType },
-        { key: JobStateKey, value: 'queued' },
+        { key: JobStateKey, value: delayMs > 0 ? 'scheduled' : 'queued' },
       ],
+      ...(delayMs > 0 ? { startDelay: delayMs } : {}),
       staticSummary: info.summary(args),
       staticDetails: `${info.description}. Input is stored in Postgres (job_intents), not in this history.`,
     });
@@ -88,7 +100,8 @@ export const CLOCK_SKEW_MS = 5_000;
  * failed, or its marker was not written). A closed run with its ID is its own (it ran) unless
  * it started before the intent was created: then it is a previous job whose intent retention
  * deleted, and a new run starts under the same ID (never "started" without a run of its own).
- * `rpc` wraps each Temporal call (the intake gives it a deadline).
+ * `rpc` wraps each Temporal call (the intake gives it a deadline); `runAt`: the intent's start
+ * time (`job_intents.run_at`), so a delayed job started late still waits for its time.
  */
 export async function startExistingIntent(
   client: Client,
@@ -97,10 +110,11 @@ export async function startExistingIntent(
   base: JobArgs,
   intentCreatedAt: Date,
   budgets?: JobBudgets,
-  rpc: <T>(fn: () => Promise<T>) => Promise<T> = (fn) => fn(),
+  opts: { rpc?: <T>(fn: () => Promise<T>) => Promise<T>; runAt?: Date | null } = {},
 ): Promise<void> {
-  if (await rpc(() => startJobWorkflow(client, taskQueue, info, base, budgets))) return;
+  const rpc = opts.rpc ?? (<T>(fn: () => Promise<T>) => fn());
+  if (await rpc(() => startJobWorkflow(client, taskQueue, info, base, budgets, { runAt: opts.runAt }))) return;
   const closed = await rpc(() => latestRun(client, base.jobId));
   if (closed && closed.startTime.getTime() < intentCreatedAt.getTime() - CLOCK_SKEW_MS)
-    await rpc(() => startJobWorkflow(client, taskQueue, info, base, budgets, { replaceClosed: true }));
+    await rpc(() => startJobWorkflow(client, taskQueue, info, base, budgets, { replaceClosed: true, runAt: opts.runAt }));
 }

@@ -12,6 +12,7 @@ import { duration, stageTimings, stageVerdict, type StageFacts } from '../lib/jo
 import type { IntentRow } from '../store/intents.js';
 import * as q from '../store/timeline.js';
 import { taskQueueHealth } from './queue-health.js';
+import { visibleState } from './job-status.js';
 import { iso, temporalSide } from './timeline-temporal.js';
 import type { JobTimeline, TimelineDeps, TimelineEvent } from './timeline-types.js';
 
@@ -91,6 +92,8 @@ async function postgresEvents(
     add(a.reserved_at, 'admissions', `admission slot reserved (round ${a.round})`, `slot at ${iso(a.slot_at)}`);
     add(a.admitted_at, 'admissions', 'admitted by the ramp', `round ${a.round}`);
   }
+  // A delayed job's time, as an event at that time (in the future while it is `scheduled`).
+  if (job.run_at) add(job.run_at, 'job_intents', 'scheduled start', 'its workflow starts (Temporal start delay)');
   add(job.admitted_at, 'job_intents', 'admitted after deferral');
   add(job.first_started_at, 'job_intents', 'first attempt started', 'queue time ends, execution time begins');
   if (job.status === 'queued' && job.status_reason && job.first_started_at)
@@ -213,6 +216,7 @@ async function postgresEvents(
     finishedAt: job.finished_at,
     deferredAt: job.deferred_at,
     nextAttemptAt: job.next_attempt_at,
+    runAt: job.run_at,
     attempts: job.attempts,
     lastError: job.last_error,
     pendingEffect: pending
@@ -273,7 +277,7 @@ export async function jobTimeline(deps: TimelineDeps, jobId: string): Promise<Jo
     tenantId: job.tenant_id,
     jobType: job.job_type,
     priority: job.priority,
-    status: job.status,
+    status: visibleState(job, now),
     generatedAt: now.toISOString(),
     stage: verdict.words,
     nextStep: verdict.nextStep,
@@ -288,6 +292,7 @@ export async function jobTimeline(deps: TimelineDeps, jobId: string): Promise<Jo
         deferredAt: job.deferred_at,
         admittedAt: job.admitted_at,
         status: job.status,
+        runAt: job.run_at,
       },
       pgSide.attempts.map((a) => ({ step: a.step, startedAt: a.started_at, finishedAt: a.finished_at })),
     ),
@@ -319,6 +324,7 @@ export async function tenantStage(pool: pg.Pool, row: StatusRow): Promise<Tenant
     finishedAt: row.finished_at,
     deferredAt: row.deferred_at ?? null,
     nextAttemptAt: row.next_attempt_at,
+    runAt: row.run_at,
     attempts: row.attempts,
     lastError: row.last_error,
     pendingEffect: f.effect_step

@@ -30,20 +30,24 @@ export interface BacklogRow {
 /**
  * Unfinished jobs by state. A queued job waits since it was created (or admitted after a
  * deferral, or put back to wait for a slot); a retrying job only once its backoff is over:
- * a deliberate wait is not backlog age.
+ * a deliberate wait is not backlog age. A delayed job (`run_at`, migration 0025) is no backlog
+ * before its time (the API calls it `scheduled`) and waits from its time on.
  */
+/** Not a delayed job before its time (GREATEST ignores a NULL `run_at`). */
+const DUE = `(run_at IS NULL OR run_at <= now())`;
+
 export async function backlogByType(db: Db): Promise<BacklogRow[]> {
   const r = await db.query<BacklogRow>(`
     SELECT job_type,
-      count(*) FILTER (WHERE status = 'queued')::int AS queued,
+      count(*) FILTER (WHERE status = 'queued' AND ${DUE})::int AS queued,
       count(*) FILTER (WHERE status = 'retrying')::int AS retrying,
       count(*) FILTER (WHERE status = 'running')::int AS running,
       count(*) FILTER (WHERE status = 'deferred')::int AS deferred,
       extract(epoch FROM now() - min(CASE
-        WHEN status = 'queued' AND first_started_at IS NULL THEN coalesce(admitted_at, created_at)
+        WHEN status = 'queued' AND first_started_at IS NULL AND ${DUE} THEN coalesce(admitted_at, greatest(created_at, run_at))
         WHEN status = 'queued' THEN updated_at
         WHEN status = 'retrying' AND next_attempt_at <= now() THEN next_attempt_at END))::float8 AS oldest_waiting_s,
-      extract(epoch FROM now() - min(created_at) FILTER (WHERE status <> 'deferred'))::float8 AS oldest_unfinished_s,
+      extract(epoch FROM now() - min(greatest(created_at, run_at)) FILTER (WHERE status <> 'deferred' AND ${DUE}))::float8 AS oldest_unfinished_s,
       extract(epoch FROM now() - min(deferred_at) FILTER (WHERE status = 'deferred'))::float8 AS oldest_deferred_s
     FROM job_intents
     WHERE status IN ('queued', 'retrying', 'running', 'deferred')
@@ -93,8 +97,8 @@ export async function completionsByType(db: Db): Promise<CompletionRow[]> {
       count(*) FILTER (WHERE status = 'cancelled')::int AS cancelled_15m,
       avg(attempts) FILTER (WHERE attempts > 0)::float8 AS attempts_avg,
       max(attempts)::int AS attempts_max,
-      percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM first_started_at - coalesce(admitted_at, created_at))) FILTER (WHERE first_started_at IS NOT NULL) AS queue_p50_s,
-      percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM first_started_at - coalesce(admitted_at, created_at))) FILTER (WHERE first_started_at IS NOT NULL) AS queue_p95_s,
+      percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM first_started_at - coalesce(admitted_at, greatest(created_at, run_at)))) FILTER (WHERE first_started_at IS NOT NULL) AS queue_p50_s,
+      percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM first_started_at - coalesce(admitted_at, greatest(created_at, run_at)))) FILTER (WHERE first_started_at IS NOT NULL) AS queue_p95_s,
       percentile_cont(0.5) WITHIN GROUP (ORDER BY ${EXECUTION_S}) FILTER (WHERE first_started_at IS NOT NULL) AS exec_p50_s,
       percentile_cont(0.95) WITHIN GROUP (ORDER BY ${EXECUTION_S}) FILTER (WHERE first_started_at IS NOT NULL) AS exec_p95_s
     FROM job_intents WHERE finished_at > now() - ${LONGEST}

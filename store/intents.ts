@@ -26,6 +26,10 @@ export interface IntentRow {
   finished_at: Date | null;
   created_at: Date;
   updated_at: Date;
+  /** A delayed job's start time (migration 0025); NULL: at once. */
+  run_at: Date | null;
+  /** The submitter's business tags (migration 0025); NULL: none. */
+  tags: Record<string, string> | null;
 }
 
 export interface NewIntent {
@@ -37,6 +41,8 @@ export interface NewIntent {
   input: unknown;
   priority: Priority;
   replayOf?: string;
+  runAt?: Date | null;
+  tags?: Record<string, string> | null;
 }
 
 /**
@@ -46,10 +52,21 @@ export interface NewIntent {
  */
 export async function insertIntent(db: Db, i: NewIntent): Promise<boolean> {
   const r = await db.query(
-    `INSERT INTO job_intents (job_id, tenant_id, job_type, key_hash, input_hash, input, priority, replay_of)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+    `INSERT INTO job_intents (job_id, tenant_id, job_type, key_hash, input_hash, input, priority, replay_of, run_at, tags)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
      ON CONFLICT DO NOTHING`,
-    [i.jobId, i.tenantId, i.jobType, i.keyHash, i.inputHash, JSON.stringify(i.input), i.priority, i.replayOf ?? null],
+    [
+      i.jobId,
+      i.tenantId,
+      i.jobType,
+      i.keyHash,
+      i.inputHash,
+      JSON.stringify(i.input),
+      i.priority,
+      i.replayOf ?? null,
+      i.runAt ?? null,
+      i.tags ? JSON.stringify(i.tags) : null,
+    ],
   );
   return r.rowCount === 1;
 }
@@ -452,6 +469,7 @@ export interface UnstartedIntent {
   job_type: string;
   priority: Priority;
   created_at: Date;
+  run_at: Date | null;
 }
 
 /**
@@ -462,7 +480,7 @@ export interface UnstartedIntent {
  */
 export async function listUnstartedIntents(db: Db, olderThan: Date, limit: number): Promise<UnstartedIntent[]> {
   const r = await db.query<UnstartedIntent>(
-    `SELECT job_id, tenant_id, job_type, priority, created_at FROM job_intents
+    `SELECT job_id, tenant_id, job_type, priority, created_at, run_at FROM job_intents
       WHERE workflow_started_at IS NULL AND created_at < $1
       ORDER BY created_at LIMIT $2`,
     [olderThan, limit],
@@ -492,15 +510,7 @@ export async function countFinishedJobs(db: Db, tenantId: string, from: string, 
   return Object.fromEntries(r.rows.map((x) => [x.status, Number(x.n)]));
 }
 
-export interface IntentFilter {
-  jobId?: string;
-  tenantId?: string;
-  jobType?: string;
-  status?: JobState;
-  limit: number;
-}
-
-/** Operators' search (newest first): any combination of job ID, tenant, type and status. Never the input. */
+/** One job as operators see it (never the input): `operatorIntent` by ID, and the rows of a list page (store/job-pages.ts). */
 export type FoundIntent = IntentRow & {
   dead_letter_id: string | null;
   deferred_at: Date | null;
@@ -509,29 +519,16 @@ export type FoundIntent = IntentRow & {
   upstream_reason: string | null;
 };
 
-export async function searchIntents(db: Db, f: IntentFilter): Promise<FoundIntent[]> {
-  const where: string[] = [];
-  const args: unknown[] = [];
-  const eq = (column: string, v: string | undefined) => {
-    if (v !== undefined) {
-      args.push(v);
-      where.push(`${column} = $${args.length}`);
-    }
-  };
-  eq('job_id', f.jobId);
-  eq('tenant_id', f.tenantId);
-  eq('job_type', f.jobType);
-  eq('status', f.status);
-  args.push(f.limit);
+/** One job by ID, across tenants, for operators (their lists are store/job-pages.ts). Never the input. */
+export async function operatorIntent(db: Db, jobId: string): Promise<FoundIntent | undefined> {
   const r = await db.query<FoundIntent>(
     `SELECT job_id, tenant_id, job_type, input_hash, priority, status, status_reason, attempts, last_error, next_attempt_at,
             result, notification_state, replay_of, workflow_started_at, first_started_at, execution_ms, finished_at, created_at, updated_at,
-            dead_letter_id, deferred_at, admitted_at, upstream, upstream_reason
-       FROM job_intents ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-      ORDER BY created_at DESC, job_id LIMIT $${args.length}`,
-    args,
+            dead_letter_id, deferred_at, admitted_at, upstream, upstream_reason, run_at, tags
+       FROM job_intents WHERE job_id = $1`,
+    [jobId],
   );
-  return r.rows;
+  return r.rows[0];
 }
 
 // ---- retention ----

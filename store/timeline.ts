@@ -43,6 +43,7 @@ export interface TimelineIntent {
   upstream_reason: string | null;
   created_at: Date;
   updated_at: Date;
+  run_at: Date | null;
 }
 
 /** The job's row without its input or result (`has_result` says whether one is stored). */
@@ -50,7 +51,8 @@ export async function timelineIntent(db: Db, jobId: string): Promise<TimelineInt
   const r = await db.query<TimelineIntent>(
     `SELECT job_id, tenant_id, job_type, priority, status, status_reason, attempts, last_error, next_attempt_at,
             notification_state, replay_of, result_fence::text, result IS NOT NULL AS has_result, workflow_started_at,
-            first_started_at, finished_at, deferred_at, admitted_at, dead_letter_id, upstream, upstream_reason, created_at, updated_at
+            first_started_at, finished_at, deferred_at, admitted_at, dead_letter_id, upstream, upstream_reason, created_at, updated_at,
+            run_at
        FROM job_intents WHERE job_id = $1`,
     [jobId],
   );

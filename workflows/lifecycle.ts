@@ -61,6 +61,7 @@ function failureEvidence(err: ActivityFailure): { errorClass: string; message: s
  *
  * | moment                                          | API `status`                 | `JobState`      |
  * | ----------------------------------------------- | ---------------------------- | --------------- |
+ * | delayed (`runAt`), before its time (**)         | `scheduled`                  | `scheduled`     |
  * | accepted, no worker has taken it yet            | `queued`                     | `queued`        |
  * | held back by the degradation gate               | `deferred`                   | `deferred`      |
  * | admitted, step scheduled, no attempt running yet | `queued` (with slot reason)  | `running`       |
@@ -81,8 +82,13 @@ function failureEvidence(err: ActivityFailure): { errorClass: string; message: s
  * (*) With `admitInFirstStep` the gate's question is asked by the first step's statement, so the
  * workflow sets `running` when it schedules that step; a job the gate then holds back shows
  * `deferred` one workflow task later, while the API's row goes from `queued` to `deferred`.
+ *
+ * (**) Set at the start (services/start-job.ts) with Temporal's start delay: the workflow has not
+ * run yet. Once it runs, the gate and the body set the states below; until the first of them,
+ * `JobState` may say `scheduled` for a task while the API already says `queued`.
  */
 export const SEARCH_STATE_FOR_STATUS: Record<JobState, JobState> = {
+  scheduled: 'scheduled',
   queued: 'queued',
   deferred: 'deferred',
   running: 'running',

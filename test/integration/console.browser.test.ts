@@ -296,6 +296,41 @@ describe('the operator console', () => {
     await shot('07-hostile-input');
   });
 
+  it('pages through a search with Next page, by keyset, and shows a scheduled job with its time', async () => {
+    const tag = `console-${uid()}`;
+    const jobIds: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const r = await h.api('/v1/jobs', {
+        body: { type: 'summarize', input: { text: `Later ${i}.` }, delaySeconds: 600, tags: { batch: tag } },
+        headers: { 'idempotency-key': `key-${uid()}` },
+      });
+      jobIds.push(r.body.jobId);
+    }
+    await page.evaluate(() => {
+      location.hash = '#jobs';
+    });
+    await page.fill('#job-search input[name=tenantId]', '');
+    await page.selectOption('#job-search select[name=state]', 'scheduled');
+    await page.fill('#job-search input[name=tag]', `batch:${tag}`);
+    await page.fill('#job-search input[name=limit]', '2');
+    await page.click('#job-search button[type=submit]');
+    const rows = () =>
+      page.$$eval('#job-results tbody tr', (trs) => trs.map((tr) => (tr as unknown as { dataset: { jobId: string } }).dataset.jobId));
+    await page.waitForSelector(`#job-results tr[data-job-id="${jobIds[2]}"]`);
+    expect(await rows()).toEqual([jobIds[2], jobIds[1]]);
+    await textMatches('#job-page', /^page 1$/);
+    expect(await page.textContent(`#job-results tr[data-job-id="${jobIds[2]}"]`)).toMatch(/scheduled for \d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ/);
+    // The form changes, but Next page continues the list that was searched.
+    await page.fill('#job-search input[name=tag]', 'batch:other');
+    await page.click('#job-next');
+    await page.waitForSelector(`#job-results tr[data-job-id="${jobIds[0]}"]`);
+    expect(await rows()).toEqual([jobIds[0]]);
+    await textMatches('#job-page', /^page 2, the last$/);
+    expect(await page.isHidden('#job-next')).toBe(true);
+    await shot('08-jobs-next-page');
+    for (const jobId of jobIds) await h.api(`/v1/jobs/${jobId}/cancel`, { method: 'POST' });
+  });
+
   it('plots queue health over the last hour, refreshed live', async () => {
     await page.evaluate(() => {
       location.hash = '#health';
@@ -303,7 +338,7 @@ describe('the operator console', () => {
     await textMatches('#health-figures', /backlog/);
     await waitFor('four uPlot charts', async () => (await page.locator('.plots .uplot canvas').count()) >= 4);
     const first = await textMatches('#health-at', /refreshed every 10 s/);
-    await shot('08-queue-health');
+    await shot('09-queue-health');
     // Live: the next snapshot replaces this one without a reload.
     await page.waitForFunction((was) => document.querySelector('#health-at')?.textContent !== was, first, {
       timeout: 30_000,
