@@ -36,7 +36,14 @@ export async function runWorker(o: RunWorkerOptions): Promise<void> {
     log.fatal('a standalone worker needs DATABASE_URL and TEMPORAL_ADDRESS (npm start sets them for its own workers)');
     process.exit(2);
   }
-  if (!config.providerUrl) log.warn('PROVIDER_URL is not set: a step that calls ctx.effect fails, not retried, until it is');
+  // Without an upstream every `ctx.effect(step, path, body)` would fail and dead-letter its job: refuse
+  // to start instead, unless the deployment says its types call only upstreams they declare.
+  if (!config.providerUrl && env.DURABLE_JOBS_NO_PROVIDER !== 'true') {
+    log.fatal(
+      'a standalone worker needs PROVIDER_URL (the upstream of ctx.effect(step, path, body)); a worker whose job types call only declared upstreams sets DURABLE_JOBS_NO_PROVIDER=true',
+    );
+    process.exit(2);
+  }
   const advice = allocatorAdvice(
     env,
     (process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header?.glibcVersionRuntime,

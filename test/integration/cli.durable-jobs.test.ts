@@ -66,3 +66,17 @@ describe('durable-jobs <command>', () => {
     expect(missing.err).toMatch(/jobs module \S*no\/such\/jobs\.ts not found/);
   });
 });
+
+describe('durable-jobs worker without an upstream', () => {
+  it('refuses to start without PROVIDER_URL, naming it and the opt-out, rather than dead-lettering every effect', async () => {
+    const r = await run(['worker', '--jobs', path.join(REPO, 'jobs/index.ts')], {
+      DATABASE_URL: 'postgres://127.0.0.1:1/none',
+      TEMPORAL_ADDRESS: '127.0.0.1:1',
+      PROVIDER_URL: '',
+      DURABLE_JOBS_NO_PROVIDER: '',
+    });
+    expect(r.code).toBe(2);
+    expect(r.out + r.err).toContain('a standalone worker needs PROVIDER_URL');
+    expect(r.out + r.err).toContain('DURABLE_JOBS_NO_PROVIDER=true');
+  });
+});
