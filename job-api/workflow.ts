@@ -4,7 +4,8 @@
  * so it must never reach Node built-ins, `pg` or activities (only their types).
  */
 export { defineJob, budgetOf, type JobDefinition, type JobDefinitionOptions, type JobInput } from './define.js';
-export { resultStored, runJob, type JobOutcome, type SetPhase } from '../workflows/lifecycle.js';
+export { runJob, type JobOutcome } from '../workflows/lifecycle.js';
+export { resultStored, type SetPhase } from '../workflows/job-state.js';
 export { stepOptions, bookkeepingActivities, BOOKKEEPING_OPTIONS } from '../workflows/activity-options.js';
 export { stepActivities, type StepActivitiesOptions } from '../workflows/step-activities.js';
 export {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobStateKey } from '../../lib/temporal.js';
-import { SEARCH_STATE_FOR_STATUS } from '../../workflows/lifecycle.js';
+import { SEARCH_STATE_FOR_STATUS } from '../../workflows/job-state.js';
 import { JOB_STATES } from '../../contract/job-types.js';
 import { startHarness, waitFor, type Harness } from '../support/harness.js';
 
