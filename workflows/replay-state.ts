@@ -1,5 +1,6 @@
 import { condition } from '@temporalio/workflow';
 import type { Carried, ReplayArgs, ReplayItem, ReplayProgress } from '../contract/messages.js';
+import { TokenBucket } from './token-bucket.js';
 
 export type { ReplayArgs } from '../contract/messages.js';
 
@@ -31,9 +32,7 @@ export class ReplayState {
   halted = false;
   done = false;
   stopReason: string | undefined;
-  private tokens: number;
-  private refilledAt: number;
-  private readonly perMs: number;
+  private readonly bucket: TokenBucket;
 
   /** `fullBucket`: a new request's bucket holds `burst` tokens (older runs: one; workflows/replay.ts). */
   constructor(
@@ -47,12 +46,9 @@ export class ReplayState {
       burst: 1,
       maxFailures: a.maxFailures ?? 5,
     };
-    // Server timers are coarse (about a second on the dev server), so strict spacing would
-    // cap the rate near 60/min. A bucket of one second's worth keeps the rate exact on average
-    // and bounds any burst: in any window of t ms, at most burst + t * rate / 60000 starts.
-    this.opts.burst = Math.max(1, Math.floor(this.opts.ratePerMinute / 60));
-    this.perMs = this.opts.ratePerMinute / 60_000;
     const c = a.carried;
+    this.bucket = new TokenBucket(this.opts.ratePerMinute, c, (burst) => (o.fullBucket ? burst : 1));
+    this.opts.burst = this.bucket.burst;
     this.queue = c ? [...c.queue] : [];
     this.items = new Map<string, ReplayItem>((c?.items ?? []).map((i) => [i.deadLetterId, i]));
     this.n = {
@@ -66,8 +62,6 @@ export class ReplayState {
       batches: c?.batchesStarted ?? 0,
     };
     this.paused = c?.paused ?? false;
-    this.tokens = c?.tokens ?? (o.fullBucket ? this.opts.burst : 1);
-    this.refilledAt = c?.refilledAt ?? Date.now();
     if (!c) this.add(a.deadLetterIds);
   }
 
@@ -102,37 +96,17 @@ export class ReplayState {
     for (;;) {
       await condition(() => this.stopping() || (!this.paused && this.n.running < this.opts.concurrency));
       if (this.stopping()) return false;
-      this.refill();
-      if (this.tokens >= 1) {
-        this.tokens -= 1;
-        return true;
-      }
-      await condition(() => this.stopping(), Math.ceil((1 - this.tokens) / this.perMs));
+      const waitMs = this.bucket.take();
+      if (waitMs === 0) return true;
+      await condition(() => this.stopping(), waitMs);
     }
-  }
-
-  private refill(): void {
-    const now = Date.now();
-    this.tokens = Math.min(this.opts.burst, this.tokens + (now - this.refilledAt) * this.perMs);
-    this.refilledAt = now;
   }
 
   progress(): ReplayProgress {
     const { n } = this;
-    const state = this.done
-      ? this.halted
-        ? 'halted'
-        : this.stopRequested
-          ? 'stopped'
-          : 'completed'
-      : this.stopping()
-        ? 'stopping'
-        : this.paused
-          ? 'paused'
-          : 'running';
     return {
       replayId: this.a.replayId,
-      state,
+      state: this.stateName(),
       requestedBy: this.a.requestedBy,
       options: this.opts,
       counts: {
@@ -150,6 +124,11 @@ export class ReplayState {
     };
   }
 
+  private stateName(): ReplayProgress['state'] {
+    if (this.done) return this.halted ? 'halted' : this.stopRequested ? 'stopped' : 'completed';
+    return this.stopping() ? 'stopping' : this.paused ? 'paused' : 'running';
+  }
+
   carried(): Carried {
     const { n } = this;
     return {
@@ -161,8 +140,7 @@ export class ReplayState {
       peakRunning: n.peak,
       batchesStarted: n.batches,
       paused: this.paused,
-      tokens: this.tokens,
-      refilledAt: this.refilledAt,
+      ...this.bucket.state(),
     };
   }
 }
