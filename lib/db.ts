@@ -7,6 +7,11 @@ export type PoolClient = pg.PoolClient;
 /** What a store function runs on: the pool, or a client inside a transaction. */
 export type Db = pg.Pool | pg.PoolClient;
 
+/** The rows of one statement: the read shape most store functions share. */
+export async function queryRows<T extends pg.QueryResultRow>(db: Db, sql: string, params: unknown[] = []): Promise<T[]> {
+  return (await db.query<T>(sql, params)).rows;
+}
+
 /**
  * A pool that survives a Postgres restart: idle clients emit 57P01 errors when the server
  * goes away, and without this handler the process would crash. The next query reconnects.

@@ -1,5 +1,5 @@
 import type { Db } from '../lib/db.js';
-import { jobIsLive, olderThan } from './live-jobs.js';
+import { deleteExpired } from './live-jobs.js';
 
 // Lease tracking, written by the worker (activities/lease-tracking.ts): a row when a leased
 // attempt starts, its end when it ends; the next attempt flags one that never ended.
@@ -106,13 +106,8 @@ export async function flagLeaseExpired(db: Db, k: LeaseKey, heartbeatDetails: un
 // ---- retention ----
 
 /** One batch of the retention cleanup: leases started more than `days` ago, of jobs that are not live. */
-export async function deleteExpiredLeases(db: Db, days: number, limit: number): Promise<number> {
-  const r = await db.query(
-    `DELETE FROM activity_leases WHERE ctid IN (
-       SELECT ctid FROM activity_leases l WHERE ${olderThan('l.started_at', 1)} AND NOT ${jobIsLive('l.job_id')} LIMIT $2)`,
-    [days, limit],
-  );
-  return r.rowCount ?? 0;
+export function deleteExpiredLeases(db: Db, days: number, limit: number): Promise<number> {
+  return deleteExpired(db, { table: 'activity_leases', age: 'started_at', job: 'job_id' }, days, limit);
 }
 
 export async function deleteLeasesOfJobs(db: Db, jobIds: string[]): Promise<number> {

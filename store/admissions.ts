@@ -2,7 +2,7 @@ import type pg from 'pg';
 import type { Priority } from '../contract/job-types.js';
 import type { Db } from '../lib/db.js';
 import { SETTING_COLUMNS, toSetting, type DegradationSetting, type SettingRow } from './degradation.js';
-import { jobIsLive, olderThan } from './live-jobs.js';
+import { deleteExpired } from './live-jobs.js';
 
 /** The admission ledger of ramped resumes (table admissions): one slot per job and round. */
 
@@ -130,13 +130,8 @@ export async function pendingReservations(db: Db): Promise<{ n: number; last_slo
 // ---- retention ----
 
 /** One batch of the retention cleanup: admission slots more than `days` old, of jobs that are not live. */
-export async function deleteExpiredAdmissions(db: Db, days: number, limit: number): Promise<number> {
-  const r = await db.query(
-    `DELETE FROM admissions WHERE ctid IN (
-       SELECT ctid FROM admissions a WHERE ${olderThan('a.slot_at', 1)} AND NOT ${jobIsLive('a.job_id')} LIMIT $2)`,
-    [days, limit],
-  );
-  return r.rowCount ?? 0;
+export function deleteExpiredAdmissions(db: Db, days: number, limit: number): Promise<number> {
+  return deleteExpired(db, { table: 'admissions', age: 'slot_at', job: 'job_id' }, days, limit);
 }
 
 export async function deleteAdmissionsOfJobs(db: Db, jobIds: string[]): Promise<number> {

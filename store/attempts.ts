@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { Db } from '../lib/db.js';
-import { jobIsLive, olderThan } from './live-jobs.js';
+import { deleteExpired } from './live-jobs.js';
 
 export interface AttemptRecord {
   jobId: string;
@@ -133,13 +133,8 @@ export async function failureWindow(
 // ---- retention ----
 
 /** One batch of the retention cleanup: attempts older than `days` of jobs that are not live. */
-export async function deleteExpiredAttempts(db: Db, days: number, limit: number): Promise<number> {
-  const r = await db.query(
-    `DELETE FROM job_attempts WHERE ctid IN (
-       SELECT ctid FROM job_attempts a WHERE ${olderThan('a.finished_at', 1)} AND NOT ${jobIsLive('a.job_id')} LIMIT $2)`,
-    [days, limit],
-  );
-  return r.rowCount ?? 0;
+export function deleteExpiredAttempts(db: Db, days: number, limit: number): Promise<number> {
+  return deleteExpired(db, { table: 'job_attempts', age: 'finished_at', job: 'job_id' }, days, limit);
 }
 
 /** Every attempt of these (expired, finished) jobs: deleted with their intent. */

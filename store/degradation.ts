@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { Priority } from '../contract/job-types.js';
 import type { Db } from '../lib/db.js';
-import { olderThan } from './live-jobs.js';
+import { deleteExpired } from './live-jobs.js';
 
 /** The degradation setting, its audit trail, and the admission ledger. One function per statement. */
 export interface DegradationSetting {
@@ -177,10 +177,6 @@ export async function deferredByPriority(db: Db): Promise<Partial<Record<Priorit
 }
 
 /** One batch of the retention cleanup: audit rows older than `days`. */
-export async function deleteExpiredAudit(db: Db, days: number, limit: number): Promise<number> {
-  const r = await db.query(
-    `DELETE FROM degradation_audit WHERE ctid IN (SELECT ctid FROM degradation_audit WHERE ${olderThan('at', 1)} LIMIT $2)`,
-    [days, limit],
-  );
-  return r.rowCount ?? 0;
+export function deleteExpiredAudit(db: Db, days: number, limit: number): Promise<number> {
+  return deleteExpired(db, { table: 'degradation_audit', age: 'at' }, days, limit);
 }

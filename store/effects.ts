@@ -2,7 +2,7 @@ import { fenceParams, notSuperseded, type AttemptFence } from './fence.js';
 import type { Db } from '../lib/db.js';
 import { recordAttemptCte, recordAttemptParams, type AttemptRecord } from './attempts.js';
 import { acquireSlotCtes, acquireSlotParams, ensureSlotRows, releaseSlotCte, slotScopes, type SlotRequest } from './concurrency.js';
-import { jobIsLive, olderThan } from './live-jobs.js';
+import { deleteExpired } from './live-jobs.js';
 
 export interface EffectRow {
   effect_key: string;
@@ -328,13 +328,8 @@ export interface ProviderRequestRef {
 // ---- retention ----
 
 /** One batch of the retention cleanup: effects not touched for `days` of jobs that are not live. */
-export async function deleteExpiredEffects(db: Db, days: number, limit: number): Promise<number> {
-  const r = await db.query(
-    `DELETE FROM effects WHERE ctid IN (
-       SELECT ctid FROM effects e WHERE ${olderThan('e.updated_at', 1)} AND NOT ${jobIsLive('e.job_id')} LIMIT $2)`,
-    [days, limit],
-  );
-  return r.rowCount ?? 0;
+export function deleteExpiredEffects(db: Db, days: number, limit: number): Promise<number> {
+  return deleteExpired(db, { table: 'effects', age: 'updated_at', job: 'job_id' }, days, limit);
 }
 
 /**

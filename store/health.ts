@@ -1,6 +1,6 @@
 import { WINDOWS } from '../lib/health.js';
 import type { Db } from '../lib/db.js';
-import { olderThan } from './live-jobs.js';
+import { deleteExpired } from './live-jobs.js';
 
 /**
  * The health figures' SQL, one function per statement. Every window is measured against the
@@ -269,19 +269,11 @@ export async function fallbackUsedByType(db: Db): Promise<Array<{ job_type: stri
 // ---- retention ----
 
 /** One batch of the retention cleanup: health samples older than `days`. */
-export async function deleteExpiredSamples(db: Db, days: number, limit: number): Promise<number> {
-  const r = await db.query(
-    `DELETE FROM health_samples WHERE ctid IN (SELECT ctid FROM health_samples WHERE ${olderThan('minute', 1)} LIMIT $2)`,
-    [days, limit],
-  );
-  return r.rowCount ?? 0;
+export function deleteExpiredSamples(db: Db, days: number, limit: number): Promise<number> {
+  return deleteExpired(db, { table: 'health_samples', age: 'minute' }, days, limit);
 }
 
 /** One batch of the retention cleanup: per-minute intake-rejection counters older than `days`. */
-export async function deleteExpiredRejections(db: Db, days: number, limit: number): Promise<number> {
-  const r = await db.query(
-    `DELETE FROM intake_rejections WHERE ctid IN (SELECT ctid FROM intake_rejections WHERE ${olderThan('minute', 1)} LIMIT $2)`,
-    [days, limit],
-  );
-  return r.rowCount ?? 0;
+export function deleteExpiredRejections(db: Db, days: number, limit: number): Promise<number> {
+  return deleteExpired(db, { table: 'intake_rejections', age: 'minute' }, days, limit);
 }

@@ -1,6 +1,6 @@
 import type { Priority } from '../contract/job-types.js';
 import type { Db } from '../lib/db.js';
-import { jobIsLive, olderThan } from './live-jobs.js';
+import { deleteExpired } from './live-jobs.js';
 
 export interface OutboxRow {
   id: string;
@@ -164,13 +164,13 @@ export async function listStuckOutboxJobs(db: Db, now: Date, limit: number): Pro
  * ago, of jobs that are not live. Pending and failed rows are never deleted (they still have
  * to be delivered, or an operator has to decide about them), and so their job's intent stays too.
  */
-export async function deleteExpiredOutbox(db: Db, days: number, limit: number): Promise<number> {
-  const r = await db.query(
-    `DELETE FROM outbox WHERE ctid IN (
-       SELECT ctid FROM outbox o WHERE o.state IN ('delivered', 'discarded') AND ${olderThan('o.created_at', 1)} AND NOT ${jobIsLive('o.job_id')} LIMIT $2)`,
-    [days, limit],
+export function deleteExpiredOutbox(db: Db, days: number, limit: number): Promise<number> {
+  return deleteExpired(
+    db,
+    { table: 'outbox', age: 'created_at', job: 'job_id', where: "t.state IN ('delivered', 'discarded')" },
+    days,
+    limit,
   );
-  return r.rowCount ?? 0;
 }
 
 /** The settled notifications of these (expired, finished) jobs, deleted with their intent (the row references it). */

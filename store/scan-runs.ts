@@ -1,6 +1,6 @@
 import type { ScanCounts } from '../contract/scan.js';
 import type { Db } from '../lib/db.js';
-import { olderThan } from './live-jobs.js';
+import { deleteExpired } from './live-jobs.js';
 
 /** One row per scan run; a retried recording writes it once. */
 export async function insertScanRun(
@@ -39,10 +39,6 @@ export async function lastScanRunAt(db: Db): Promise<Date | null> {
 }
 
 /** One batch of the retention cleanup: scan runs that finished more than `days` ago. */
-export async function deleteExpiredScanRuns(db: Db, days: number, limit: number): Promise<number> {
-  const r = await db.query(
-    `DELETE FROM scan_runs WHERE ctid IN (SELECT ctid FROM scan_runs WHERE ${olderThan('finished_at', 1)} LIMIT $2)`,
-    [days, limit],
-  );
-  return r.rowCount ?? 0;
+export function deleteExpiredScanRuns(db: Db, days: number, limit: number): Promise<number> {
+  return deleteExpired(db, { table: 'scan_runs', age: 'finished_at' }, days, limit);
 }

@@ -4,8 +4,9 @@
  * payload or a key, so the timeline cannot leak them.
  */
 import type pg from 'pg';
+import { queryRows } from '../lib/db.js';
 import type { JobState, Priority } from '../contract/job-types.js';
-import { jobIsLive, olderThan } from './live-jobs.js';
+import { deleteExpired } from './live-jobs.js';
 
 type Db = pg.Pool | pg.PoolClient;
 
@@ -74,12 +75,12 @@ export interface TimelineAttempt {
 }
 
 export async function attemptsOf(db: Db, jobId: string): Promise<TimelineAttempt[]> {
-  const r = await db.query<TimelineAttempt>(
+  return queryRows<TimelineAttempt>(
+    db,
     `SELECT step, attempt, outcome, error_class, status_code, delay_ms, delay_source, upstream, provider_code, started_at, finished_at
        FROM job_attempts WHERE job_id = $1 ORDER BY id`,
     [jobId],
   );
-  return r.rows;
 }
 
 export interface TimelineLease {
@@ -95,12 +96,12 @@ export interface TimelineLease {
 }
 
 export async function leasesOf(db: Db, jobId: string): Promise<TimelineLease[]> {
-  const r = await db.query<TimelineLease>(
+  return queryRows<TimelineLease>(
+    db,
     `SELECT run_id, activity_id, attempt, activity_type, started_at, deadline_at, ended_at, outcome, expired_detected_at
        FROM activity_leases WHERE job_id = $1 ORDER BY started_at`,
     [jobId],
   );
-  return r.rows;
 }
 
 export interface TimelineEffect {
@@ -120,13 +121,13 @@ export interface TimelineEffect {
 
 /** Effects of a scope (the original job's ID, also for its replays). Never the stored result. */
 export async function effectsOf(db: Db, effectScope: string): Promise<TimelineEffect[]> {
-  const r = await db.query<TimelineEffect>(
+  return queryRows<TimelineEffect>(
+    db,
     `SELECT effect_key, step, state, provider_request_id, provider_id, attempts, reconciliations, in_doubt, upstream,
             first_attempt_at, last_attempt_at, updated_at
        FROM effects WHERE job_id = $1 ORDER BY first_attempt_at`,
     [effectScope],
   );
-  return r.rows;
 }
 
 export interface TimelineOutbox {
@@ -143,12 +144,12 @@ export interface TimelineOutbox {
 
 /** Outbox rows without their payload (it carries the recipient). */
 export async function outboxOf(db: Db, jobId: string): Promise<TimelineOutbox[]> {
-  const r = await db.query<TimelineOutbox>(
+  return queryRows<TimelineOutbox>(
+    db,
     `SELECT id::text, kind, effect_key, state, attempts, last_error, deliver_by, created_at, delivered_at
        FROM outbox WHERE job_id = $1 ORDER BY id`,
     [jobId],
   );
-  return r.rows;
 }
 
 export interface TimelineDelivery {
@@ -166,12 +167,12 @@ export interface TimelineDelivery {
 
 /** Webhook deliveries routed to the job, or about one of its provider objects (not yet routed). Never the payload. */
 export async function deliveriesOf(db: Db, jobId: string, providerIds: string[]): Promise<TimelineDelivery[]> {
-  const r = await db.query<TimelineDelivery>(
+  return queryRows<TimelineDelivery>(
+    db,
     `SELECT source, webhook_id, event_type, subject, job_id, outcome, times_received, first_seen_at, last_received_at, processed_at
        FROM webhook_deliveries WHERE job_id = $1 OR subject = ANY($2::text[]) ORDER BY first_seen_at`,
     [jobId, providerIds],
   );
-  return r.rows;
 }
 
 export interface TimelineDeadLetter {
@@ -196,13 +197,13 @@ export interface TimelineDeadLetter {
 }
 
 export async function deadLettersOf(db: Db, jobId: string): Promise<TimelineDeadLetter[]> {
-  const r = await db.query<TimelineDeadLetter>(
+  return queryRows<TimelineDeadLetter>(
+    db,
     `SELECT id, run_id, error_class, error_type, status_code, retry_state, failed_step, upstream, provider_code, attempts, state, discard_reason,
             replay_count, replay_id, replay_job_id, first_failure_at, last_failure_at, created_at
        FROM dead_letters WHERE job_id = $1 ORDER BY created_at`,
     [jobId],
   );
-  return r.rows;
 }
 
 export interface TimelineAction {
@@ -214,11 +215,11 @@ export interface TimelineAction {
 }
 
 export async function actionsOf(db: Db, deadLetterIds: string[]): Promise<TimelineAction[]> {
-  const r = await db.query<TimelineAction>(
+  return queryRows<TimelineAction>(
+    db,
     'SELECT dead_letter_id, action, actor, details, at FROM dead_letter_actions WHERE dead_letter_id = ANY($1::text[]) ORDER BY id',
     [deadLetterIds],
   );
-  return r.rows;
 }
 
 export interface TimelineReplayJob {
@@ -229,11 +230,11 @@ export interface TimelineReplayJob {
 }
 
 export async function replayJobsOf(db: Db, jobId: string): Promise<TimelineReplayJob[]> {
-  const r = await db.query<TimelineReplayJob>(
+  return queryRows<TimelineReplayJob>(
+    db,
     'SELECT job_id, status, created_at, finished_at FROM job_intents WHERE replay_of = $1 ORDER BY created_at',
     [jobId],
   );
-  return r.rows;
 }
 
 export interface TimelineAdmission {
@@ -245,11 +246,11 @@ export interface TimelineAdmission {
 }
 
 export async function admissionsOf(db: Db, jobId: string): Promise<TimelineAdmission[]> {
-  const r = await db.query<TimelineAdmission>(
+  return queryRows<TimelineAdmission>(
+    db,
     'SELECT round, priority, reserved_at, slot_at, admitted_at FROM admissions WHERE job_id = $1 ORDER BY round',
     [jobId],
   );
-  return r.rows;
 }
 
 export interface TimelineAudit {
@@ -262,12 +263,12 @@ export interface TimelineAudit {
 
 /** Degradation changes while the job was alive: a pause or resume of its priority explains a deferral. */
 export async function degradationChangesBetween(db: Db, from: Date, to: Date | null): Promise<TimelineAudit[]> {
-  const r = await db.query<TimelineAudit>(
+  return queryRows<TimelineAudit>(
+    db,
     `SELECT actor, reason, before, after, at FROM degradation_audit
       WHERE at <= coalesce($2::timestamptz, now()) AND at >= $1::timestamptz - interval '1 day' ORDER BY id`,
     [from, to],
   );
-  return r.rows;
 }
 
 export interface StageFactsRow {
@@ -315,13 +316,8 @@ export async function stageFacts(db: Db, jobId: string, effectScope: string): Pr
 // ---- retention (intent_duplicates) ----
 
 /** One batch of the retention cleanup: duplicates received more than `days` ago, of jobs that are not live. */
-export async function deleteExpiredDuplicates(db: Db, days: number, limit: number): Promise<number> {
-  const r = await db.query(
-    `DELETE FROM intent_duplicates WHERE ctid IN (
-       SELECT ctid FROM intent_duplicates d WHERE ${olderThan('d.received_at', 1)} AND NOT ${jobIsLive('d.job_id')} LIMIT $2)`,
-    [days, limit],
-  );
-  return r.rowCount ?? 0;
+export function deleteExpiredDuplicates(db: Db, days: number, limit: number): Promise<number> {
+  return deleteExpired(db, { table: 'intent_duplicates', age: 'received_at', job: 'job_id' }, days, limit);
 }
 
 export async function deleteDuplicatesOfJobs(db: Db, jobIds: string[]): Promise<number> {

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { Db } from '../lib/db.js';
-import { olderThan } from './live-jobs.js';
+import { deleteExpired } from './live-jobs.js';
 
 export type DeliveryOutcome = 'pending_signal' | 'signalled' | 'unmatched' | 'claimed' | 'job_closed' | 'ignored';
 
@@ -169,11 +169,6 @@ export async function claimStalePendingSignal(db: Db, source: string, webhookId:
  * delivery is gone, a provider's retry with the same webhook-id is recorded afresh (its job
  * has long finished: `job_closed`).
  */
-export async function deleteExpiredDeliveries(db: Db, days: number, limit: number): Promise<number> {
-  const r = await db.query(
-    `DELETE FROM webhook_deliveries WHERE ctid IN (
-       SELECT ctid FROM webhook_deliveries WHERE outcome <> 'pending_signal' AND ${olderThan('last_received_at', 1)} LIMIT $2)`,
-    [days, limit],
-  );
-  return r.rowCount ?? 0;
+export function deleteExpiredDeliveries(db: Db, days: number, limit: number): Promise<number> {
+  return deleteExpired(db, { table: 'webhook_deliveries', age: 'last_received_at', where: "t.outcome <> 'pending_signal'" }, days, limit);
 }
