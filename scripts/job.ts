@@ -11,7 +11,7 @@
  * Both talk to `DJ_API_URL` (default http://127.0.0.1:$HTTP_PORT) with the admin key
  * `ADMIN_API_KEY`. `--json` prints the API's JSON unchanged.
  */
-import { loadConfig } from '../lib/config.js';
+import { adminApiFromEnv, createApi, table, UsageError, type Api } from './lib/admin-api.js';
 import { defaultJobRegistry } from '../jobs/index.js';
 
 const USAGE = `usage: npm run job -- timeline <jobId> [--json]
@@ -29,19 +29,6 @@ const LIST_FLAGS: Record<string, string> = {
   '--limit': 'limit',
   '--cursor': 'cursor',
 };
-
-class UsageError extends Error {}
-
-/** A plain aligned table; the last column is left unpadded. */
-function table(headers: string[], rows: string[][]): string {
-  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (r: string[]) =>
-    r
-      .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!)))
-      .join('  ')
-      .trimEnd();
-  return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
-}
 
 const ms = (v: number | undefined) =>
   v === undefined ? '-' : v < 1_000 ? `${v} ms` : v < 120_000 ? `${(v / 1_000).toFixed(1)} s` : `${Math.round(v / 60_000)} min`;
@@ -112,46 +99,14 @@ function printList(page: any, query: URLSearchParams): void {
 /** A value as a shell word: bare when it is plain, else single-quoted. */
 const quote = (v: string) => (/^[\w@%+=:,./-]+$/.test(v) ? v : `'${v.replace(/'/g, `'\\''`)}'`);
 
-function adminKeyOf(): { apiUrl: string; adminKey: string } {
-  const config = loadConfig(process.env, { jobTypes: defaultJobRegistry.names, fastPathTypes: defaultJobRegistry.fastPathTypes });
-  // Against the local stack (`npm start`, dev mode) the admin key has a known default.
-  const local = /^https?:\/\/(127\.0\.0\.1|localhost)[:/]/.test(`${config.apiUrl}/`);
-  const adminKey =
-    config.adminApiKey ??
-    (local
-      ? loadConfig(process.env, { jobTypes: defaultJobRegistry.names, fastPathTypes: defaultJobRegistry.fastPathTypes, mode: 'dev' })
-          .adminApiKey
-      : undefined);
-  if (!adminKey) throw new UsageError("set ADMIN_API_KEY to the API's admin key");
-  return { apiUrl: config.apiUrl, adminKey };
-}
-
-async function getJson(path: string): Promise<any> {
-  const { apiUrl, adminKey } = adminKeyOf();
-  let res: Response;
-  try {
-    res = await fetch(`${apiUrl}${path}`, { headers: { authorization: `Bearer ${adminKey}` } });
-  } catch (err) {
-    throw new Error(`cannot reach the API at ${apiUrl} (${(err as Error).message}); is \`npm start\` running? (DJ_API_URL)`);
-  }
-  const text = await res.text();
-  const body = text ? JSON.parse(text) : undefined;
-  if (res.status >= 400) {
-    const fields = Array.isArray(body?.errors) ? ` (${body.errors.map((e: any) => `${e.path}: ${e.message}`).join('; ')})` : '';
-    throw new Error(`${res.status} ${body?.title ?? 'error'}${body?.detail ? `: ${body.detail}` : ''}${fields}`);
-  }
-  return body;
-}
-
-async function main(): Promise<void> {
-  const argv = process.argv.slice(2);
+async function run(argv: string[], api: Api): Promise<void> {
   const json = argv.includes('--json');
   const rest = argv.filter((a) => a !== '--json');
   const [command, ...args] = rest;
   if (command === 'help' || command === '--help' || command === undefined) return console.log(USAGE);
   if (command === 'list') {
     const query = listQuery(args);
-    const page = await getJson(`/v1/admin/jobs?${query}`);
+    const page = await api('GET', `/v1/admin/jobs?${query}`);
     if (json) console.log(JSON.stringify(page, null, 2));
     else printList(page, query);
     return;
@@ -160,9 +115,22 @@ async function main(): Promise<void> {
   const [jobId, ...extra] = args;
   if (!jobId || jobId.startsWith('--')) throw new UsageError('missing job ID');
   if (extra.length > 0) throw new UsageError(`unexpected argument ${extra[0]}`);
-  const body = await getJson(`/v1/admin/jobs/${encodeURIComponent(jobId)}/timeline`);
+  const body = await api('GET', `/v1/admin/jobs/${encodeURIComponent(jobId)}/timeline`);
   if (json) console.log(JSON.stringify(body, null, 2));
   else printTimeline(body);
+}
+
+async function main(): Promise<void> {
+  const argv = process.argv.slice(2);
+  // The key is looked up at the first request, so a usage error is reported before a missing key.
+  let api: Api | undefined;
+  await run(argv, (method, path, body) => {
+    if (!api) {
+      const { apiUrl, adminKey } = adminApiFromEnv(defaultJobRegistry);
+      api = createApi(apiUrl, adminKey);
+    }
+    return api(method, path, body);
+  });
 }
 
 main().catch((err: Error) => {
