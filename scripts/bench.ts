@@ -7,7 +7,8 @@
  *   npm run bench -- --quick           tiny sizes, same code paths (CI smoke test); writes nothing
  *   npm run bench -- --out FILE        also (or instead) write the results to FILE
  *   npm run bench -- --only a,b        only these sections: throughput, intake, effects, replay,
- *                                      growth, memory, slots, machine
+ *                                      growth, memory, slots, machine, example (a team's type
+ *                                      from examples/acme-service, installed from the tarball)
  *   npm run bench -- --temporal production   the same sections on temporal-server on Postgres
  *                                      (the production shape) instead of the CLI dev server
  *
@@ -18,6 +19,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { measureEffectCost } from './bench/effects-cost.js';
+import { measureExampleType } from './bench/example-type.js';
 import { measureSlots } from './bench/slots.js';
 import { measureIntake } from './bench/intake.js';
 import { measureMachineLimits } from './bench/machine-limits.js';
@@ -33,7 +35,7 @@ import { measureWorkerMemory } from './bench/worker-memory.js';
 import { MMAP_THRESHOLD_ENV, workerProcessEnv } from '../lib/worker-allocator.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const SECTIONS = ['throughput', 'intake', 'effects', 'replay', 'growth', 'memory', 'slots', 'machine'] as const;
+const SECTIONS = ['throughput', 'intake', 'effects', 'replay', 'growth', 'memory', 'slots', 'machine', 'example'] as const;
 type Section = (typeof SECTIONS)[number];
 
 function parseArgs(argv: string[]): { quick: boolean; out: string | null; only: Set<Section>; temporal: TemporalKind } {
@@ -43,7 +45,10 @@ function parseArgs(argv: string[]): { quick: boolean; out: string | null; only: 
   if (temporal !== 'dev' && temporal !== 'production') throw new Error(`--temporal: "dev" or "production", got "${temporal}"`);
   const outIdx = argv.indexOf('--out');
   const onlyIdx = argv.indexOf('--only');
-  const only = new Set<Section>(onlyIdx >= 0 ? ((argv[onlyIdx + 1] ?? '').split(',').filter(Boolean) as Section[]) : SECTIONS);
+  // `--quick` (the suite's smoke test) leaves out `example`: it packs and installs the package
+  // (a minute or two of build and npm install), which the smoke test need not repeat.
+  const all = quick ? SECTIONS.filter((s) => s !== 'example') : SECTIONS;
+  const only = new Set<Section>(onlyIdx >= 0 ? ((argv[onlyIdx + 1] ?? '').split(',').filter(Boolean) as Section[]) : all);
   for (const s of only) if (!SECTIONS.includes(s)) throw new Error(`--only: unknown section "${s}" (sections: ${SECTIONS.join(', ')})`);
   const defaultOut = path.join(ROOT, 'bench', temporal === 'production' ? 'results-production.json' : 'results.json');
   const out = outIdx >= 0 ? path.resolve(argv[outIdx + 1] ?? '') : quick || onlyIdx >= 0 ? null : defaultOut;
@@ -104,6 +109,7 @@ async function main(): Promise<number> {
     await section('growth', () => measureTableGrowth(stack));
     await section('memory', () => measureWorkerMemory(stack));
     await section('slots', () => measureSlots(stack));
+    await section('example', () => measureExampleType(stack));
     await section('machine', async () => {
       const m = await measureMachineLimits(stack);
       pgbenchTps = m.pgbenchTps;

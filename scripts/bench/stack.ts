@@ -225,7 +225,8 @@ export async function startStack(o: { quick: boolean; log: (msg: string) => void
     const temporal = new Client({ connection, namespace: config.temporalNamespace });
     const nativeConnection = await NativeConnection.connect({ address: temporalAddress });
     closers.push(() => nativeConnection.close());
-    const sim = await startSimulator({ port: 0 });
+    // `generic`: the example section's upstream paths (/v1/payments, /v1/emails) are a team's own.
+    const sim = await startSimulator({ port: 0, generic: true });
     closers.push(() => sim.close());
 
     let productBundle: Promise<WorkflowBundleOption> | undefined;
