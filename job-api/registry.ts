@@ -46,9 +46,10 @@ export interface JobTypeModule {
    */
   definitionPath?: string;
   /**
-   * The workflow module keeps no state in its module scope (`jobType`'s `sharedWorkflow`): the
-   * worker evaluates it once per workflow thread, as the workflow library, instead of once per
-   * cached workflow.
+   * `jobType`'s `sharedWorkflow`: true, the worker evaluates the workflow module once per
+   * workflow thread (as the workflow library) instead of once per cached workflow; false,
+   * never; absent, when the module keeps no state in module scope (checked when the worker
+   * bundles: workers/module-state.ts).
    */
   sharedWorkflow?: boolean;
   /** The type's activities, wired with the worker's dependencies. Each key is a Temporal activity type. */
@@ -60,17 +61,18 @@ export interface JobTypeModule {
 /**
  * Joins a definition to its worker side: `workflows` is the module with the workflow body
  * (pass `new URL('./workflow.ts', import.meta.url)`), `activities` its activity factory.
- * `definitionModule` (optional, `new URL('./definition.ts', import.meta.url)`) is the module
- * that exports the definition: the worker then evaluates it once per workflow thread, before
- * any workflow, instead of once for every workflow in its cache (each would build its own input
- * schema). The SDK freezes what it loads that way, so that module must hold only what
- * `defineJob` asks for anyway: data, zod schemas and pure functions.
+ * The worker evaluates the workflow module (and the local modules it imports, the definition
+ * among them) once per workflow thread, before any workflow, instead of once for every workflow
+ * in its cache (each would build its own input schema), whenever that is safe: when they keep
+ * nothing in module scope that a workflow could change (no `let` or `var` at the top level, no
+ * Map or Set, no container that is not exported; workers/module-state.ts checks it when the
+ * worker bundles, and the worker logs a warning naming what it found otherwise). What a
+ * workflow keeps belongs inside its workflow function. The SDK freezes what it loads that way.
  *
- * `sharedWorkflow` (optional, default false) does the same for the workflow module: set it only
- * when that module (and every module of yours it imports) keeps nothing in module scope that a
- * workflow changes: no `let` or `var` at the top level, no Map or Set, no container that is not
- * exported. Every workflow of the worker's thread would share it, and one workflow's state would
- * leak into the next. What a workflow keeps belongs inside its workflow function.
+ * `sharedWorkflow` (optional) overrides that check: `false` never shares the module (say so for
+ * a module that keeps state on purpose: no warning), `true` shares it unchecked.
+ * `definitionModule` (optional) names the module that exports the definition, for a type whose
+ * workflow module is not shared: the definition alone is then evaluated once per thread.
  */
 export function jobType<A extends { [K in keyof A]: ActivityFunction }>(
   definition: JobDefinition,
@@ -88,7 +90,7 @@ export function jobType<A extends { [K in keyof A]: ActivityFunction }>(
     definition,
     workflowsPath: modulePath(worker.workflows),
     ...(worker.definitionModule ? { definitionPath: modulePath(worker.definitionModule) } : {}),
-    ...(worker.sharedWorkflow ? { sharedWorkflow: true } : {}),
+    ...(worker.sharedWorkflow !== undefined ? { sharedWorkflow: worker.sharedWorkflow } : {}),
     ...(worker.upstreams ? { upstreams: worker.upstreams } : {}),
     activities: worker.activities as JobTypeModule['activities'],
   };

@@ -65,8 +65,8 @@ export async function createWorker(o: DurableWorkerOptions): Promise<DurableWork
   const sharedQueue = o.taskQueue ?? DEFAULT_TASK_QUEUE;
   const queues = queuesFor(jobs, sharedQueue, o.system ?? true);
   if (queues.length === 0) throw new Error('createWorker: no job types and system: false leave this worker nothing to poll');
-  const bundle: WorkflowBundleOption = o.workflowBundle ?? (await bundleWorkflows(jobs));
   const log = o.log ?? createLogger('worker', 'info');
+  const bundle: WorkflowBundleOption = o.workflowBundle ?? (await bundleWorkflows(jobs, log));
   const identity = o.identity ?? `${process.pid}@${hostname()}`;
   const workers: Worker[] = [];
   for (const taskQueue of queues) {

@@ -13,6 +13,7 @@ import { defaultJobRegistry } from '../jobs/index.js';
 import { modulePath, type JobRegistry } from '../job-api/registry.js';
 import { DEFAULT_WORKER_SHUTDOWN_GRACE_SECONDS } from '../lib/config.js';
 import type { Logger } from '../lib/logger.js';
+import { sharedStateFindings } from './module-state.js';
 
 /** The product's own workflows (schedule trigger, scan, replay); job types add theirs. */
 export const SYSTEM_WORKFLOWS_PATH = modulePath(new URL('../workflows/index.ts', import.meta.url));
@@ -77,8 +78,39 @@ export const WORKFLOW_SOURCE_MAP = 'inline-nosources-cheap-module-source-map';
 /** The bundler's `webpackConfigHook` that applies `WORKFLOW_SOURCE_MAP` (the bench's baseline bundles use it too). */
 export const withWorkflowSourceMap = <C extends object>(config: C): C => ({ ...config, devtool: WORKFLOW_SOURCE_MAP });
 
-/** Bundle once and share: bundling takes seconds, and every worker in a process can reuse it. */
-export async function bundleWorkflows(jobs: JobRegistry = defaultJobRegistry): Promise<WorkflowBundleOption> {
+/**
+ * The job types' workflow modules a bundle preloads (each shared by every workflow of a
+ * thread): a type's module when its `sharedWorkflow` says so, and, unless it says `false`, when
+ * the module and the local modules it imports keep no state in module scope
+ * (workers/module-state.ts). `unshared`: the types left out by that check, with what it found.
+ */
+export function sharedWorkflowModules(jobs: Pick<JobRegistry, 'modules'>): {
+  shared: string[];
+  unshared: { jobType: string; findings: string[] }[];
+} {
+  const shared: string[] = [];
+  const unshared: { jobType: string; findings: string[] }[] = [];
+  for (const m of jobs.modules) {
+    if (m.sharedWorkflow === false) continue;
+    const findings = m.sharedWorkflow ? [] : sharedStateFindings(m.workflowsPath);
+    if (findings.length === 0) shared.push(m.workflowsPath);
+    else unshared.push({ jobType: m.definition.name, findings });
+  }
+  return { shared, unshared };
+}
+
+/**
+ * Bundle once and share: bundling takes seconds, and every worker in a process can reuse it.
+ * `log`: says which job types' workflow modules keep state and so are evaluated per workflow.
+ */
+export async function bundleWorkflows(jobs: JobRegistry = defaultJobRegistry, log?: Logger): Promise<WorkflowBundleOption> {
+  const { shared, unshared } = sharedWorkflowModules(jobs);
+  for (const u of unshared) {
+    log?.warn(
+      { jobType: u.jobType, findings: u.findings },
+      "a job type's workflow module keeps state in module scope, so each workflow evaluates it again (slower): move that state into the workflow function, or set sharedWorkflow: false in jobType() to say so",
+    );
+  }
   const { code } = await bundleWorkflowCode({
     workflowsPath: await writeWorkflowsEntry(jobs),
     // Evaluated once per workflow thread (shared, frozen), not once per cached workflow: zod, the
@@ -87,7 +119,8 @@ export async function bundleWorkflows(jobs: JobRegistry = defaultJobRegistry): P
     preloadModules: [
       SHARED_MODULES_PATH,
       ...WORKFLOW_LIBRARY_PATHS,
-      ...jobs.modules.flatMap((m) => [...(m.definitionPath ? [m.definitionPath] : []), ...(m.sharedWorkflow ? [m.workflowsPath] : [])]),
+      ...jobs.modules.flatMap((m) => (m.definitionPath ? [m.definitionPath] : [])),
+      ...shared,
     ],
     logger: quietBundlerLogger,
     webpackConfigHook: withWorkflowSourceMap,
@@ -188,7 +221,7 @@ export async function createQueueWorker(o: WorkerOptions): Promise<Worker> {
     connection: o.connection,
     namespace: o.namespace,
     taskQueue: o.taskQueue,
-    workflowBundle: o.workflowBundle ?? (await bundleWorkflows(jobs)),
+    workflowBundle: o.workflowBundle ?? (await bundleWorkflows(jobs, o.log)),
     activities,
     ...(o.identity ? { identity: o.identity } : {}),
     maxConcurrentActivityTaskExecutions: o.maxConcurrentActivityTaskExecutions ?? 50,

@@ -43,7 +43,5 @@ export type DigestActivities = ReturnType<typeof createDigestActivities>;
 
 export const digestJobType = jobType(digest, {
   workflows: new URL('./workflow.ts', import.meta.url),
-  definitionModule: new URL('./definition.ts', import.meta.url),
-  sharedWorkflow: true,
   activities: createDigestActivities,
 });

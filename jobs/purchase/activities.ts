@@ -39,7 +39,5 @@ export type PurchaseActivities = ReturnType<typeof createPurchaseActivities>;
 
 export const purchaseJobType = jobType(purchase, {
   workflows: new URL('./workflow.ts', import.meta.url),
-  definitionModule: new URL('./definition.ts', import.meta.url),
-  sharedWorkflow: true,
   activities: createPurchaseActivities,
 });

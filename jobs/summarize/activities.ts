@@ -34,7 +34,5 @@ export type SummarizeActivities = ReturnType<typeof createSummarizeActivities>;
 
 export const summarizeJobType = jobType(summarize, {
   workflows: new URL('./workflow.ts', import.meta.url),
-  definitionModule: new URL('./definition.ts', import.meta.url),
-  sharedWorkflow: true,
   activities: createSummarizeActivities,
 });

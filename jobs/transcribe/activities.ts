@@ -110,7 +110,5 @@ export type TranscribeActivities = ReturnType<typeof createTranscribeActivities>
 
 export const transcribeJobType = jobType(transcribe, {
   workflows: new URL('./workflow.ts', import.meta.url),
-  definitionModule: new URL('./definition.ts', import.meta.url),
-  sharedWorkflow: true,
   activities: createTranscribeActivities,
 });

@@ -6,61 +6,17 @@
 // frozen (a Map, a Set), would be one value for all workflows: one workflow's state leaking into
 // another's, silently. This walks every module the preloaded ones import, as the bundler does,
 // and refuses those three forms in module scope.
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 import { defaultJobRegistry } from '../../jobs/index.js';
-import { WORKFLOW_LIBRARY_PATHS } from '../../workers/worker.js';
+import { localModules, moduleStateFindings, sharedStateFindings } from '../../workers/module-state.js';
+import { sharedWorkflowModules, WORKFLOW_LIBRARY_PATHS } from '../../workers/worker.js';
 
-/** What in a module's top level could hold per-workflow state once the module is shared. */
-export function moduleStateFindings(fileName: string, text: string): string[] {
-  const sf = ts.createSourceFile(fileName, text, ts.ScriptTarget.Latest, true);
-  const findings: string[] = [];
-  const where = (n: ts.Node) => `${path.basename(fileName)}:${sf.getLineAndCharacterOfPosition(n.getStart()).line + 1}`;
-  for (const stmt of sf.statements) {
-    if (!ts.isVariableStatement(stmt)) continue;
-    const exported = stmt.modifiers?.some((m) => m.kind === ts.SyntaxKind.ExportKeyword) ?? false;
-    const isConst = (stmt.declarationList.flags & ts.NodeFlags.Const) !== 0;
-    for (const d of stmt.declarationList.declarations) {
-      const name = d.name.getText(sf);
-      if (!isConst) {
-        findings.push(`${where(d)} ${name}: a reassignable binding in module scope`);
-        continue;
-      }
-      let init = d.initializer;
-      while (init && (ts.isAsExpression(init) || ts.isSatisfiesExpression(init) || ts.isParenthesizedExpression(init)))
-        init = init.expression;
-      if (init && ts.isNewExpression(init) && /^(Map|Set|WeakMap|WeakSet)$/.test(init.expression.getText(sf)))
-        findings.push(`${where(d)} ${name}: a ${init.expression.getText(sf)} in module scope (freezing does not stop its changes)`);
-      else if (init && !exported && (ts.isArrayLiteralExpression(init) || ts.isObjectLiteralExpression(init)))
-        findings.push(`${where(d)} ${name}: a container in module scope that is not exported (never frozen)`);
-    }
-  }
-  return findings;
-}
-
-/** The preloaded modules (the library, the shipped types' workflows) and every local module they import (type-only imports are not bundled). */
+/** The preloaded modules (the library, the shipped types' workflows) and every local module they import. */
 function libraryModules(): Map<string, string> {
-  const seen = new Map<string, string>();
-  const shared = defaultJobRegistry.modules.flatMap((m) => (m.sharedWorkflow ? [m.workflowsPath] : []));
-  const queue = [...WORKFLOW_LIBRARY_PATHS, ...shared].map((p) => path.resolve(p));
-  while (queue.length > 0) {
-    const file = queue.pop()!;
-    if (seen.has(file)) continue;
-    const text = readFileSync(file, 'utf8');
-    seen.set(file, text);
-    const sf = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false);
-    for (const stmt of sf.statements) {
-      const spec =
-        (ts.isImportDeclaration(stmt) && !stmt.importClause?.isTypeOnly) || (ts.isExportDeclaration(stmt) && !stmt.isTypeOnly)
-          ? stmt.moduleSpecifier
-          : undefined;
-      if (!spec || !ts.isStringLiteral(spec) || !spec.text.startsWith('.')) continue;
-      queue.push(path.resolve(path.dirname(file), spec.text.replace(/\.js$/, '.ts')));
-    }
-  }
-  return seen;
+  return localModules([...WORKFLOW_LIBRARY_PATHS, ...sharedWorkflowModules(defaultJobRegistry).shared]);
 }
 
 describe('the preloaded workflow library', () => {
@@ -95,11 +51,47 @@ describe('the preloaded workflow library', () => {
       "export const proxy = proxyActivities({ startToCloseTimeout: '1m' });",
     ].join('\n');
     expect(moduleStateFindings('/x/m.ts', text)).toEqual([
-      'm.ts:1 folded: a reassignable binding in module scope',
-      'm.ts:2 count: a reassignable binding in module scope',
-      'm.ts:3 waiters: a Map in module scope (freezing does not stop its changes)',
-      'm.ts:4 pending: a container in module scope that is not exported (never frozen)',
-      'm.ts:5 byId: a container in module scope that is not exported (never frozen)',
+      'm.ts folded: a reassignable binding in module scope',
+      'm.ts count: a reassignable binding in module scope',
+      'm.ts waiters: a Map in module scope (freezing does not stop its changes)',
+      'm.ts pending: a container in module scope that is not exported (never frozen)',
+      'm.ts byId: a container in module scope that is not exported (never frozen)',
     ]);
+  });
+
+  it("shares a team's workflow module by default only when it and its imports keep no state", () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'dj-module-state-'));
+    writeFileSync(
+      path.join(dir, 'clean.ts'),
+      "import { helper } from './helper.js';\nexport async function cleanJob() { return helper(); }\n",
+    );
+    writeFileSync(path.join(dir, 'helper.ts'), 'export const helper = () => 1;\n');
+    writeFileSync(
+      path.join(dir, 'stateful.ts'),
+      "import { seen } from './cache.js';\nexport async function statefulJob() { return seen.size; }\n",
+    );
+    writeFileSync(path.join(dir, 'cache.ts'), 'export const seen = new Set<string>();\n');
+    writeFileSync(path.join(dir, 'types.ts'), 'let never = 0;\nexport type T = number;\n');
+    writeFileSync(
+      path.join(dir, 'typed.ts'),
+      "import type { T } from './types.js';\nexport async function typedJob(): Promise<T> { return 1; }\n",
+    );
+    const mod = (name: string, file: string, sharedWorkflow?: boolean) =>
+      ({ definition: { name }, workflowsPath: path.join(dir, file), ...(sharedWorkflow !== undefined ? { sharedWorkflow } : {}) }) as never;
+    const r = sharedWorkflowModules({
+      modules: [
+        mod('clean', 'clean.ts'),
+        mod('stateful', 'stateful.ts'),
+        mod('typed', 'typed.ts'),
+        mod('optOut', 'clean.ts', false),
+        mod('forced', 'stateful.ts', true),
+      ],
+    });
+    // A type-only import is not bundled, so its module's state does not count.
+    expect(r.shared).toEqual([path.join(dir, 'clean.ts'), path.join(dir, 'typed.ts'), path.join(dir, 'stateful.ts')]);
+    expect(r.unshared).toEqual([
+      { jobType: 'stateful', findings: ['cache.ts seen: a Set in module scope (freezing does not stop its changes)'] },
+    ]);
+    expect(sharedStateFindings(path.join(dir, 'clean.ts'))).toEqual([]);
   });
 });
