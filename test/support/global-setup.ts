@@ -16,6 +16,7 @@ import {
   type TemporalServer,
 } from '../../scripts/lib/temporal-server.ts';
 import { temporalServerEnv } from '../../scripts/lib/temporal-server-env.ts';
+import { recordHistories } from '../../scripts/lib/record-histories.ts';
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const started = Date.now();
@@ -45,8 +46,20 @@ export default async function setup(project: TestProject): Promise<() => Promise
   let server: TemporalServer | undefined;
   let serverDir: string | undefined;
 
+  let recordFrom: string | undefined;
   const teardown = async (): Promise<void> => {
     ready = false;
+    // `npm run histories:record`: before the server goes, one history of each workflow type it ran.
+    const dir = process.env.DJ_RECORD_HISTORIES;
+    if (dir && recordFrom) {
+      await recordHistories({
+        address: recordFrom,
+        namespace,
+        dir: path.resolve(dir),
+        refresh: process.env.DJ_RECORD_HISTORIES_REFRESH === '1',
+        log: (m) => console.log(`[global-setup] ${m}`),
+      }).catch((err: Error) => console.error(`[global-setup] recording histories failed: ${err.message}`));
+    }
     await Promise.allSettled([temporal?.stop(), server?.stop()]);
     await pg?.stop();
     if (pgParent) await fs.rm(pgParent, { recursive: true, force: true });
@@ -106,6 +119,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
       temporalAddress = tp.value;
     }
 
+    recordFrom = temporalAddress;
     project.provide('databaseUrl', databaseUrl);
     project.provide('temporalAddress', temporalAddress);
     project.provide('temporalNamespace', namespace);
