@@ -13,6 +13,8 @@ const WORKFLOW_CODE = [
   'jobs/*/workflow.ts',
   'jobs/*/definition.ts',
   'job-api/define.ts',
+  'job-api/define-triggers.ts',
+  'jobs/*/messages.ts',
   'test/fixtures/jobs/*/workflow.ts',
   'test/fixtures/jobs/*/definition.ts',
 ];

@@ -5,8 +5,8 @@ import { withTransaction } from '../lib/db.js';
 import { execution } from '../lib/temporal.js';
 import { endReplay, insertAction, listStuckReplays, replayStartedBy, type DeadLetterRow } from '../store/dead-letters.js';
 import { getIntent } from '../store/intents.js';
-import { claimStalePendingSignal, listPendingSignals, setSignalOutcome } from '../store/webhook-deliveries.js';
-import { toEvent, transcriptionCompletedSignal, TRANSCRIPTION_COMPLETED } from '../contract/messages.js';
+import { claimStalePendingSignal, listPendingSignals, setSignalOutcome, type DeliveryRow } from '../store/webhook-deliveries.js';
+import { routeEvent, webhookRoutes } from '../services/webhook-routes.js';
 import { withHeartbeat } from './attempt.js';
 import type { StepArgs } from '../contract/job-types.js';
 import type { ActivityDeps } from './deps.js';
@@ -18,6 +18,23 @@ export interface ReplayRepairs {
 
 /** Repairs of the compensation scan for replays and webhooks. Function names are Temporal activity types. */
 export function createScanRepairActivities(deps: ActivityDeps) {
+  const routes = webhookRoutes(deps.jobs);
+  /**
+   * The signal a pending delivery sends: the one its route chose when it came in; for a row
+   * recorded without one, its type's route asked again (a pure function of the event).
+   */
+  function signalOf(d: DeliveryRow): { name: string; arg: unknown } | undefined {
+    if (d.signal_name) return { name: d.signal_name, arg: d.signal_arg };
+    const r = routeEvent(routes, {
+      webhookId: d.webhook_id,
+      source: d.source,
+      tenantId: d.source_tenant_id,
+      type: d.event_type,
+      data: d.payload,
+    });
+    return r.kind === 'signal' ? { name: r.name, arg: r.arg } : undefined;
+  }
+
   /** Ends a stuck replay from its job's outcome, in the name of whoever started it; false when it had already ended. */
   async function endStuckReplay(
     dl: DeadLetterRow,
@@ -116,11 +133,12 @@ export function createScanRepairActivities(deps: ActivityDeps) {
         const cutoff = new Date(Date.parse(a.now) - a.graceMs);
         let signalled = 0;
         for (const d of await listPendingSignals(deps.pool, cutoff, a.limit)) {
-          if (!d.job_id || d.event_type !== TRANSCRIPTION_COMPLETED) continue;
+          const signal = signalOf(d);
+          if (!d.job_id || !signal) continue;
           if (!(await claimStalePendingSignal(deps.pool, d.source, d.webhook_id, cutoff))) continue;
           const at = { source: d.source, webhookId: d.webhook_id, jobId: d.job_id };
           try {
-            await ctx.client.workflow.getHandle(d.job_id).signal(transcriptionCompletedSignal, toEvent(d.webhook_id, d.payload));
+            await ctx.client.workflow.getHandle(d.job_id).signal(signal.name, signal.arg);
           } catch (err) {
             if (err instanceof WorkflowNotFoundError) {
               await setSignalOutcome(deps.pool, d.source, d.webhook_id, 'job_closed');

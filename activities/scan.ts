@@ -51,6 +51,14 @@ export function createScanActivities(deps: ActivityDeps) {
       const now = Date.parse(a.now);
       const out: MissedWindow[] = [];
       for (const s of a.schedules) {
+        // The registry is the list of scheduled types: a Schedule of a type this worker does not run with a schedule is left alone.
+        if (!deps.jobs.get(s.jobType)?.schedule) {
+          deps.log.warn(
+            { scheduleId: s.scheduleId, jobType: s.jobType },
+            'scan: no scheduled job type of this name; its windows are not checked',
+          );
+          continue;
+        }
         let createdAt: number;
         try {
           createdAt = (await Context.current().client.schedule.getHandle(s.scheduleId).describe()).info.createdAt.getTime();

@@ -1,17 +1,19 @@
 import { Context } from '@temporalio/activity';
 import { NonRetryableError } from '../lib/errors.js';
 import { inputHash, jobIdFor, keyHash } from '../lib/ids.js';
+import { findUnstorableText } from '../lib/json-safety.js';
 import { getIntent, insertIntent, markWorkflowStarted } from '../store/intents.js';
 import { markWindowFilled, recordWindowSeen } from '../store/schedules.js';
 import { listTenantIds } from '../store/tenants.js';
-import type { DigestInput } from '../contract/scan.js';
+import type { JobDefinition } from '../job-api/define.js';
 import { windowKey, type ScheduleWindow } from '../contract/schedule-window.js';
 import { onStartPath, startJobWorkflow } from '../services/start-job.js';
 import type { ActivityDeps } from './deps.js';
 
 export interface EnsureWindowArgs {
   scheduleId: string;
-  jobType: 'digest';
+  /** A registered type with a `schedule` (`defineJob`): its input and tenants come from there. */
+  jobType: string;
   window: ScheduleWindow;
   source: 'schedule' | 'manual' | 'scan';
   /** The trigger's (or scan's) workflow ID, kept as evidence of who saw the window first. */
@@ -26,18 +28,26 @@ export interface EnsureWindowResult {
   jobIds: string[];
 }
 
-function scheduledInput(window: ScheduleWindow): DigestInput {
-  // The digest that runs for a window reports on the window before it, which has ended.
-  const len = Date.parse(window.end) - Date.parse(window.start);
-  return {
-    windowStart: window.start,
-    windowEnd: window.end,
-    periodStart: new Date(Date.parse(window.start) - len).toISOString(),
-    periodEnd: window.start,
-  };
+/**
+ * The window's input, from the type's `schedule.input(window)`, checked like a submitted one: a
+ * definition whose input function disagrees with its schema is a bug no retry fixes.
+ */
+function scheduledInput(definition: JobDefinition, window: ScheduleWindow): unknown {
+  const parsed = definition.input.safeParse(definition.schedule!.input(window));
+  const problem = parsed.success
+    ? findUnstorableText(parsed.data, 'input')
+    : { path: parsed.error.issues[0]?.path.join('.') ?? '', message: parsed.error.issues[0]?.message ?? 'invalid' };
+  if (problem)
+    throw new NonRetryableError(
+      `job type ${definition.name}: schedule.input(window) does not fit its input schema: ${problem.path} ${problem.message}`,
+      {
+        errorClass: 'schedule_input_invalid',
+      },
+    );
+  return parsed.data;
 }
 
-/** The schedule activities and the `digest` job's step. Function names are Temporal activity types. */
+/** The schedule activities. Function names are Temporal activity types. */
 export function createScheduleActivities(deps: ActivityDeps) {
   return {
     /**
@@ -48,6 +58,13 @@ export function createScheduleActivities(deps: ActivityDeps) {
      */
     async ensureWindowJobs(a: EnsureWindowArgs): Promise<EnsureWindowResult> {
       const ctx = Context.current();
+      const definition = deps.jobs.get(a.jobType);
+      if (!definition?.schedule)
+        throw new NonRetryableError(`job type ${a.jobType} is not registered on this worker with a schedule`, {
+          errorClass: 'schedule_unknown_type',
+        });
+      const input = scheduledInput(definition, a.window);
+      const tenants = definition.schedule.perTenant ? await listTenantIds(deps.pool) : [definition.schedule.tenant!];
       const firstTrigger = await recordWindowSeen(deps.pool, {
         jobType: a.jobType,
         windowStart: a.window.start,
@@ -56,9 +73,8 @@ export function createScheduleActivities(deps: ActivityDeps) {
         source: a.source,
         triggerId: a.triggerId,
       });
-      const input = scheduledInput(a.window);
       const jobIds: string[] = [];
-      for (const tenantId of await listTenantIds(deps.pool)) {
+      for (const tenantId of tenants) {
         const key = windowKey(a.jobType, a.window);
         const jobId = jobIdFor(tenantId, a.jobType, key);
         await insertIntent(deps.pool, {
@@ -76,7 +92,7 @@ export function createScheduleActivities(deps: ActivityDeps) {
         await startJobWorkflow(
           ctx.client,
           ctx.info.taskQueue,
-          onStartPath(deps.jobs.require(a.jobType), deps.fastPathTypes),
+          onStartPath(definition, deps.fastPathTypes),
           { jobId, tenantId, jobType: a.jobType, priority: 'normal' },
           deps.jobBudgets,
         );

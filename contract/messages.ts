@@ -4,30 +4,6 @@ import { defineQuery, defineSignal } from '@temporalio/workflow';
 /** Signals, queries and updates have explicit, stable names: they are part of the wire contract. */
 export const jobProgressQuery = defineQuery<{ phase: string; detail: string }>('jobProgress');
 
-/** A provider's `transcription.completed` webhook, forwarded by `POST /v1/webhooks/{source}`. */
-export interface TranscriptionEvent {
-  webhookId: string;
-  transcriptionId: string;
-  status: string;
-  text: string;
-}
-export const transcriptionCompletedSignal = defineSignal<[TranscriptionEvent]>('transcriptionCompleted');
-
-/** The event type the provider sends when a transcription is done. */
-export const TRANSCRIPTION_COMPLETED = 'transcription.completed';
-/** The `transcribe` job's effect step that stores the provider's transcription ID: the webhook's subject. */
-export const TRANSCRIPTION_STEP = 'transcribe';
-
-/** Events carry their data as the provider sent it; the job only needs these fields (also the scan's re-signal). */
-export function toEvent(webhookId: string, payload: Record<string, unknown>): TranscriptionEvent {
-  return {
-    webhookId,
-    transcriptionId: String(payload.id),
-    status: String(payload.status ?? 'completed'),
-    text: typeof payload.text === 'string' ? payload.text : '',
-  };
-}
-
 /**
  * Sent (best-effort) by `PUT /v1/admin/degradation` to deferred jobs so they re-check at
  * once. Only a hint: the gate's own polling is what makes the pause hold and lift, also on

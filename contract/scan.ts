@@ -13,7 +13,8 @@ export interface TriggerArgs {
   /** Declaration name (for logs). */
   schedule: string;
   scheduleId: string;
-  jobType: 'digest';
+  /** The scheduled job type (its `defineJob({ schedule })`): the registry says how its windows become jobs. */
+  jobType: string;
   windowMs: number;
   windowOffsetMs: number;
   /**
@@ -72,12 +73,4 @@ export interface ScanCounts {
 export interface ScanReport extends ScanCounts {
   now: string;
   errorDetails: string[];
-}
-
-/** The input a scheduled job stores in its intent: the window, and the period it reports on. */
-export interface DigestInput {
-  windowStart: string;
-  windowEnd: string;
-  periodStart: string;
-  periodEnd: string;
 }

@@ -11,6 +11,14 @@
  */
 import type { z } from 'zod';
 import { DEFAULT_BUDGET, DEFAULT_CONCURRENCY, type ConcurrencyLimits, type JobArgs, type JobBudget } from '../contract/job-types.js';
+import {
+  resolveSchedule,
+  resolveWebhook,
+  type JobSchedule,
+  type JobWebhook,
+  type ScheduleTriggerOptions,
+  type WebhookTriggerOptions,
+} from './define-triggers.js';
 
 export interface JobDefinitionOptions<S extends z.ZodType, E extends string> {
   /** The job type's name: the `type` of `POST /v1/jobs`. Lower-case letters, digits and dashes. */
@@ -74,6 +82,19 @@ export interface JobDefinitionOptions<S extends z.ZodType, E extends string> {
    * it runs), so one team's types and workers never take another's tasks.
    */
   taskQueue?: string;
+  /**
+   * Start jobs of this type on a schedule (docs/triggers.md): a Temporal Schedule, created or
+   * updated when the API starts, fires `cron` or `every`; each firing stands for a window and
+   * starts one job per tenant and window (`perTenant`), with `input(window)`. A duplicate
+   * firing, a backfill or the compensation scan's repair finds the window's jobs. Default none.
+   */
+  schedule?: ScheduleTriggerOptions<z.infer<S>>;
+  /**
+   * Receive the events `events` of the webhook source `source` (docs/triggers.md): `route(event)`
+   * starts a job of this type or signals a running one. A source bound to a tenant only starts
+   * or touches that tenant's jobs. Default none.
+   */
+  webhook?: WebhookTriggerOptions<z.infer<S>, E>;
 }
 
 export interface JobDefinition<S extends z.ZodType = z.ZodType, E extends string = string> {
@@ -93,6 +114,10 @@ export interface JobDefinition<S extends z.ZodType = z.ZodType, E extends string
   readonly upstream: { idempotentByKey: boolean; lookupByKey: boolean };
   /** The type's own task queue, or null: the deployment's shared queue. */
   readonly taskQueue: string | null;
+  /** Its schedule, checked, with defaults; null: no schedule starts it. */
+  readonly schedule: JobSchedule<z.infer<S>> | null;
+  /** Its webhook subscription; null: no webhook reaches it. */
+  readonly webhook: JobWebhook<z.infer<S>, E> | null;
   summary(args: JobArgs): string;
   /** A declared step name, checked by the compiler: the effect key's stable part. */
   step(name: E): E;
@@ -122,6 +147,8 @@ export function defineJob<S extends z.ZodType, const E extends string>(o: JobDef
   }
   if (new Set(o.effects).size !== o.effects.length) throw new Error(`job type ${o.name}: effect steps must be unique`);
   const effects = [...o.effects];
+  const schedule = o.schedule ? resolveSchedule(o.name, o.schedule) : null;
+  const webhook = o.webhook ? resolveWebhook(o.name, o.webhook) : null;
   return {
     name: o.name,
     workflowType: o.workflowType,
@@ -137,6 +164,8 @@ export function defineJob<S extends z.ZodType, const E extends string>(o: JobDef
     fastPathWorkflowType: o.fastPath?.workflowType ?? null,
     upstream: { idempotentByKey: o.upstream?.idempotentByKey ?? true, lookupByKey: o.upstream?.lookupByKey ?? false },
     taskQueue: o.taskQueue ?? null,
+    schedule,
+    webhook,
     summary: o.summary ?? ((a) => `${a.jobType} for tenant ${a.tenantId} (${a.priority} priority)`),
     step: (name) => {
       if (!effects.includes(name)) throw new Error(`job type ${o.name} declares no effect step "${name}"`);

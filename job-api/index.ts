@@ -7,6 +7,18 @@
  * `builtInJobTypes` of `durable-jobs/client`.
  */
 export { defineJob, budgetOf, type JobDefinition, type JobDefinitionOptions, type JobInput } from './define.js';
+// Triggers: `schedule` and `webhook` in `defineJob` (docs/triggers.md).
+export type {
+  InboundEvent,
+  JobSchedule,
+  JobWebhook,
+  ScheduleTiming,
+  ScheduleTriggerOptions,
+  ScheduleWindow,
+  SignalTarget,
+  WebhookRoute,
+  WebhookTriggerOptions,
+} from './define-triggers.js';
 export {
   createJobRegistry,
   jobType,
@@ -48,12 +60,4 @@ export {
   type StepArgs,
 } from '../contract/job-types.js';
 export { NonRetryableError, RetryableError } from '../lib/errors.js';
-export { claimEarlyWebhooks, finishedJobCounts, intentCreatedAt } from '../activities/job-facts.js';
-export {
-  toEvent,
-  TRANSCRIPTION_COMPLETED,
-  TRANSCRIPTION_STEP,
-  transcriptionCompletedSignal,
-  type TranscriptionEvent,
-} from '../contract/messages.js';
-export type { DigestInput } from '../contract/scan.js';
+export { claimEarlyWebhooks, finishedJobCounts, intentCreatedAt, type ClaimedWebhook } from '../activities/job-facts.js';

@@ -4,6 +4,14 @@
  * so it must never reach Node built-ins, `pg` or activities (only their types).
  */
 export { defineJob, budgetOf, type JobDefinition, type JobDefinitionOptions, type JobInput } from './define.js';
+export type {
+  InboundEvent,
+  ScheduleTriggerOptions,
+  ScheduleWindow,
+  SignalTarget,
+  WebhookRoute,
+  WebhookTriggerOptions,
+} from './define-triggers.js';
 export { runJob, type JobOutcome } from '../workflows/lifecycle.js';
 export { resultStored, type SetPhase } from '../workflows/job-state.js';
 export { stepOptions, bookkeepingActivities, BOOKKEEPING_OPTIONS } from '../workflows/activity-options.js';
@@ -16,7 +24,5 @@ export {
   type JobBudget,
   type StepArgs,
 } from '../contract/job-types.js';
-export { TRANSCRIPTION_STEP, transcriptionCompletedSignal, type TranscriptionEvent } from '../contract/messages.js';
-export type { DigestInput } from '../contract/scan.js';
 /** The product's own activities a job's workflow may call (the outbox delivery): types only. */
 export type { SystemActivities } from '../activities/index.js';

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { exitOnConfigError, loadConfigOrExit } from '../lib/config-or-exit.js';
 import { jobRegistryFromEnv } from '../job-api/load.js';
 import { modulePath } from '../job-api/registry.js';
-import { parseWebhookSecrets } from '../lib/webhook-secrets.js';
+import { parseWebhookSecrets, sourceBinding } from '../lib/webhook-secrets.js';
 import { createPool } from '../lib/db.js';
 import { createLogger } from '../lib/logger.js';
 import { connectClient } from '../lib/temporal.js';
@@ -149,7 +149,10 @@ async function bringUp(): Promise<void> {
   await temporal.connection.close();
 
   const secrets = { ...config.webhookSecrets };
-  if (!secrets.sim) {
+  // `sim` may be configured bound to a tenant (`sim@tenant-a=...`, docs/triggers.md): its secrets are the simulator's then.
+  const simKey = Object.keys(secrets).find((k) => sourceBinding(k).source === 'sim');
+  if (simKey) secrets.sim = secrets[simKey]!;
+  else {
     secrets.sim = [`whsec_${randomBytes(24).toString('base64')}`];
     // Never printed: a secret does not reach the terminal (or a CI log that captures it).
     say('generated a webhook secret for source "sim", shared by the simulator and the API (set WEBHOOK_SECRETS=sim=... to choose one)');
@@ -171,7 +174,7 @@ async function bringUp(): Promise<void> {
     // on SIGHUP: only the variable's own entries (and a generated sim secret) go here.
     WEBHOOK_SECRETS: Object.entries({
       ...parseWebhookSecrets(config.webhookSecretsSource.env),
-      ...(config.webhookSecrets.sim ? {} : { sim: secrets.sim }),
+      ...(simKey ? {} : { sim: secrets.sim }),
     })
       .map(([s, list]) => `${s}=${list.join('|')}`)
       .join(','),

@@ -205,11 +205,12 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
           responses: {
             202: {
               description:
-                'new delivery, recorded once and enqueued to its job (outcome pending_signal: durable, its job not yet signalled; the compensation scan signals it)',
+                "new delivery, recorded once and routed by the subscribed job type's webhook.route: outcome started (with jobId), signalled, pending_signal (durable, its job not yet signalled; the compensation scan signals it), unmatched or ignored",
             },
             200: { description: 'the same webhook-id again: nothing changes' },
             400: problemResponse('valid signature, malformed JSON or event (also nested deeper than 64 levels)'),
             401: problemResponse('bad or missing signature, or timestamp outside 5 minutes'),
+            403: problemResponse("refused and recorded: a source bound to a tenant addressed another tenant's job (docs/triggers.md)"),
             404: problemResponse('unknown source'),
           },
         },

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Registry } from 'prom-client';
 import { WebhookVerificationError, type Webhook } from 'standardwebhooks';
 import { pgOr503 } from '../lib/db.js';
-import { parseEvent, subjectOf, type WebhookService } from '../services/webhooks.js';
+import { parseEvent, type WebhookService } from '../services/webhooks.js';
 import { requireAdmin, type AdminKeys } from './auth.js';
 import { registerWebhookMetrics } from './metrics.js';
 import { problem, sendProblem } from './problems.js';
@@ -11,7 +11,7 @@ import type { WebhookKeyring } from './webhook-keyring.js';
 export interface WebhookRouteDeps {
   webhooks: WebhookService;
   adminApiKey: AdminKeys;
-  /** source → `whsec_` verifiers (all verify: rotation), replaceable while serving (SIGHUP). */
+  /** source → `whsec_` verifiers (all verify: rotation) and tenant binding, replaceable while serving (SIGHUP). */
   webhookKeyring: WebhookKeyring;
 }
 
@@ -62,15 +62,15 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: WebhookRouteDe
 
   async function receive(req: FastifyRequest<{ Params: { source: string } }>, reply: FastifyReply) {
     const { source } = req.params;
-    // Taken once: a reload during this request does not change what it verifies with.
-    const sourceVerifiers = deps.webhookKeyring.verifiers(source);
-    if (!sourceVerifiers)
+    // Taken once: a reload during this request does not change what it verifies with, nor the tenant it acts for.
+    const bound = deps.webhookKeyring.source(source);
+    if (!bound)
       return sendProblem(
         reply,
         problem(404, 'unknown-webhook-source', 'Unknown webhook source', `no webhook secrets are configured for source "${source}"`),
       );
     const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-    const verified = verifyWebhook(sourceVerifiers, raw, req.headers);
+    const verified = verifyWebhook(bound.verifiers, raw, req.headers);
     if (!verified.ok) {
       deliveries.inc({ source, result: 'unauthorized' });
       req.log.warn(
@@ -91,11 +91,16 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: WebhookRouteDe
     if (webhookId.length > MAX_WEBHOOK_ID) return malformed(`webhook-id must be at most ${MAX_WEBHOOK_ID} characters`);
     const parsed = parseEvent(raw);
     if (!parsed.ok) return malformed(parsed.detail);
-    const target = subjectOf(parsed.event);
-    if (target && 'error' in target) return malformed(target.error);
     const event = parsed.event;
+    const from = { source, tenantId: bound.tenantId };
+    // The subscribed type's route decides (start a job, signal one, or nothing): an event it
+    // cannot use is the sender's bug, answered 400 with nothing recorded.
+    const routed = deps.webhooks.route(from, webhookId, event);
+    if (routed.kind === 'invalid') return malformed(routed.detail);
 
-    const { row, outcome, duplicate, conflict } = await pgOr503(() => deps.webhooks.accept(source, webhookId, raw, event, target, req.log));
+    const { row, outcome, duplicate, conflict, refusal } = await pgOr503(() =>
+      deps.webhooks.accept(from, webhookId, raw, event, routed, req.log),
+    );
     if (conflict) {
       deliveries.inc({ source, result: 'conflict' });
       req.log.warn(
@@ -112,6 +117,23 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: WebhookRouteDe
         ),
       );
     }
+    if (outcome === 'refused') {
+      deliveries.inc({ source, result: 'refused' });
+      req.log.warn(
+        { source, webhookId, eventType: event.type, jobType: row.job_type, jobId: row.job_id, outcome, duplicate, refusal },
+        'webhook refused',
+      );
+      // Recorded, nothing started or signalled. The answer never names the job or tenant it addressed.
+      return sendProblem(
+        reply,
+        problem(
+          403,
+          'webhook-refused',
+          'Webhook refused',
+          `${refusal ?? 'refused'}; the delivery was recorded as refused and not processed`,
+        ),
+      );
+    }
     deliveries.inc({ source, result: duplicate ? 'duplicate' : outcome });
     req.log.info(
       { source, webhookId, eventType: event.type, jobId: row.job_id, outcome, duplicate, timesReceived: row.times_received },
@@ -121,7 +143,10 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: WebhookRouteDe
     // and the compensation scan signals it (as would a redelivery). Answering 5xx would only make
     // the provider retry what we already hold (the contract: 2xx once the delivery is durable).
     // The answer's `outcome` says `pending_signal`.
-    return reply.code(duplicate ? 200 : 202).send({ webhookId, outcome, duplicate });
+    // A started job's ID is the sender's own (its tenant's): it may poll it.
+    return reply
+      .code(duplicate ? 200 : 202)
+      .send({ webhookId, outcome, duplicate, ...(outcome === 'started' || outcome === 'pending_start' ? { jobId: row.job_id } : {}) });
   }
 
   // Its own scope and content-type handling: the body stays raw bytes (the signature covers
@@ -151,6 +176,9 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: WebhookRouteDe
         firstSeenAt: row.first_seen_at.toISOString(),
         lastReceivedAt: row.last_received_at.toISOString(),
         processedAt: row.processed_at?.toISOString() ?? null,
+        sourceTenantId: row.source_tenant_id,
+        jobType: row.job_type,
+        refusal: row.refusal,
         conflictingDeliveries: row.conflicting_deliveries,
         lastConflictAt: row.last_conflict_at?.toISOString() ?? null,
       };

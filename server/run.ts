@@ -1,6 +1,6 @@
 /**
  * `runServer`: the HTTP API process from the environment, as `npm run api` and
- * `durable-jobs api` run it: migrations and `SEED_TENANTS`, the Schedules declared in code,
+ * `durable-jobs api` run it: migrations and `SEED_TENANTS`, the Schedules its job types declare,
  * webhook secrets that rotate on SIGHUP, and a drain on SIGINT/SIGTERM.
  */
 import type { JobRegistry } from '../job-api/registry.js';
@@ -42,10 +42,11 @@ export async function runServer(o: RunServerOptions): Promise<void> {
     migrationUrl: config.tuning.migrationUrl,
   });
   if (applied.length > 0) log.info({ applied }, 'migrations applied');
-  // Schedules are declared in code (services/schedules.ts) and created or updated here, idempotently
-  // (several API processes may start at once). A failure must not keep the API down: log it;
-  // the next start tries again, and the Schedules that exist keep firing meanwhile.
-  await ensureSchedules(temporal, config.taskQueue, productSchedules(config.retention)).then(
+  // Schedules are declared in the job types' definitions (`defineJob({ schedule })`, read from the
+  // registry) and services/schedules.ts, and created or updated here, idempotently (several API
+  // processes may start at once). A failure must not keep the API down: log it; the next start
+  // tries again, and the Schedules that exist keep firing meanwhile.
+  await ensureSchedules(temporal, config.taskQueue, productSchedules(registry, config.retention)).then(
     (r) => log.info({ schedules: r }, 'schedules ensured'),
     (err: Error) => log.error({ err: { message: err.message, name: err.name } }, 'could not ensure schedules'),
   );

@@ -1,27 +1,42 @@
 import { Webhook } from 'standardwebhooks';
 import type { Logger } from '../lib/logger.js';
-import type { WebhookSecrets } from '../lib/webhook-secrets.js';
+import { sourceBinding, type WebhookSecrets } from '../lib/webhook-secrets.js';
+
+/** A configured source: the verifiers of its secrets (any one may match) and the tenant it is bound to (null: none). */
+export interface WebhookSource {
+  verifiers: readonly Webhook[];
+  tenantId: string | null;
+}
 
 /**
- * The webhook secrets the API verifies with, replaceable while it serves. A request takes
- * its source's verifiers once, when it starts, and verifies with those: a replacement swaps
- * one reference, so a request in flight finishes with the set it started with and none is
- * dropped or half-verified.
+ * The webhook secrets the API verifies with, and the tenant each source is bound to,
+ * replaceable while it serves. A request takes its source's entry once, when it starts, and
+ * verifies and acts with that: a replacement swaps one reference, so a request in flight
+ * finishes with the set it started with and none is dropped or half-verified.
  */
 export interface WebhookKeyring {
+  /** The source's verifiers and tenant; undefined: unknown source. */
+  source(source: string): WebhookSource | undefined;
   /** The verifiers of `source`, one per secret (any one may match); undefined: unknown source. */
   verifiers(source: string): readonly Webhook[] | undefined;
   replace(secrets: WebhookSecrets): void;
 }
 
-function build(secrets: WebhookSecrets): ReadonlyMap<string, readonly Webhook[]> {
-  return new Map(Object.entries(secrets).map(([source, list]) => [source, list.map((s) => new Webhook(s))]));
+function build(secrets: WebhookSecrets): ReadonlyMap<string, WebhookSource> {
+  const out = new Map<string, WebhookSource>();
+  for (const [key, list] of Object.entries(secrets)) {
+    const { source, tenantId } = sourceBinding(key);
+    if (out.has(source)) throw new Error(`webhook source "${source}" is configured twice`);
+    out.set(source, { verifiers: list.map((s) => new Webhook(s)), tenantId });
+  }
+  return out;
 }
 
 export function createWebhookKeyring(secrets: WebhookSecrets): WebhookKeyring {
   let current = build(secrets);
   return {
-    verifiers: (source) => current.get(source),
+    source: (source) => current.get(source),
+    verifiers: (source) => current.get(source)?.verifiers,
     replace(next) {
       current = build(next); // built first: a secret the library refuses keeps the old set
     },

@@ -118,6 +118,7 @@ function validate(
   jobs: JobRegistry,
   req: SubmitJobRequest,
   now: Date,
+  byTrigger = false,
 ): { definition: JobDefinition; type: JobType; input: unknown; priority: Priority; terms: ResolvedTerms } {
   if (typeof req.idempotencyKey !== 'string' || !IDEMPOTENCY_KEY_PATTERN.test(req.idempotencyKey)) {
     throw new ValidationError('Idempotency-Key must be 8-255 visible ASCII characters', [
@@ -128,6 +129,13 @@ function validate(
   if (!definition) {
     throw new ValidationError(`unknown job type "${String(req.type).slice(0, 64)}"`, [
       { path: 'type', message: `must be one of: ${jobs.names.join(', ')}` },
+    ]);
+  }
+  // A type only its triggers start (`submittable: false`): a submitted job would be a second one for a window or an event.
+  if (!definition.submittable && !byTrigger) {
+    const by = definition.schedule ? 'schedule' : definition.webhook ? 'webhook' : 'trigger';
+    throw new ValidationError(`job type "${definition.name}" cannot be submitted`, [
+      { path: 'type', message: `${definition.name} jobs are started by their ${by}; they cannot be submitted` },
     ]);
   }
   const priority = PRIORITY_SCHEMA.safeParse(req.priority ?? 'normal');
@@ -207,9 +215,9 @@ export function createJobsClient(deps: JobsClientDeps) {
    * fails, the compensation scan starts the intent later and a retry finds the same job.
    * Concurrent duplicates collide on the unique index: one inserts, the others read its row.
    */
-  async function submitJob(req: SubmitJobRequest): Promise<SubmitJobResult> {
+  async function submitJob(req: SubmitJobRequest, byTrigger = false): Promise<SubmitJobResult> {
     const now = new Date();
-    const { type, input, priority, terms } = validate(deps.jobs, req, now);
+    const { type, input, priority, terms } = validate(deps.jobs, req, now, byTrigger);
     if (priority === 'high') await requireHighPriority(req.tenantId);
     const intent = {
       jobId: jobIdFor(req.tenantId, type, req.idempotencyKey),
@@ -355,7 +363,17 @@ export function createJobsClient(deps: JobsClientDeps) {
   const close = () => marks.flush();
 
   // taskQueue: the queue-health report reads Temporal's statistics for it.
-  return { submitJob, getJob, listJobs, cancelJob, close, taskQueue: deps.taskQueue };
+  /** `submitJob` for a type's own trigger (a webhook route): also for a type that is not `submittable`. */
+  const submitTriggeredJob = (req: SubmitJobRequest) => submitJob(req, true);
+  return {
+    submitJob: (req: SubmitJobRequest) => submitJob(req),
+    submitTriggeredJob,
+    getJob,
+    listJobs,
+    cancelJob,
+    close,
+    taskQueue: deps.taskQueue,
+  };
 }
 
 export type JobsClient = ReturnType<typeof createJobsClient>;

@@ -12,15 +12,16 @@ import { canonicalJson } from '../lib/canonical-json.js';
 import type { ScanInput, ScannedSchedule } from '../contract/scan.js';
 import type { TriggerArgs } from '../contract/scan.js';
 import type { RetentionInput } from '../contract/retention.js';
+import type { ScheduleTiming } from '../job-api/define-triggers.js';
+import type { JobRegistry } from '../job-api/registry.js';
 
 /**
- * Temporal Schedules replace cron. Each scheduled job type and the compensation scan is
- * declared here once; `ensureSchedules` creates or updates the Schedules at start.
+ * Temporal Schedules replace cron. A scheduled job type declares its schedule in its own
+ * `defineJob({ schedule })` and the registry is the only list of them (`jobScheduleDeclarations`);
+ * the compensation scan and the retention cleanup are declared here. `ensureSchedules` creates or
+ * updates the Schedules at start.
  */
-export type ScheduledJobType = 'digest';
-
-/** When a schedule fires: an interval (aligned at the Unix epoch plus offset) or cron. */
-export type ScheduleTiming = { every: number; offset?: number } | { cron: string[]; timezone?: string };
+export type { ScheduleTiming } from '../job-api/define-triggers.js';
 
 interface DeclarationBase {
   /** Stable name; the Schedule ID is `<prefix>.<name>`. Renaming creates a second Schedule. */
@@ -37,7 +38,7 @@ interface DeclarationBase {
 
 export interface JobScheduleDeclaration extends DeclarationBase {
   kind: 'job';
-  jobType: ScheduledJobType;
+  jobType: string;
   /** Window length and alignment (UTC). Default for intervals: `every` and `offset`. */
   windowMs?: number;
   windowOffsetMs?: number;
@@ -63,34 +64,55 @@ const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
 
-/** What the product ships: a nightly per-tenant digest and the compensation scan. */
-export const SCHEDULE_DECLARATIONS: ScheduleDeclaration[] = [
-  {
-    kind: 'job',
-    name: 'digest',
-    jobType: 'digest',
-    description: "nightly per-tenant digest of the previous day's jobs",
-    // 02:00 UTC every day; the window is the UTC day starting at 02:00.
-    timing: { cron: ['0 2 * * *'], timezone: 'UTC' },
-    windowMs: DAY,
-    windowOffsetMs: 2 * HOUR,
-    // The trigger is idempotent and short: buffered triggers are distinct windows, keep them all.
-    overlap: 'BUFFER_ALL',
-    catchupWindowMs: DAY,
-    paused: false,
-  },
-  {
-    kind: 'scan',
-    name: 'compensation-scan',
-    description:
-      'finds and repairs missed windows, unstarted intents, stuck outbox rows, in-doubt effects, stuck replays and unsignalled webhooks',
-    timing: { every: 10 * MINUTE },
-    // A scan covers everything up to its own time: a skipped or missed scan needs no catch-up.
-    overlap: 'SKIP',
-    catchupWindowMs: 10 * MINUTE,
-    paused: false,
-  },
-];
+/** The system Schedules' names: a scheduled job type cannot take one (its Schedule ID is `<prefix>.<type>`). */
+const SYSTEM_SCHEDULE_NAMES: readonly string[] = ['compensation-scan', 'retention-cleanup'];
+
+/**
+ * The Schedule of every job type in `registry` that declares one (`defineJob({ schedule })`),
+ * named after the type: its Schedule ID is `<prefix>.<type>`.
+ */
+export function jobScheduleDeclarations(registry: Pick<JobRegistry, 'modules'>): JobScheduleDeclaration[] {
+  return registry.modules.flatMap(({ definition: d }) => {
+    if (d.schedule && SYSTEM_SCHEDULE_NAMES.includes(d.name))
+      throw new Error(`job type ${d.name}: its Schedule would take the ID of the system schedule of that name; rename the type`);
+    return d.schedule
+      ? [
+          {
+            kind: 'job' as const,
+            name: d.name,
+            jobType: d.name,
+            description: `${d.name}: ${d.description}`,
+            timing: d.schedule.timing,
+            windowMs: d.schedule.windowMs,
+            windowOffsetMs: d.schedule.windowOffsetMs,
+            fillLookbackMs: d.schedule.fillLookbackMs,
+            // The trigger is idempotent and short: buffered triggers are distinct windows, keep them all.
+            overlap: 'BUFFER_ALL' as const,
+            catchupWindowMs: d.schedule.catchupWindowMs,
+            paused: false,
+          },
+        ]
+      : [];
+  });
+}
+
+/** The compensation scan's Schedule. */
+export const COMPENSATION_SCAN: ScanScheduleDeclaration = {
+  kind: 'scan',
+  name: 'compensation-scan',
+  description:
+    'finds and repairs missed windows, unstarted intents, stuck outbox rows, in-doubt effects, stuck replays and unsignalled webhooks',
+  timing: { every: 10 * MINUTE },
+  // A scan covers everything up to its own time: a skipped or missed scan needs no catch-up.
+  overlap: 'SKIP',
+  catchupWindowMs: 10 * MINUTE,
+  paused: false,
+};
+
+/** The Schedules of a registry: its scheduled job types' and the compensation scan, which fills their missed windows. */
+export function scheduleDeclarations(registry: JobRegistry): ScheduleDeclaration[] {
+  return [...jobScheduleDeclarations(registry), COMPENSATION_SCAN];
+}
 
 /**
  * The retention cleanup (activities/retention.ts), hourly: each run deletes what expired
@@ -112,9 +134,12 @@ export function retentionDeclaration(input: RetentionInput): RetentionScheduleDe
   };
 }
 
-/** Every Schedule the product runs: the shipped declarations and the retention cleanup of this configuration. */
-export function productSchedules(retention: { days: RetentionInput['days']; batchSize: number }): ScheduleDeclaration[] {
-  return [...SCHEDULE_DECLARATIONS, retentionDeclaration({ days: retention.days, batchSize: retention.batchSize })];
+/** Every Schedule a deployment runs: its registry's, the scan and the retention cleanup of this configuration. */
+export function productSchedules(
+  registry: JobRegistry,
+  retention: { days: RetentionInput['days']; batchSize: number },
+): ScheduleDeclaration[] {
+  return [...scheduleDeclarations(registry), retentionDeclaration({ days: retention.days, batchSize: retention.batchSize })];
 }
 
 /** Stable and prefixed (by default with the task queue), so deployments and test files sharing one Temporal never collide. */
@@ -203,7 +228,7 @@ export type EnsureOutcome = 'created' | 'updated' | 'unchanged';
 export async function ensureSchedules(
   client: Client,
   taskQueue: string,
-  declarations: ScheduleDeclaration[] = SCHEDULE_DECLARATIONS,
+  declarations: ScheduleDeclaration[],
   prefix: string = taskQueue,
 ): Promise<Array<{ scheduleId: string; outcome: EnsureOutcome }>> {
   const out: Array<{ scheduleId: string; outcome: EnsureOutcome }> = [];

@@ -1,15 +1,21 @@
 /**
- * Inbound provider events, the use case behind `POST /v1/webhooks/{source}` once the
- * signature is verified: parse, dedupe, decide and hand the event to its job. The dedup row
- * and the decision commit together; the signal follows, and a failed signal leaves the row
- * `pending_signal` for the compensation scan (or a redelivery). The delivery is durable
- * either way, so the provider hears 2xx.
+ * Inbound events, the use case behind `POST /v1/webhooks/{source}` once the signature is
+ * verified: parse, route (the subscribed type's `webhook.route`, services/webhook-routes.ts),
+ * dedupe, decide and hand the event on: start a job, or signal a running one. The dedup row and
+ * the decision commit together; the start or signal follows. A failed signal leaves the row
+ * `pending_signal` for the compensation scan (or a redelivery), so the provider hears 2xx; a
+ * failed start leaves it `pending_start` and the provider hears 503 (its redelivery starts it).
+ *
+ * A source bound to a tenant (F3) starts only that tenant's jobs and signals only that tenant's
+ * jobs: an event addressed to another tenant's job is recorded `refused` and nothing else happens.
  */
 import { createHash } from 'node:crypto';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type pg from 'pg';
-import { toEvent, transcriptionCompletedSignal, TRANSCRIPTION_COMPLETED, TRANSCRIPTION_STEP } from '../contract/messages.js';
+import type { JobRegistry } from '../job-api/registry.js';
 import { withTransaction } from '../lib/db.js';
+import { IdempotencyConflictError, NotFoundError, PermissionError, ValidationError } from '../lib/errors.js';
+import { jobIdFor } from '../lib/ids.js';
 import { findUnstorableText, jsonNestedDeeperThan, MAX_JSON_DEPTH } from '../lib/json-safety.js';
 import type { Logger } from '../lib/logger.js';
 import {
@@ -19,9 +25,14 @@ import {
   lockSubject,
   recordDelivery,
   setSignalOutcome,
+  setStartOutcome,
+  tenantOfJob,
   type DeliveryOutcome,
   type DeliveryRow,
+  type NewDelivery,
 } from '../store/webhook-deliveries.js';
+import type { JobsClient } from './intake.js';
+import { routeEvent, webhookRoutes, type RoutedEvent } from './webhook-routes.js';
 
 /**
  * A delivery still `pending_signal` is re-signalled by a redelivery only after this lease:
@@ -62,27 +73,112 @@ export function parseEvent(raw: Buffer): { ok: true; event: WebhookEvent } | { o
   return { ok: true, event: { type: o.type, data: (o.data ?? {}) as Record<string, unknown> } };
 }
 
-/** Which provider object an event is about, for the event types a job waits for; undefined: ignored. */
-export function subjectOf(event: WebhookEvent): { subject: string; step: string } | { error: string } | undefined {
-  if (event.type !== TRANSCRIPTION_COMPLETED) return undefined;
-  const id = event.data.id;
-  if (typeof id !== 'string' || id.length === 0 || id.length > 200)
-    return { error: 'data.id must be the transcription ID (1-200 characters)' };
-  return { subject: id, step: TRANSCRIPTION_STEP };
-}
-
 export interface WebhookServiceDeps {
   pool: pg.Pool;
   temporal: Client;
+  /** The registry: the types' `webhook` subscriptions are the only routes. */
+  jobTypes: Pick<JobRegistry, 'modules'>;
+  /** Starts the jobs routes ask for (the intake, with the type's own checks). */
+  jobs: Pick<JobsClient, 'submitTriggeredJob'>;
 }
 
+/** Where a delivery came in: its source and the tenant it is bound to (null: a source of no one tenant). */
+export interface DeliverySource {
+  source: string;
+  tenantId: string | null;
+}
+
+type Decision = Omit<NewDelivery, 'source' | 'webhookId' | 'eventType' | 'payload' | 'bodySha256'>;
+
+const refuse = (jobType: string, refusal: string, jobId: string | null = null): Decision => ({
+  subject: null,
+  jobId,
+  outcome: 'refused',
+  jobType,
+  refusal,
+});
+
+/** A refusal the sender may read: never another tenant's ID or job. */
+export const NOT_THIS_TENANT = "the source is bound to a tenant and the event addresses another tenant's job";
+
 export function createWebhookService(deps: WebhookServiceDeps) {
+  const routes = webhookRoutes(deps.jobTypes);
+
+  /** The subscribed type's decision about a verified event (pure; `invalid` is answered 400 with nothing recorded). */
+  function route(from: DeliverySource, webhookId: string, event: WebhookEvent): RoutedEvent {
+    return routeEvent(routes, { webhookId, source: from.source, tenantId: from.tenantId, type: event.type, data: event.data });
+  }
+
+  /** The tenant an event acts for: the source's; a route may name one only for a source of no tenant. */
+  function actingTenant(from: DeliverySource, routed: { tenantId?: string }): { tenantId: string } | { refusal: string } {
+    if (from.tenantId !== null && routed.tenantId !== undefined && routed.tenantId !== from.tenantId)
+      return { refusal: 'the source is bound to a tenant and the route named another one' };
+    const tenantId = from.tenantId ?? routed.tenantId;
+    return tenantId ? { tenantId } : { refusal: 'the source is bound to no tenant and the route named none' };
+  }
+
+  /** What to record for a signal: its job (found by provider object or key), unless the job is another tenant's. */
+  async function decideSignal(tx: pg.PoolClient, from: DeliverySource, event: WebhookEvent, r: Extract<RoutedEvent, { kind: 'signal' }>) {
+    const signal = { jobType: r.jobType, signalName: r.name, signalArg: r.arg };
+    if ('providerId' in r.target) {
+      // Under the subject lock: a job storing its provider ID right now cannot miss this event (see `lockSubject`).
+      await lockSubject(tx, event.type, r.target.providerId);
+      const found = await jobForProviderObject(tx, r.jobType, r.target.step, r.target.providerId);
+      const subject = r.target.providerId;
+      if (!found) return { ...signal, subject, jobId: null, outcome: 'unmatched' as const };
+      const allowed = from.tenantId ?? r.tenantId;
+      if (allowed !== undefined && allowed !== found.tenantId) return { ...refuse(r.jobType, NOT_THIS_TENANT, found.jobId), subject };
+      return { ...signal, subject, jobId: found.jobId, outcome: 'pending_signal' as const };
+    }
+    const acting = actingTenant(from, r);
+    if ('refusal' in acting) return refuse(r.jobType, acting.refusal);
+    const jobId = jobIdFor(acting.tenantId, r.jobType, r.target.idempotencyKey);
+    const tenant = await tenantOfJob(tx, jobId);
+    return {
+      ...signal,
+      subject: null,
+      jobId: tenant ? jobId : null,
+      outcome: tenant ? ('pending_signal' as const) : ('unmatched' as const),
+    };
+  }
+
+  /**
+   * The dedup row and the decision about the event (start a job, signal its job, wait for the
+   * job to claim it, refuse or ignore it), in one transaction.
+   */
+  function record(from: DeliverySource, webhookId: string, raw: Buffer, event: WebhookEvent, routed: RoutedEvent) {
+    return withTransaction(deps.pool, async (tx) => {
+      let decision: Decision;
+      if (routed.kind === 'signal') decision = await decideSignal(tx, from, event, routed);
+      else if (routed.kind === 'start') {
+        const acting = actingTenant(from, routed);
+        decision =
+          'refusal' in acting
+            ? refuse(routed.jobType, acting.refusal)
+            : {
+                subject: null,
+                jobId: jobIdFor(acting.tenantId, routed.jobType, routed.idempotencyKey),
+                outcome: 'pending_start',
+                jobType: routed.jobType,
+              };
+      } else decision = { subject: null, jobId: null, outcome: 'ignored' };
+      return recordDelivery(tx, {
+        ...decision,
+        source: from.source,
+        webhookId,
+        eventType: event.type,
+        payload: event.data,
+        sourceTenantId: from.tenantId,
+        bodySha256: createHash('sha256').update(raw).digest(),
+      });
+    });
+  }
+
   /** Signals the job once; a failure leaves the delivery `pending_signal` for a redelivery or the scan. */
   async function signalJob(row: DeliveryRow, log: Pick<Logger, 'warn'>): Promise<DeliveryOutcome> {
-    const event = toEvent(row.webhook_id, row.payload);
     try {
       await deps.temporal.connection.withDeadline(Date.now() + SIGNAL_DEADLINE_MS, () =>
-        deps.temporal.workflow.getHandle(row.job_id!).signal(transcriptionCompletedSignal, event),
+        deps.temporal.workflow.getHandle(row.job_id!).signal(row.signal_name!, row.signal_arg),
       );
       await setSignalOutcome(deps.pool, row.source, row.webhook_id, 'signalled');
       return 'signalled';
@@ -101,63 +197,59 @@ export function createWebhookService(deps: WebhookServiceDeps) {
   }
 
   /**
-   * The dedup row and the decision about the event (signal its job, wait for the job to
-   * claim it, or ignore it), in one transaction; under the subject lock so that a job
-   * storing its provider ID right now cannot miss this event (see `lockSubject`).
+   * Starts the routed job through the intake (idempotent by its key: a redelivery finds the same
+   * job). What the intake refuses for good (unknown tenant, the key used with another input) is
+   * recorded `refused`; Temporal or Postgres unavailable is thrown (503: the provider redelivers).
    */
-  function record(
-    source: string,
-    webhookId: string,
-    raw: Buffer,
-    event: WebhookEvent,
-    target: { subject: string; step: string } | undefined,
-  ) {
-    return withTransaction(deps.pool, async (tx) => {
-      let jobId: string | undefined;
-      if (target) {
-        await lockSubject(tx, event.type, target.subject);
-        jobId = await jobForProviderObject(tx, target.step, target.subject);
-      }
-      const outcome: DeliveryOutcome = !target ? 'ignored' : jobId ? 'pending_signal' : 'unmatched';
-      return recordDelivery(tx, {
-        source,
-        webhookId,
-        eventType: event.type,
-        subject: target?.subject ?? null,
-        payload: event.data,
-        jobId: jobId ?? null,
-        outcome,
-        bodySha256: createHash('sha256').update(raw).digest(),
+  async function startJob(row: DeliveryRow, from: DeliverySource, routed: Extract<RoutedEvent, { kind: 'start' }>) {
+    try {
+      await deps.jobs.submitTriggeredJob({
+        tenantId: (from.tenantId ?? routed.tenantId)!,
+        type: routed.jobType,
+        idempotencyKey: routed.idempotencyKey,
+        input: routed.input,
       });
-    });
+    } catch (err) {
+      const final = [ValidationError, NotFoundError, IdempotencyConflictError, PermissionError].some((c) => err instanceof c);
+      if (!final) throw err;
+      const refusal = `the job could not be started: ${(err as Error).message}`;
+      await setStartOutcome(deps.pool, row.source, row.webhook_id, 'refused', refusal);
+      return { outcome: 'refused' as const, refusal };
+    }
+    await setStartOutcome(deps.pool, row.source, row.webhook_id, 'started');
+    return { outcome: 'started' as const, refusal: null };
   }
 
   /**
-   * Records a verified delivery once and hands it on: a new one (or a `pending_signal` one
-   * whose lease expired) signals its job now. `signalFailed`: recorded, not yet delivered.
-   * `conflict`: the webhook-id is known with a different body; counted on its row, nothing
-   * else done (never signalled: the job already has, or will get, the first body).
+   * Records a verified, routed delivery once and hands it on: a new one (or a `pending_signal`
+   * one whose lease expired) signals its job now; a new or still `pending_start` one starts its
+   * job. `signalFailed`: recorded, not yet delivered. `conflict`: the webhook-id is known with a
+   * different body; counted on its row, nothing else done. `refusal`: why it was refused.
    */
   async function accept(
-    source: string,
+    from: DeliverySource,
     webhookId: string,
     raw: Buffer,
     event: WebhookEvent,
-    target: { subject: string; step: string } | undefined,
+    routed: RoutedEvent,
     log: Pick<Logger, 'warn'>,
   ) {
-    const row = await record(source, webhookId, raw, event, target);
-    if (row.conflict) return { row, outcome: row.outcome, signalFailed: false, duplicate: true, conflict: true };
+    const row = await record(from, webhookId, raw, event, routed);
+    const duplicate = !row.inserted;
+    if (row.conflict) return { row, outcome: row.outcome, signalFailed: false, duplicate: true, conflict: true, refusal: null };
     let outcome = row.outcome;
+    let refusal = row.refusal;
     let signalFailed = false;
-    if (row.outcome === 'pending_signal' && (row.inserted || (await claimPendingSignal(deps.pool, source, webhookId, SIGNAL_LEASE_MS)))) {
+    if (outcome === 'pending_signal' && (row.inserted || (await claimPendingSignal(deps.pool, from.source, webhookId, SIGNAL_LEASE_MS)))) {
       outcome = await signalJob(row, log);
       signalFailed = outcome === 'pending_signal';
+    } else if (outcome === 'pending_start' && routed.kind === 'start') {
+      ({ outcome, refusal } = await startJob(row, from, routed));
     }
-    return { row, outcome, signalFailed, duplicate: !row.inserted, conflict: false };
+    return { row, outcome, signalFailed, duplicate, conflict: false, refusal };
   }
 
-  return { accept, delivery: (source: string, webhookId: string) => getDelivery(deps.pool, source, webhookId) };
+  return { route, accept, delivery: (source: string, webhookId: string) => getDelivery(deps.pool, source, webhookId) };
 }
 
 export type WebhookService = ReturnType<typeof createWebhookService>;

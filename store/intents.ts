@@ -285,12 +285,18 @@ export async function markStartedIfUnstarted(db: Db, jobId: string): Promise<boo
  * `finished_at`, so every attempt of one digest counts the same and sends the same body
  * under its effect key.
  */
-export async function countFinishedJobs(db: Db, tenantId: string, from: string, to: Date): Promise<Record<string, number>> {
+export async function countFinishedJobs(
+  db: Db,
+  tenantId: string,
+  from: string,
+  to: Date,
+  exceptTypes: readonly string[] = [],
+): Promise<Record<string, number>> {
   const r = await db.query<{ status: string; n: string }>(
     `SELECT status, count(*) AS n FROM job_intents
-      WHERE tenant_id = $1 AND finished_at >= $2 AND finished_at < $3 AND job_type <> 'digest'
+      WHERE tenant_id = $1 AND finished_at >= $2 AND finished_at < $3 AND job_type <> ALL($4::text[])
       GROUP BY status ORDER BY status`,
-    [tenantId, from, to],
+    [tenantId, from, to, exceptTypes],
   );
   return Object.fromEntries(r.rows.map((x) => [x.status, Number(x.n)]));
 }

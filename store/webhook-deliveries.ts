@@ -2,7 +2,8 @@ import type pg from 'pg';
 import type { Db } from '../lib/db.js';
 import { deleteExpired } from './live-jobs.js';
 
-export type DeliveryOutcome = 'pending_signal' | 'signalled' | 'unmatched' | 'claimed' | 'job_closed' | 'ignored';
+export type DeliveryOutcome =
+  'pending_signal' | 'signalled' | 'unmatched' | 'claimed' | 'job_closed' | 'ignored' | 'pending_start' | 'started' | 'refused';
 
 export interface DeliveryRow {
   source: string;
@@ -22,6 +23,15 @@ export interface DeliveryRow {
   /** Deliveries under this webhook-id whose body differed (refused, never processed). */
   conflicting_deliveries: number;
   last_conflict_at: Date | null;
+  /** The tenant the source was bound to when the delivery came in; null: a source of no one tenant (0034). */
+  source_tenant_id: string | null;
+  /** The job type whose `webhook.route` decided; null for rows from before routes. */
+  job_type: string | null;
+  /** The signal its route chose, and its argument: what a redelivery or the scan sends. */
+  signal_name: string | null;
+  signal_arg: unknown;
+  /** Why a `refused` delivery was refused (never the event's data). */
+  refusal: string | null;
 }
 
 /**
@@ -42,15 +52,30 @@ export async function lockSubject(tx: pg.PoolClient, eventType: string, subject:
  * (`replaying`, one replay job at a time under its row lock), that replay job is the one
  * executing the scope's effects and waiting for their webhooks, so the event goes to it.
  */
-export async function jobForProviderObject(db: Db, step: string, providerId: string): Promise<string | undefined> {
-  const r = await db.query<{ job_id: string }>(
-    `SELECT coalesce(dl.replay_job_id, e.job_id) AS job_id
-       FROM effects e LEFT JOIN dead_letters dl ON dl.job_id = e.job_id AND dl.state = 'replaying'
+export async function jobForProviderObject(
+  db: Db,
+  jobType: string,
+  step: string,
+  providerId: string,
+): Promise<{ jobId: string; tenantId: string } | undefined> {
+  // Only a job of the routing type: another type's step of the same name never receives its events.
+  const r = await db.query<{ job_id: string; tenant_id: string }>(
+    `SELECT coalesce(dl.replay_job_id, e.job_id) AS job_id, e.tenant_id
+       FROM effects e
+       JOIN job_intents ji ON ji.job_id = e.job_id AND ji.job_type = $3
+       LEFT JOIN dead_letters dl ON dl.job_id = e.job_id AND dl.state = 'replaying'
       WHERE e.provider_id = $1 AND e.step = $2
       ORDER BY e.first_attempt_at LIMIT 1`,
-    [providerId, step],
+    [providerId, step, jobType],
   );
-  return r.rows[0]?.job_id;
+  const row = r.rows[0];
+  return row ? { jobId: row.job_id, tenantId: row.tenant_id } : undefined;
+}
+
+/** The tenant of a job this database holds (a job a webhook names by its idempotency key). */
+export async function tenantOfJob(db: Db, jobId: string): Promise<string | undefined> {
+  const r = await db.query<{ tenant_id: string }>('SELECT tenant_id FROM job_intents WHERE job_id = $1', [jobId]);
+  return r.rows[0]?.tenant_id;
 }
 
 export interface NewDelivery {
@@ -63,6 +88,14 @@ export interface NewDelivery {
   outcome: DeliveryOutcome;
   /** SHA-256 of the raw body as signed: a redelivery must carry the same bytes. Default none (no check). */
   bodySha256?: Buffer;
+  /** The tenant the source is bound to. Default none: a source of no one tenant. */
+  sourceTenantId?: string | null;
+  /** The routing job type, and the signal its route chose. Default none. */
+  jobType?: string | null;
+  signalName?: string | null;
+  signalArg?: unknown;
+  /** Why it is refused (outcome `refused`). */
+  refusal?: string | null;
 }
 
 /**
@@ -76,10 +109,11 @@ export interface NewDelivery {
 export async function recordDelivery(db: Db, d: NewDelivery): Promise<DeliveryRow & { inserted: boolean; conflict: boolean }> {
   const differs = 'webhook_deliveries.body_sha256 IS NOT NULL AND webhook_deliveries.body_sha256 <> EXCLUDED.body_sha256';
   const r = await db.query<DeliveryRow & { inserted: boolean; conflict: boolean }>(
-    `INSERT INTO webhook_deliveries (source, webhook_id, event_type, subject, payload, job_id, outcome, signal_attempted_at, processed_at, body_sha256)
+    `INSERT INTO webhook_deliveries (source, webhook_id, event_type, subject, payload, job_id, outcome, signal_attempted_at, processed_at,
+                                     body_sha256, source_tenant_id, job_type, signal_name, signal_arg, refusal)
      VALUES ($1, $2, $3, $4, $5, $6, $7,
              CASE WHEN $7 = 'pending_signal' THEN now() END,
-             CASE WHEN $7 IN ('ignored') THEN now() END, $8)
+             CASE WHEN $7 IN ('ignored', 'refused') THEN now() END, $8, $9, $10, $11, $12, $13)
      ON CONFLICT (source, webhook_id) DO UPDATE
         SET times_received = webhook_deliveries.times_received + CASE WHEN ${differs} THEN 0 ELSE 1 END,
             last_received_at = CASE WHEN ${differs} THEN webhook_deliveries.last_received_at ELSE now() END,
@@ -87,7 +121,21 @@ export async function recordDelivery(db: Db, d: NewDelivery): Promise<DeliveryRo
             last_conflict_at = CASE WHEN ${differs} THEN now() ELSE webhook_deliveries.last_conflict_at END,
             body_sha256 = coalesce(webhook_deliveries.body_sha256, EXCLUDED.body_sha256)
      RETURNING *, (xmax = 0) AS inserted, coalesce(xmax <> 0 AND body_sha256 <> $8, false) AS conflict`,
-    [d.source, d.webhookId, d.eventType, d.subject, JSON.stringify(d.payload), d.jobId, d.outcome, d.bodySha256 ?? null],
+    [
+      d.source,
+      d.webhookId,
+      d.eventType,
+      d.subject,
+      JSON.stringify(d.payload),
+      d.jobId,
+      d.outcome,
+      d.bodySha256 ?? null,
+      d.sourceTenantId ?? null,
+      d.jobType ?? null,
+      d.signalName ?? null,
+      d.signalArg === undefined ? null : JSON.stringify(d.signalArg),
+      d.refusal ?? null,
+    ],
   );
   return r.rows[0]!;
 }
@@ -107,6 +155,15 @@ export async function claimPendingSignal(db: Db, source: string, webhookId: stri
   return r.rowCount === 1;
 }
 
+/** A delivery that starts a job: `started` once the job is accepted, `refused` (with why) when the intake refuses it. */
+export async function setStartOutcome(db: Db, source: string, webhookId: string, outcome: 'started' | 'refused', refusal?: string) {
+  await db.query(
+    `UPDATE webhook_deliveries SET outcome = $3, refusal = $4, processed_at = now()
+      WHERE source = $1 AND webhook_id = $2 AND outcome = 'pending_start'`,
+    [source, webhookId, outcome, refusal ?? null],
+  );
+}
+
 /** Only a delivery still waiting for its signal moves on; a finished outcome never changes. */
 export async function setSignalOutcome(db: Db, source: string, webhookId: string, outcome: 'signalled' | 'job_closed'): Promise<void> {
   await db.query(
@@ -121,14 +178,22 @@ export async function setSignalOutcome(db: Db, source: string, webhookId: string
  * `lockSubject`). Idempotent for a retried claim by the same job.
  */
 export async function claimEarlyDeliveries(db: Db, eventType: string, subject: string, jobId: string): Promise<DeliveryRow[]> {
+  // A source bound to a tenant speaks only for that tenant's jobs (F3): its early event for
+  // another tenant's object is refused here, as the receiver refuses a late one.
   const r = await db.query<DeliveryRow>(
-    `UPDATE webhook_deliveries SET job_id = $3, outcome = 'claimed', processed_at = coalesce(processed_at, now())
-      WHERE event_type = $1 AND subject = $2
-        AND (outcome = 'unmatched' OR (outcome = 'claimed' AND job_id = $3))
-     RETURNING *`,
+    `UPDATE webhook_deliveries d
+        SET job_id = $3,
+            outcome = CASE WHEN d.source_tenant_id IS NULL OR d.source_tenant_id = ji.tenant_id THEN 'claimed' ELSE 'refused' END,
+            refusal = CASE WHEN d.source_tenant_id IS NULL OR d.source_tenant_id = ji.tenant_id THEN d.refusal
+                           ELSE 'the source is bound to another tenant than the job''s' END,
+            processed_at = coalesce(d.processed_at, now())
+       FROM job_intents ji
+      WHERE ji.job_id = $3 AND d.event_type = $1 AND d.subject = $2
+        AND (d.outcome = 'unmatched' OR (d.outcome = 'claimed' AND d.job_id = $3))
+     RETURNING d.*`,
     [eventType, subject, jobId],
   );
-  return r.rows;
+  return r.rows.filter((d) => d.outcome === 'claimed').sort((a, b) => a.first_seen_at.getTime() - b.first_seen_at.getTime());
 }
 
 export async function getDelivery(db: Db, source: string, webhookId: string): Promise<DeliveryRow | undefined> {

@@ -5,10 +5,9 @@ import {
   jobType,
   runStep,
   type ActivityDeps,
-  type DigestInput,
   type StepArgs,
 } from '../../job-api/index.js';
-import { digest } from './definition.js';
+import { digest, type DigestInput } from './definition.js';
 
 /** The `digest` activity. Its function name is its Temporal activity type. */
 export function createDigestActivities(deps: ActivityDeps) {
@@ -20,7 +19,8 @@ export function createDigestActivities(deps: ActivityDeps) {
         const createdAt = await intentCreatedAt(deps, args.jobId);
         // Count only what finished before this intent existed: every attempt sends the same body.
         const cutoff = new Date(Math.min(Date.parse(input.periodEnd), createdAt!.getTime()));
-        const counts = await finishedJobCounts(deps, args.tenantId, input.periodStart, cutoff);
+        // Digests themselves are not what a digest reports on.
+        const counts = await finishedJobCounts(deps, args.tenantId, input.periodStart, cutoff, { exceptTypes: [digest.name] });
         const lines = Object.entries(counts).map(([status, n]) => `${status}: ${n}`);
         const e = await ctx.effect(
           digest.step('digest'),

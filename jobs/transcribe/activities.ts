@@ -1,18 +1,16 @@
 import {
   NonRetryableError,
-  TRANSCRIPTION_COMPLETED,
   budgetOf,
   claimEarlyWebhooks,
   completeWithOutbox,
   jobType,
   runStep,
-  toEvent,
   type ActivityDeps,
   type JobInput,
   type StepArgs,
-  type TranscriptionEvent,
 } from '../../job-api/index.js';
 import { transcribe } from './definition.js';
+import { TRANSCRIPTION_COMPLETED, toEvent, type TranscriptionEvent } from './messages.js';
 
 const TRANSCRIBE_STEP = transcribe.step('transcribe');
 
@@ -56,7 +54,8 @@ export function createTranscribeActivities(deps: ActivityDeps) {
         return {
           transcriptionId,
           noWebhookExpected: replay && e.via === 'reused',
-          early: early.map((d) => toEvent(d.webhookId, d.payload)),
+          // What the route chose to signal (rows from before routes: the event's own fields).
+          early: early.map((d) => (d.signalArg as TranscriptionEvent | null) ?? toEvent(d.webhookId, d.payload)),
         };
       });
     },

@@ -1,14 +1,7 @@
-import {
-  budgetOf,
-  runJob,
-  stepActivities,
-  transcriptionCompletedSignal,
-  type JobOutcome,
-  type StepArgs,
-  type TranscriptionEvent,
-} from '../../job-api/workflow.js';
+import { budgetOf, runJob, stepActivities, type JobOutcome, type StepArgs } from '../../job-api/workflow.js';
 import { condition, setHandler } from '@temporalio/workflow';
 import { transcribe } from './definition.js';
+import { transcriptionCompletedSignal, type TranscriptionEvent } from './messages.js';
 import type { TranscribeActivities } from './activities.js';
 
 /** How long the job waits for the provider's webhook before it polls. Default 30 s. */

@@ -241,7 +241,7 @@ describe('retention cleanup', () => {
   it('is declared as a Schedule Temporal accepts, with the configured retention as its input', async () => {
     const prefix = `${h.taskQueue}-retention`;
     const retention = loadConfig({}, { jobTypes: defaultJobRegistry.names, mode: 'dev' }).retention;
-    const decls = productSchedules(retention).map((d) => ({ ...d, paused: true }));
+    const decls = productSchedules(defaultJobRegistry, retention).map((d) => ({ ...d, paused: true }));
     try {
       await ensureSchedules(h.temporal, h.taskQueue, decls, prefix);
       const d = await h.temporal.schedule.getHandle(scheduleIdFor(prefix, 'retention-cleanup')).describe();

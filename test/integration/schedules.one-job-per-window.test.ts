@@ -1,6 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jobIdFor } from '../../lib/ids.js';
-import { ensureSchedules, SCHEDULE_DECLARATIONS, scheduleIdFor, type JobScheduleDeclaration } from '../../services/schedules.js';
+import { ensureSchedules, scheduleDeclarations, scheduleIdFor, type JobScheduleDeclaration } from '../../services/schedules.js';
+import { defaultJobRegistry } from '../../jobs/index.js';
+
+// What the shipped registry declares: the digest's schedule (in its definition) and the scan.
+const SCHEDULE_DECLARATIONS = scheduleDeclarations(defaultJobRegistry);
 import { getWindow } from '../support/queries.js';
 import { windowContaining, windowKey, type ScheduleWindow } from '../../contract/schedule-window.js';
 import { startHarness, TENANTS, uid, waitFor, type Harness } from '../support/harness.js';

@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { SCHEDULE_DECLARATIONS, scheduleOptionsFor, scanInputFor, type ScheduleDeclaration } from '../../services/schedules.js';
+import { scheduleDeclarations, scheduleOptionsFor, scanInputFor, type ScheduleDeclaration } from '../../services/schedules.js';
+import { defaultJobRegistry } from '../../jobs/index.js';
+
+// What the shipped registry declares: the digest's schedule (in its definition) and the scan.
+const SCHEDULE_DECLARATIONS = scheduleDeclarations(defaultJobRegistry);
 import { IDEMPOTENCY_KEY_PATTERN } from '../../lib/ids.js';
 import { windowContaining, windowKey } from '../../contract/schedule-window.js';
 

@@ -1,7 +1,18 @@
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import { verifyWebhook } from '../../server/routes-webhooks.js';
-import { parseEvent, subjectOf } from '../../services/webhooks.js';
+import { parseEvent, type WebhookEvent } from '../../services/webhooks.js';
+import { routeEvent, webhookRoutes } from '../../services/webhook-routes.js';
+import { defaultJobRegistry } from '../../jobs/index.js';
+
+// What `subjectOf` answered before routes moved into the definitions: the transcribe type's route, through the registry.
+const routes = webhookRoutes(defaultJobRegistry);
+function subjectOf(event: WebhookEvent) {
+  const r = routeEvent(routes, { webhookId: 'msg_1', source: 'sim', tenantId: null, ...event });
+  if (r.kind === 'ignore') return undefined;
+  if (r.kind === 'invalid') return { error: r.detail };
+  return r.kind === 'signal' && 'providerId' in r.target ? { subject: r.target.providerId, step: r.target.step } : { other: r };
+}
 
 const secret = (label: string) => `whsec_${Buffer.from(`unit-test-secret-${label}-0123456789`).toString('base64')}`;
 const OLD = secret('old');
