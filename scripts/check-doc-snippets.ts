@@ -74,18 +74,24 @@ export interface PlacedSnippet extends Snippet {
  * beside them: the guides build on the README's project, so every guide's folder also holds the
  * README's path-named files (its job type, its registry) unless the guide writes its own.
  */
-export function placeSnippets(snippets: readonly Snippet[]): { placed: PlacedSnippet[]; extra: Record<string, string> } {
+export function placeSnippets(snippets: readonly Snippet[]): {
+  placed: PlacedSnippet[];
+  extra: Record<string, string>;
+  /** Each README file copied into a guide's folder, as the README snippet it came from (for error lines). */
+  copies: PlacedSnippet[];
+} {
   const placed: PlacedSnippet[] = [];
   const byDoc = new Map<string, Snippet[]>();
   for (const s of snippets.filter((x) => !x.skip)) byDoc.set(s.doc, [...(byDoc.get(s.doc) ?? []), s]);
-  const base = new Map<string, string>([
-    ['src/jobs.ts', "import { createJobRegistry } from 'durable-jobs/jobs';\nexport default createJobRegistry([]);\n"],
+  const base = new Map<string, { text: string; from?: Snippet }>([
+    ['src/jobs.ts', { text: "import { createJobRegistry } from 'durable-jobs/jobs';\nexport default createJobRegistry([]);\n" }],
   ]);
   for (const s of byDoc.get('README.md') ?? []) {
     const named = PATH_COMMENT.exec(s.code.split('\n')[0] ?? '')?.[1];
-    if (named) base.set(named, `${s.code}\n\nexport {};\n`);
+    if (named) base.set(named, { text: `${s.code}\n\nexport {};\n`, from: s });
   }
   const extra: Record<string, string> = {};
+  const copies: PlacedSnippet[] = [];
   for (const [doc, list] of byDoc) {
     const dir = `snippets/${doc.replace(/\.md$/, '').replace(/[^A-Za-z0-9]+/g, '-')}`;
     const taken = new Set<string>();
@@ -96,15 +102,19 @@ export function placeSnippets(snippets: readonly Snippet[]): { placed: PlacedSni
       taken.add(file);
       placed.push({ ...s, file });
     });
-    for (const [rel, text] of base) if (!taken.has(`${dir}/${rel}`)) extra[`${dir}/${rel}`] = text;
+    for (const [rel, { text, from }] of base) {
+      if (taken.has(`${dir}/${rel}`)) continue;
+      extra[`${dir}/${rel}`] = text;
+      if (from) copies.push({ ...from, file: `${dir}/${rel}` });
+    }
   }
-  return { placed, extra };
+  return { placed, extra, copies };
 }
 
-/** `snippets/docs-x/src/snippet-2.ts(4,7): error TS…` → `docs/x.md:<line>: error TS…`. */
+/** `snippets/docs-x/src/snippet-2.ts(4,7): error TS…` → `docs/x.md:<line>:<col>: error TS…`, each once. */
 export function mapErrors(output: string, placed: readonly PlacedSnippet[]): string[] {
   const byFile = new Map(placed.map((p) => [p.file, p]));
-  return output
+  const lines = output
     .split('\n')
     .filter((l) => /error TS\d+/.test(l))
     .map((l) => {
@@ -112,6 +122,7 @@ export function mapErrors(output: string, placed: readonly PlacedSnippet[]): str
       const p = m ? byFile.get(m[1]!) : undefined;
       return p && m ? `${p.doc}:${p.line + Number(m[2]) - 1}:${m[3]}: ${m[4]}` : l;
     });
+  return [...new Set(lines)];
 }
 
 export function docFiles(root = ROOT): string[] {
@@ -138,7 +149,7 @@ function must(r: { status: number | null; out: string }, what: string): void {
 
 async function main(): Promise<void> {
   const snippets = docFiles().flatMap((d) => extractSnippets(d, readFileSync(path.join(ROOT, d), 'utf8')));
-  const { placed, extra } = placeSnippets(snippets);
+  const { placed, extra, copies } = placeSnippets(snippets);
   for (const s of snippets.filter((x) => x.skip)) say(`skipped ${s.doc}:${s.line}: ${s.skip}`);
 
   const work = mkdtempSync(path.join(os.tmpdir(), 'durable-jobs-doc-snippets-'));
@@ -194,7 +205,7 @@ async function main(): Promise<void> {
     say(`${placed.length} snippets from ${new Set(placed.map((p) => p.doc)).size} documents`);
     const tsc = run('npx', ['--no-install', 'tsc', '--noEmit', '-p', 'tsconfig.json', '--pretty', 'false'], app, true);
     if (tsc.status !== 0) {
-      for (const e of mapErrors(tsc.out, placed)) console.error(e);
+      for (const e of mapErrors(tsc.out, [...placed, ...copies])) console.error(e);
       say('snippets do not type-check against the built package (fix the doc, or the export it names)');
       process.exitCode = 1;
       return;

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { docFiles, extractSnippets, githubSlug, placeSnippets } from '../../scripts/check-doc-snippets.js';
+import { docFiles, extractSnippets, githubSlug, mapErrors, placeSnippets } from '../../scripts/check-doc-snippets.js';
 
 // The README and the guides: a front page that stays one, links and anchors that resolve, and
 // snippets the docs:check script can place. (Compiling them is `npm run docs:check`.)
@@ -126,6 +126,11 @@ describe('the README and docs/', () => {
     ]);
     expect(placeSnippets(s).placed.map((p) => p.file)).toEqual(['snippets/docs-t/src/jobs.ts', 'snippets/docs-t/src/snippet-2.ts']);
     expect(() => extractSnippets('x.md', '```ts\nnever closed')).toThrow(/never closed/);
+    // A compile error is reported once, at the markdown line, also from a guide's copy of a README file.
+    const placed = ['snippets/README/src/a.ts', 'snippets/docs-x/src/a.ts'].map((file) => ({ doc: 'README.md', line: 10, code: '', file }));
+    const tsc =
+      'snippets/README/src/a.ts(2,5): error TS2305: no such export\nsnippets/docs-x/src/a.ts(2,5): error TS2305: no such export\n';
+    expect(mapErrors(tsc, placed)).toEqual(['README.md:11:5: error TS2305: no such export']);
     expect(anchors('## GET /v1/jobs/{jobId}\n## Same\n## Same\n```\n# not a heading\n```')).toEqual(
       new Set(['get-v1jobsjobid', 'same', 'same-1']),
     );
