@@ -19,6 +19,8 @@ import type { JobRegistry } from '../job-api/registry.js';
 import { UNAVAILABLE_RETRY_AFTER_SECONDS, withTransaction } from '../lib/db.js';
 import { NotFoundError, StateConflictError, UnavailableError } from '../lib/errors.js';
 import { execution } from '../lib/temporal.js';
+import { taskQueueOf } from '../job-api/define.js';
+import { codeChanged, replayCodeVersion, type ReplayCodeVersion } from './worker-versions.js';
 import { effectKeyFor, inputHash } from '../lib/ids.js';
 import {
   actionsFor,
@@ -92,7 +94,8 @@ export interface ReplayPreview {
   effects: EffectPreview[];
   changed: { codeVersion: boolean; inputHash: boolean };
   recorded: { codeVersion: string; buildId: string | null; inputHash: string };
-  current: { codeVersion: string; inputHash: string };
+  /** `codeVersion` is that of the workers that would run the replay (its type's task queue), not the API's. */
+  current: ReplayCodeVersion & { inputHash: string };
 }
 
 /**
@@ -104,8 +107,11 @@ export async function previewReplay(
   pool: pg.Pool,
   jobs: Pick<JobRegistry, 'get'>,
   deadLetterId: string,
-  currentCodeVersion: string,
+  /** The code the replay would run: `replayCodeVersion` of the type's task queue (a bare string: that version, as the API's). */
+  current: ReplayCodeVersion | string,
 ): Promise<ReplayPreview | undefined> {
+  const code: ReplayCodeVersion =
+    typeof current === 'string' ? { codeVersion: current, codeVersionSource: 'api', workerCodeVersions: [], taskQueue: '' } : current;
   const dl = await getDeadLetter(pool, deadLetterId);
   if (!dl) return undefined;
   const input = ((await loadInput(pool, dl.job_id)) ?? {}) as Record<string, unknown>;
@@ -133,9 +139,9 @@ export async function previewReplay(
     state: dl.state,
     replayJobId: `${dl.job_id}-replay-${dl.replay_count + 1}`,
     effects,
-    changed: { codeVersion: dl.code_version !== currentCodeVersion, inputHash: dl.input_hash !== inputHashNow },
+    changed: { codeVersion: codeChanged(dl.code_version, code), inputHash: dl.input_hash !== inputHashNow },
     recorded: { codeVersion: dl.code_version, buildId: dl.build_id, inputHash: dl.input_hash },
-    current: { codeVersion: currentCodeVersion, inputHash: inputHashNow },
+    current: { ...code, inputHash: inputHashNow },
   };
 }
 
@@ -242,7 +248,7 @@ export interface DeadLetterServiceDeps {
   jobTypes: Pick<JobRegistry, 'get'>;
   /** The jobs task queue: replay workflows and their replay jobs run there. */
   taskQueue: string;
-  /** Compared with each dead letter's recorded version in dry runs. */
+  /** The API's own version: a dry run compares with it only when no worker polls the type's task queue. */
   codeVersion: string;
 }
 
@@ -292,7 +298,15 @@ export function createDeadLetterService(deps: DeadLetterServiceDeps) {
     refuseUnknownTypes(deps.jobTypes, targets);
     if (body.dryRun) {
       const previews = [];
-      for (const t of targets) previews.push((await previewReplay(deps.pool, deps.jobTypes, t.id, deps.codeVersion))!);
+      // The replay job runs on its type's task queue: compare with the code of the workers
+      // polling it (their build IDs), once per queue, not with this API's own version.
+      const byQueue = new Map<string, Promise<ReplayCodeVersion>>();
+      for (const t of targets) {
+        const def = deps.jobTypes.get(t.job_type);
+        const queue = def ? taskQueueOf(def, deps.taskQueue) : deps.taskQueue;
+        if (!byQueue.has(queue)) byQueue.set(queue, replayCodeVersion(deps.temporal, queue, deps.codeVersion));
+        previews.push((await previewReplay(deps.pool, deps.jobTypes, t.id, await byQueue.get(queue)!))!);
+      }
       return { dryRun: true as const, count: previews.length, deadLetters: previews };
     }
     const takeOverIds = Object.keys(plan.takeOver);

@@ -224,6 +224,10 @@ export async function createQueueWorker(o: WorkerOptions): Promise<Worker> {
     workflowBundle: o.workflowBundle ?? (await bundleWorkflows(jobs, o.log)),
     activities,
     ...(o.identity ? { identity: o.identity } : {}),
+    // The code version as the build ID: Temporal lists it per poller (DescribeTaskQueue), so the
+    // replay dry run compares a dead letter with the code of the workers that would run its replay
+    // (services/worker-versions.ts). No Worker Versioning: useVersioning stays off.
+    ...(o.codeVersion ? { buildId: o.codeVersion } : {}),
     maxConcurrentActivityTaskExecutions: o.maxConcurrentActivityTaskExecutions ?? 50,
     ...tuning,
     // A SIGTERM (a deploy) stops polling at once; in-flight attempts finish within the grace
