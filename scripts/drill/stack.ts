@@ -24,7 +24,7 @@ const WORKER_ENTRY = fileURLToPath(new URL('../../workers/main.ts', import.meta.
 
 export const DRILL_TENANT = { id: 'drill', key: 'drill-api-key' };
 /** The admin key of operator "drill" (ADMIN_API_KEYS): every drill action is audited under that name. */
-export const DRILL_ADMIN_KEY = 'drill-operator-admin-key';
+export const DRILL_ADMIN_KEY = 'drill-operator-admin-key-0123456789abcdef';
 export const DRILL_WEBHOOK_SECRET = `whsec_${Buffer.from('durable-jobs-drill-webhook-secret!').toString('base64')}`;
 
 export interface DrillWorker {

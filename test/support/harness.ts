@@ -20,19 +20,19 @@ export const TENANTS = {
   b: { id: 'tenant-b', key: 'key-tenant-b', highPriority: false },
 } as const;
 /** `ADMIN_API_KEY`: the key of operator "admin" (backwards compatibility). */
-export const ADMIN_KEY = 'admin-key-for-tests';
+export const ADMIN_KEY = 'admin-key-for-tests-0123456789abcdef';
 /**
  * Named operators (`ADMIN_API_KEYS`): each key names its operator in every audit row. Alice
  * has two keys (rotation: both open the API and both name her).
  */
 export const OPERATORS = {
-  alice: ['operator-key-alice-1', 'operator-key-alice-2'],
-  bob: ['operator-key-bob-1'],
-  carol: ['operator-key-carol-1'],
-  dana: ['operator-key-dana-1'],
-  erin: ['operator-key-erin-1'],
-  olive: ['operator-key-olive-1'],
-  'ramp-test': ['operator-key-ramp-test'],
+  alice: ['operator-key-alice-1-0123456789abcdef', 'operator-key-alice-2-0123456789abcdef'],
+  bob: ['operator-key-bob-1-0123456789abcdef'],
+  carol: ['operator-key-carol-1-0123456789abcdef'],
+  dana: ['operator-key-dana-1-0123456789abcdef'],
+  erin: ['operator-key-erin-1-0123456789abcdef'],
+  olive: ['operator-key-olive-1-0123456789abcdef'],
+  'ramp-test': ['operator-key-ramp-test-0123456789abcdef'],
 } as const;
 export type OperatorName = keyof typeof OPERATORS;
 /** The (first) admin key of a named operator. */
