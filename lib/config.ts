@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { detectCodeVersion, packageVersion } from './code-version.js';
 import { loadClientConnectConfig, type ClientConnectConfig } from '@temporalio/envconfig';
 import { parseTenants, withHighPriority, type TenantSeed } from './seed-tenants.js';
+import { adminListenerFrom, httpLimitsFrom, type AdminListenerConfig, type HttpLimits } from './http-limits.js';
 import { MIN_CONFIGURED_KEY_LENGTH } from './ids.js';
 import { ConfigError } from './errors.js';
 import { webhookSecretsFrom } from './webhook-secrets.js';
@@ -42,6 +43,10 @@ export interface Config {
   httpPort: number;
   /** Bind address of the HTTP API. Default 127.0.0.1 in dev, 0.0.0.0 in production. */
   httpHost: string;
+  /** Request, header, idle and keep-alive timeouts and the connection cap (`HTTP_*`, lib/http-limits.ts). */
+  httpLimits: HttpLimits;
+  /** The listener of `/metrics`, `/openapi.json` and the detailed `/readyz` (`ADMIN_LISTEN_*`, lib/http-limits.ts). */
+  adminListener: AdminListenerConfig;
   /** Existing Temporal frontend; undefined means `npm start` runs a local dev server on 127.0.0.1:7233. */
   temporalAddress: string | undefined;
   /** Default `default`. */
@@ -448,6 +453,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: ConfigOptions): Config 
     mode,
     httpPort,
     httpHost: e.HTTP_HOST ?? (mode === 'dev' ? '127.0.0.1' : '0.0.0.0'),
+    httpLimits: httpLimitsFrom(cleaned),
+    adminListener: adminListenerFrom(cleaned, httpPort),
     temporalAddress: e.TEMPORAL_ADDRESS ?? profileAddress,
     temporalNamespace: e.TEMPORAL_NAMESPACE ?? profile.namespace ?? 'default',
     temporalUiPort: e.TEMPORAL_UI_PORT,

@@ -9,6 +9,8 @@ import { createPool } from '../../lib/db.js';
 import { createLogger, type Logger } from '../../lib/logger.js';
 import { prepareStack } from '../../services/stack.js';
 import { buildApp } from '../../server/app.js';
+import { startAdminListener } from '../../server/admin-listener.js';
+import { DEFAULT_HTTP_LIMITS } from '../../lib/http-limits.js';
 import { startSimulator, type Simulator } from '../../simulator/server.js';
 import { bundleWorkflows, createQueueWorker } from '../../workers/worker.js';
 import { defaultJobRegistry } from '../../jobs/index.js';
@@ -110,6 +112,8 @@ export interface Harness {
   sim: Simulator;
   jobs: JobsClient;
   baseUrl: string;
+  /** The admin listener (`ADMIN_LISTEN_PORT`, as `npm run api` runs it): `/metrics`, `/openapi.json`, the detailed `/readyz`, no key. */
+  opsUrl: string;
   log: Logger;
   workers: Worker[];
   startWorker(identity?: string): Promise<Worker>;
@@ -180,6 +184,7 @@ export async function startHarness(
   await app.listen({ port: 0, host: '127.0.0.1' });
   const addr = app.server.address();
   const baseUrl = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+  const ops = await startAdminListener(app, { host: '127.0.0.1', port: 0, required: true, enabled: true }, DEFAULT_HTTP_LIMITS, log);
   // The simulator delivers its signed webhooks to this file's own API.
   const sim = await startSimulator({ port: 0, webhookUrl: `${baseUrl}/v1/webhooks/sim`, webhookSecret: webhookSecrets.sim[0] });
 
@@ -216,6 +221,7 @@ export async function startHarness(
     sim,
     jobs,
     baseUrl,
+    opsUrl: ops!.url,
     log,
     workers,
     startWorker,
@@ -286,6 +292,7 @@ export async function startHarness(
       );
     },
     async close() {
+      await ops?.close();
       await app.close();
       await jobs.close();
       for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
