@@ -31,6 +31,9 @@ const REGISTRY_UNAVAILABLE_TEXT =
 
 interface AuditJson {
   error?: { code?: string; summary?: string; detail?: string };
+  /** npm 10-11: the registry's HTTP answer to the audit request, beside an empty `error`. */
+  statusCode?: number;
+  message?: string;
   vulnerabilities?: Record<string, { name?: string; severity?: Severity; isDirect?: boolean; via?: unknown[]; fixAvailable?: unknown }>;
   metadata?: { vulnerabilities?: Partial<Record<Severity | 'total', number>>; dependencies?: { prod?: number; total?: number } };
 }
@@ -70,8 +73,10 @@ export function auditVerdict(run: { stdout: string; stderr?: string; failure?: s
     return { outcome: 'error', exitCode: 1, lines: [`npm audit gave no report: ${oneLine(said) || 'no output'}`] };
   }
   if (json.error) {
-    const why = [json.error.code, json.error.summary].filter(Boolean).join(' ');
-    if (REGISTRY_UNAVAILABLE.test(json.error.code ?? '')) return unavailable(why);
+    const why = [json.error.code, json.error.summary, json.message].filter(Boolean).join(' ');
+    // An HTTP status from the registry (npm 11 reports a 405 as statusCode + message, with an
+    // empty error), or an error code of the network or the registry.
+    if (typeof json.statusCode === 'number' || REGISTRY_UNAVAILABLE.test(json.error.code ?? '')) return unavailable(why);
     return {
       outcome: 'error',
       exitCode: 1,

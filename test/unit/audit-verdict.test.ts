@@ -68,6 +68,17 @@ const CRITICAL = JSON.stringify({
 
 const error = (code: string, summary: string) => JSON.stringify({ error: { code, summary, detail: '' } });
 
+/** What npm 11.19 printed on this machine (the registry answers the bulk advisory endpoint 405). */
+const NPM11_405 = JSON.stringify({
+  message: '405 Method Not Allowed - POST https://registry.npmjs.org/-/npm/v1/security/advisories/bulk',
+  method: 'POST',
+  uri: 'https://registry.npmjs.org/-/npm/v1/security/advisories/bulk',
+  headers: { allow: ['GET,HEAD'], 'content-length': ['0'], 'x-fetch-attempts': ['1'] },
+  statusCode: 405,
+  body: '',
+  error: { summary: '', detail: '' },
+});
+
 describe('the npm audit step', () => {
   it('passes with no advisory, or only moderate and low ones, and says what it found', () => {
     const clean = auditVerdict({ stdout: CLEAN });
@@ -93,6 +104,7 @@ describe('the npm audit step', () => {
 
   it('passes without claiming a result when the registry could not answer', () => {
     for (const stdout of [
+      NPM11_405,
       error('E405', '405 Method Not Allowed - POST https://registry.npmjs.org/-/npm/v1/security/advisories/bulk'),
       error('ENOTFOUND', 'request to https://registry.npmjs.org/-/npm/v1/security/advisories/bulk failed, reason: getaddrinfo ENOTFOUND'),
       error('ENOAUDIT', 'Your configured registry (https://mirror.example/) does not support audit requests.'),
@@ -114,6 +126,10 @@ describe('the npm audit step', () => {
     const noLock = auditVerdict({ stdout: error('ENOLOCK', 'This command requires an existing lockfile.') });
     expect(noLock).toMatchObject({ outcome: 'error', exitCode: 1 });
     expect(noLock.lines[0]).toContain('ENOLOCK');
+    expect(auditVerdict({ stdout: JSON.stringify({ error: { summary: '', detail: '' } }) })).toMatchObject({
+      outcome: 'error',
+      exitCode: 1,
+    });
     expect(auditVerdict({ stdout: '', stderr: 'npm could not run: spawn npm ENOENT' })).toMatchObject({ outcome: 'error', exitCode: 1 });
     expect(auditVerdict({ stdout: 'found 0 vulnerabilities' })).toMatchObject({ outcome: 'error', exitCode: 1 });
     expect(auditVerdict({ stdout: JSON.stringify({ auditReportVersion: 2 }) })).toMatchObject({ outcome: 'error', exitCode: 1 });
