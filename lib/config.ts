@@ -3,6 +3,8 @@ import { createHash } from 'node:crypto';
 import { detectCodeVersion, packageVersion } from './code-version.js';
 import { loadClientConnectConfig, type ClientConnectConfig } from '@temporalio/envconfig';
 import { parseTenants, withHighPriority, type TenantSeed } from './seed-tenants.js';
+import { adminListenerFrom, httpLimitsFrom, type AdminListenerConfig, type HttpLimits } from './http-limits.js';
+import { MIN_CONFIGURED_KEY_LENGTH } from './ids.js';
 import { ConfigError } from './errors.js';
 import { webhookSecretsFrom } from './webhook-secrets.js';
 import type { ConcurrencyLimits, JobBudget, JobType } from '../contract/job-types.js';
@@ -41,6 +43,10 @@ export interface Config {
   httpPort: number;
   /** Bind address of the HTTP API. Default 127.0.0.1 in dev, 0.0.0.0 in production. */
   httpHost: string;
+  /** Request, header, idle and keep-alive timeouts and the connection cap (`HTTP_*`, lib/http-limits.ts). */
+  httpLimits: HttpLimits;
+  /** The listener of `/metrics`, `/openapi.json` and the detailed `/readyz` (`ADMIN_LISTEN_*`, lib/http-limits.ts). */
+  adminListener: AdminListenerConfig;
   /** Existing Temporal frontend; undefined means `npm start` runs a local dev server on 127.0.0.1:7233. */
   temporalAddress: string | undefined;
   /** Default `default`. */
@@ -212,6 +218,12 @@ const port = (name: string, fallback: number) =>
  * and it may submit priority high, so `npm start` can try load shedding with every priority.
  */
 export const DEMO_TENANT: TenantSeed = { tenantId: 'demo', apiKey: 'demo-key', highPriority: true };
+/**
+ * Dev mode's admin key when none is configured, public like the demo key (API.md names both).
+ * The two are the only keys exempt from the 32-character minimum, and only in dev mode: they
+ * are published, so length would protect nothing, and `npm start` serves loopback only.
+ */
+export const DEV_ADMIN_KEY = 'admin-key';
 
 const OPERATOR_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
 const KEY_DIGEST = /^sha256:([0-9a-f]{64})$/;
@@ -247,9 +259,9 @@ function parseAdminKeys(raw: string, legacyKey: string | undefined): OperatorKey
       throw new ConfigError(`ADMIN_API_KEYS: operator "${operator}" is listed twice; list its keys once, separated by |`);
     seen.add(operator);
     for (const key of keys) {
-      if (!KEY_DIGEST.test(key) && key.length < 16)
+      if (!KEY_DIGEST.test(key) && key.length < MIN_CONFIGURED_KEY_LENGTH)
         throw new ConfigError(
-          `ADMIN_API_KEYS: each key of operator "${operator}" must be at least 16 characters, or sha256:<64 hex digits>`,
+          `ADMIN_API_KEYS: each key of operator "${operator}" must be at least ${MIN_CONFIGURED_KEY_LENGTH} characters (e.g. a dj_op_ key: durable-jobs keygen), or sha256:<64 hex digits>`,
         );
       add(operator, key);
     }
@@ -362,7 +374,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: ConfigOptions): Config 
       .default(1),
     SEED_TENANTS: z.string().optional(),
     SEED_HIGH_PRIORITY_TENANTS: z.string().optional(),
-    ADMIN_API_KEY: z.string().min(8, 'ADMIN_API_KEY must be at least 8 characters').optional(),
+    ADMIN_API_KEY: z.string().optional(),
     ADMIN_API_KEYS: z.string().optional(),
     TEMPORAL_UI_URL: z
       .union([z.literal('none'), z.url().regex(/^https?:\/\//)], { error: 'TEMPORAL_UI_URL must be an http(s) URL, or "none"' })
@@ -416,9 +428,14 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: ConfigOptions): Config 
   const e = parsed.data;
   const httpPort = e.HTTP_PORT;
   // Dev mode's known key belongs to operator "admin", unless named keys are configured.
-  const adminApiKey = e.ADMIN_API_KEY ?? (mode === 'dev' && e.ADMIN_API_KEYS === undefined ? 'admin-key' : undefined);
+  const adminApiKey = e.ADMIN_API_KEY ?? (mode === 'dev' && e.ADMIN_API_KEYS === undefined ? DEV_ADMIN_KEY : undefined);
+  if (adminApiKey !== undefined && adminApiKey.length < MIN_CONFIGURED_KEY_LENGTH && !(mode === 'dev' && adminApiKey === DEV_ADMIN_KEY))
+    throw new ConfigError(`invalid configuration: ADMIN_API_KEY must be at least ${MIN_CONFIGURED_KEY_LENGTH} characters`);
   const seedTenants = withHighPriority(
-    parseTenants(e.SEED_TENANTS ?? (mode === 'dev' ? `${DEMO_TENANT.tenantId}=${DEMO_TENANT.apiKey}` : '')),
+    parseTenants(
+      e.SEED_TENANTS ?? (mode === 'dev' ? `${DEMO_TENANT.tenantId}=${DEMO_TENANT.apiKey}` : ''),
+      mode === 'dev' ? DEMO_TENANT : undefined,
+    ),
     // The dev demo tenant may try priority high (load shedding in `npm start`); no one else by default.
     e.SEED_HIGH_PRIORITY_TENANTS ?? (mode === 'dev' && e.SEED_TENANTS === undefined ? DEMO_TENANT.tenantId : ''),
   );
@@ -436,6 +453,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: ConfigOptions): Config 
     mode,
     httpPort,
     httpHost: e.HTTP_HOST ?? (mode === 'dev' ? '127.0.0.1' : '0.0.0.0'),
+    httpLimits: httpLimitsFrom(cleaned),
+    adminListener: adminListenerFrom(cleaned, httpPort),
     temporalAddress: e.TEMPORAL_ADDRESS ?? profileAddress,
     temporalNamespace: e.TEMPORAL_NAMESPACE ?? profile.namespace ?? 'default',
     temporalUiPort: e.TEMPORAL_UI_PORT,

@@ -1,5 +1,6 @@
 /** `SEED_TENANTS` and `SEED_HIGH_PRIORITY_TENANTS`, parsed for lib/config.ts (the only reader of the environment). */
 import { ConfigError } from './errors.js';
+import { MIN_CONFIGURED_KEY_LENGTH } from './ids.js';
 
 /** One tenant `SEED_TENANTS` ensures at start, with its key. */
 export interface TenantSeed {
@@ -9,15 +10,23 @@ export interface TenantSeed {
   highPriority?: boolean;
 }
 
-/** `SEED_TENANTS`: `tenant=apikey,...`. */
-export function parseTenants(raw: string): TenantSeed[] {
+/**
+ * `SEED_TENANTS`: `tenant=apikey,...`, each key at least 32 characters. `publicDevKey`: the one
+ * seed exempt from that rule, `npm start`'s documented demo tenant and key (dev mode only): the
+ * contract (API.md) publishes it, so its length protects nothing, and it opens only a loopback stack.
+ */
+export function parseTenants(raw: string, publicDevKey?: TenantSeed): TenantSeed[] {
   if (raw.trim() === '') return [];
   return raw.split(',').map((pair) => {
     const [tenantId, apiKey, extra] = pair.split('=');
     if (!tenantId || !apiKey || extra !== undefined || !/^[a-z0-9][a-z0-9_-]{0,62}$/.test(tenantId.trim())) {
       throw new ConfigError(`SEED_TENANTS must be "tenant=apikey,..." with tenant ids of a-z, 0-9, _ and -; got an invalid entry`);
     }
-    if (apiKey.trim().length < 8) throw new ConfigError(`SEED_TENANTS: the api key of tenant "${tenantId}" must be at least 8 characters`);
+    const published = publicDevKey?.tenantId === tenantId.trim() && publicDevKey.apiKey === apiKey.trim();
+    if (apiKey.trim().length < MIN_CONFIGURED_KEY_LENGTH && !published)
+      throw new ConfigError(
+        `SEED_TENANTS: the api key of tenant "${tenantId.trim()}" must be at least ${MIN_CONFIGURED_KEY_LENGTH} characters (e.g. openssl rand -hex 24)`,
+      );
     return { tenantId: tenantId.trim(), apiKey: apiKey.trim() };
   });
 }

@@ -6,9 +6,9 @@
  *   npm run bench                      full run; writes bench/results.json and the README table
  *   npm run bench -- --quick           tiny sizes, same code paths (CI smoke test); writes nothing
  *   npm run bench -- --out FILE        also (or instead) write the results to FILE
- *   npm run bench -- --only a,b        only these sections: throughput, intake, effects, replay,
- *                                      growth, memory, slots, machine, example (a team's type
- *                                      from examples/acme-service, installed from the tarball)
+ *   npm run bench -- --only a,b        only these sections: throughput, intake, abuse, effects,
+ *                                      replay, growth, memory, slots, machine, example (a team's
+ *                                      type from examples/acme-service, installed from the tarball)
  *   npm run bench -- --temporal production   the same sections on temporal-server on Postgres
  *                                      (the production shape) instead of the CLI dev server
  *
@@ -22,6 +22,7 @@ import { measureEffectCost } from './bench/effects-cost.js';
 import { measureExampleType } from './bench/example-type.js';
 import { measureSlots } from './bench/slots.js';
 import { measureIntake } from './bench/intake.js';
+import { measureSlowBodies } from './bench/slow-bodies.js';
 import { measureMachineLimits } from './bench/machine-limits.js';
 import { capacityTable, type PerJob } from './bench/costs.js';
 import { installPgProbe } from './bench/pg-probe.js';
@@ -35,7 +36,7 @@ import { measureWorkerMemory } from './bench/worker-memory.js';
 import { MMAP_THRESHOLD_ENV, workerProcessEnv } from '../lib/worker-allocator.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const SECTIONS = ['throughput', 'intake', 'effects', 'replay', 'growth', 'memory', 'slots', 'machine', 'example'] as const;
+const SECTIONS = ['throughput', 'intake', 'abuse', 'effects', 'replay', 'growth', 'memory', 'slots', 'machine', 'example'] as const;
 type Section = (typeof SECTIONS)[number];
 
 function parseArgs(argv: string[]): { quick: boolean; out: string | null; only: Set<Section>; temporal: TemporalKind } {
@@ -104,6 +105,7 @@ async function main(): Promise<number> {
       return t.rows;
     });
     await section('intake', () => measureIntake(stack));
+    await section('abuse', () => measureSlowBodies(stack));
     await section('effects', () => measureEffectCost(stack));
     await section('replay', () => measureReplay(stack));
     await section('growth', () => measureTableGrowth(stack));

@@ -46,6 +46,11 @@ const COMMANDS: Record<string, Command> = {
     jobs: 'none',
     run: () => import('./drill.js'),
   },
+  keygen: {
+    summary: 'print a new operator key (dj_op_ + 192 random bits) for ADMIN_API_KEYS',
+    jobs: 'none',
+    run: runKeygen,
+  },
 };
 
 function usage(): string {
@@ -99,6 +104,15 @@ async function runMigrate(): Promise<void> {
   } finally {
     await pool.end();
   }
+}
+
+/** The key on stdout (to pipe into a secret store), what to do with it on stderr. */
+async function runKeygen(): Promise<void> {
+  const { generateOperatorKey } = await import('../lib/ids.js');
+  console.log(generateOperatorKey());
+  console.error(
+    'a new operator key, shown this once: add it to ADMIN_API_KEYS as <operator>=<key> (several keys of one operator: key1|key2, to rotate)',
+  );
 }
 
 async function main(argv: string[]): Promise<void> {

@@ -218,7 +218,8 @@ async function bringUp(): Promise<void> {
   }).finally(() => probe.connection.close());
   if (missing.length > 0) return; // stopped while starting
   say('the stack is up:');
-  say(`  HTTP API         ${api}  (OpenAPI: ${api}/openapi.json)`);
+  say(`  HTTP API         ${api}`);
+  say(await adminListenerLine(config.adminListener));
   say(postgresBannerLine({ url: databaseUrl, dataDir: pgDataDir, showPassword: showDatabasePassword(process.env) }));
   say(
     `  Temporal         ${temporalAddress}, namespace ${config.temporalNamespace}${uiUrl ? ` (history in ${path.relative(ROOT, DATA)}/temporal.sqlite)` : ''}`,
@@ -229,6 +230,25 @@ async function bringUp(): Promise<void> {
   say(`  provider         ${providerUrl}${config.providerUrl ? '' : ' (simulator)'}`);
   say(`  workers          ${config.workers}`);
   say(tryCurlLine(api, config.seedTenants));
+}
+
+/**
+ * Where `/metrics`, `/openapi.json` and the detailed `/readyz` are (F7): the API's admin listener
+ * if it answers (its default port may be taken by another API on this host), else the API port
+ * with the admin key.
+ */
+async function adminListenerLine(c: typeof config.adminListener): Promise<string> {
+  const url = `http://${c.host}:${c.port}`;
+  const up =
+    c.enabled &&
+    c.port !== 0 &&
+    (await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2_000) }).then(
+      (r) => r.ok,
+      () => false,
+    ));
+  return up
+    ? `  admin listener   ${url}  (/metrics, /openapi.json, /readyz with reasons; no key, this host only)`
+    : '  admin listener   none (ADMIN_LISTEN_PORT): /metrics, /openapi.json and /readyz reasons need the admin key on the HTTP API';
 }
 
 bringUp().catch(async (err: Error) => {

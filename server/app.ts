@@ -1,4 +1,4 @@
-import type { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type pg from 'pg';
 import { collectDefaultMetrics, Registry } from 'prom-client';
@@ -18,8 +18,10 @@ import { createAuthGuard, type AuthThrottleOptions } from './auth-throttle.js';
 import { clientErrorHandler } from './client-errors.js';
 import { registerConsole } from './console.js';
 import { registerScanMetrics, registerTotalMetrics } from './metrics.js';
-import { temporalAcceptsJobs } from '../lib/temporal.js';
 import { openApiDocument } from './openapi.js';
+import { createOpsEndpoints, registerOpsRoutes } from './admin-listener.js';
+import { DEFAULT_HTTP_LIMITS, type HttpLimits } from '../lib/http-limits.js';
+import { applyServerLimits, fastifyLimitOptions } from './limits.js';
 import { noteUnavailable, problem, problemFromError, sendProblem } from './problems.js';
 import { registerOutboxRoutes } from './routes-outbox.js';
 import { registerDeadLetterRoutes } from './routes-dead-letters.js';
@@ -60,20 +62,26 @@ export interface AppDeps {
    * at once cost one set of queries. 0: every scrape reads afresh (tests).
    */
   metricsCacheMs?: number;
+  /** Request, header, idle and keep-alive timeouts and the connection cap (`buildApp` only). Default `DEFAULT_HTTP_LIMITS`. */
+  httpLimits?: HttpLimits;
 }
 
 /** 256 KiB: the contract's body limit for job submissions. */
 export const BODY_LIMIT = 256 * 1024;
 
 export function buildApp(deps: AppDeps): FastifyInstance {
+  const limits = deps.httpLimits ?? DEFAULT_HTTP_LIMITS;
   const app = Fastify({
     loggerInstance: deps.log as unknown as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT,
+    // A body trickled a byte at a time no longer holds its socket forever (F1, server/limits.ts).
+    ...fastifyLimitOptions(limits),
     // What Node's HTTP parser refuses before any route (a control character in a header) is a problem too.
     clientErrorHandler: clientErrorHandler(deps.log as unknown as FastifyBaseLogger),
     // Request logs carry method, URL and status only (pino's default serializers): never
     // headers or bodies.
   });
+  applyServerLimits(app.server, limits, deps.log);
   registerDurableJobs(app, deps);
   return app;
 }
@@ -155,31 +163,15 @@ export function registerDurableJobs(app: FastifyInstance, deps: AppDeps): void {
     }
   });
 
-  app.get('/healthz', async () => ({ status: 'ok' }));
-  app.get('/readyz', async (_req, reply) => {
-    const checks = await Promise.all([
-      deps.pool.query('SELECT 1').then(
-        () => 'ok',
-        (e: Error) => e.message,
-      ),
-      temporalAcceptsJobs(deps.temporal.connection as Connection, deps.temporal.options.namespace).then(
-        () => 'ok',
-        (e: Error) => e.message,
-      ),
-    ]);
-    const [postgres, temporal] = checks;
-    if (postgres === 'ok' && temporal === 'ok') return { status: 'ready', postgres, temporal };
-    return sendProblem(
-      reply,
-      problem(503, 'not-ready', 'Not ready', `postgres: ${postgres}; temporal: ${temporal}`, { retryAfterSeconds: 5 }),
-    );
-  });
-  app.get('/openapi.json', async () => openApiDocument(deps.version, deps.jobTypes));
-  app.get('/metrics', async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()));
-
   // Every admin route resolves its operator from this keyring (server/auth.ts).
   const guard = createAuthGuard(registry, deps.authThrottle);
   const admin = { ...adminKeyring(deps), guard };
+  // /metrics, /openapi.json and the reasons of /readyz: an admin key here, none on the admin listener (F7).
+  registerOpsRoutes(
+    app,
+    createOpsEndpoints({ pool: deps.pool, temporal: deps.temporal, registry, openApi: () => openApiDocument(deps.version, deps.jobTypes) }),
+    admin,
+  );
   // Before the job routes: its onSend hook counts the intake's 503s.
   registerAdminRoutes(app, registry, {
     pool: deps.pool,

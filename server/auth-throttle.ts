@@ -3,8 +3,9 @@
  * tried about 970 keys a second, unanswered, unlogged (only `request completed 401`) and
  * uncounted, and every tenant-key guess cost a Postgres query.
  *
- * Two buckets count a wrong key: its source address, and the key's first 8 characters (a
- * guesser spread over many addresses still works on one prefix). Past `maxFailures` in a
+ * Two buckets count a wrong key: its source address, and the key's first 8 characters, after
+ * the scheme of a generated key (`dj_live_`: lib/ids.ts `keyThrottlePrefix`). A guesser spread
+ * over many addresses still works on one prefix. Past `maxFailures` in a
  * window, every request of that address, or bearing a key with that prefix, is answered 429
  * with `Retry-After` before its key is looked at, so a correct guess cannot slip through and
  * a throttled guess costs no query. The price: the holder of a real key under an attacked
@@ -18,6 +19,7 @@
  */
 import type { FastifyRequest } from 'fastify';
 import { Counter, type Registry } from 'prom-client';
+import { keyThrottlePrefix } from '../lib/ids.js';
 
 export type AuthFailureReason = 'missing_key' | 'unknown_tenant_key' | 'not_admin_key' | 'throttled';
 
@@ -35,8 +37,6 @@ export interface AuthGuard {
   failed(req: FastifyRequest, reason: AuthFailureReason, key: string | undefined): void;
 }
 
-/** The key's visible start, the prefix bucket's name: 8 characters, as support sees a generated key. */
-const PREFIX_LENGTH = 8;
 /** Above this many buckets, expired ones are swept on the next failure (memory stays bounded by the rate). */
 const SWEEP_ABOVE = 10_000;
 
@@ -60,7 +60,8 @@ export function createAuthGuard(registry: Registry, opts: AuthThrottleOptions = 
 
   const names = (req: FastifyRequest, key: string | undefined) => [
     `ip:${req.ip}`,
-    ...(key ? [`prefix:${key.slice(0, PREFIX_LENGTH)}`] : []),
+    // A generated key's scheme (`dj_live_`) and 8 more characters: every real key shares the scheme.
+    ...(key ? [`prefix:${keyThrottlePrefix(key)}`] : []),
   ];
   const live = (name: string, t: number) => {
     const b = buckets.get(name);

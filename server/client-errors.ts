@@ -6,7 +6,8 @@ import { problem, type Problem } from './problems.js';
 /**
  * What Node's HTTP parser refuses before any route runs (a header value with CR, LF, NUL, DEL
  * or another control character, a request line it cannot read, headers over the size limit,
- * a request that took too long to arrive), as the RFC 9457 problem every other error is.
+ * a request, headers or body, that took too long to arrive: server/limits.ts), as the RFC 9457
+ * problem every other error is.
  * Fastify's default answers a plain `{"error":"Bad Request"}` instead.
  */
 export function clientErrorProblem(err: NodeJS.ErrnoException): Problem {
@@ -38,7 +39,11 @@ export function clientErrorHandler(log: FastifyBaseLogger) {
     if (err.code === 'ECONNRESET' || socket.destroyed) return;
     const p = clientErrorProblem(err);
     log.info({ code: err.code, status: p.status }, 'request refused by the HTTP parser');
-    if (!socket.writable) {
+    // An answer already under way cannot be followed by another on the same bytes (Node's own
+    // default handler makes the same check): a request timeout hit while a response was being
+    // written only closes the connection.
+    const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    if (!socket.writable || inFlight?.headersSent) {
       socket.destroy();
       return;
     }

@@ -5,6 +5,8 @@
  * - `durableJobsPlugin`: the same routes in a team's own Fastify app, under a prefix:
  *   `app.register(durableJobsPlugin, { prefix: '/jobs-api', jobs, pool, temporal, ... })`.
  * - `runServer({ jobs })`: the whole API process from the environment, as `durable-jobs api` runs it.
+ * - `startAdminListener(app, ...)`: `/metrics`, `/openapi.json` and the detailed `/readyz` on a
+ *   second (loopback) listener; on the app itself they need an admin key (docs/security-limits.md).
  *
  * Run `migrate(pool)` (from `durable-jobs/client`) before the first request, or use `runServer`,
  * which migrates and seeds `SEED_TENANTS`.
@@ -15,6 +17,7 @@ import type pg from 'pg';
 import { createJobRegistry, type JobRegistry, type JobTypeModule } from '../job-api/registry.js';
 import type { JobBudgets } from '../contract/job-types.js';
 import { DEFAULT_TASK_QUEUE } from '../lib/config.js';
+import type { HttpLimits } from '../lib/http-limits.js';
 import { createLogger, type Logger } from '../lib/logger.js';
 import { createJobsClient } from '../services/intake.js';
 import { buildApp, registerDurableJobs, type AppDeps } from './app.js';
@@ -40,6 +43,8 @@ export interface ServerOptions {
   budgets?: JobBudgets;
   /** Types that take the fast path (`FAST_PATH_JOB_TYPES`). */
   fastPath?: ReadonlySet<string>;
+  /** Request, header, idle and keep-alive timeouts and the connection cap of `createServer`. Default `DEFAULT_HTTP_LIMITS`. */
+  httpLimits?: HttpLimits;
 }
 
 function appDeps(o: ServerOptions): AppDeps & { close(): Promise<void> } {
@@ -64,6 +69,7 @@ function appDeps(o: ServerOptions): AppDeps & { close(): Promise<void> } {
     ...(o.temporalUiUrl ? { temporalUiUrl: o.temporalUiUrl } : {}),
     webhookSecrets: o.webhookSecrets ?? {},
     version: o.version ?? 'unversioned',
+    ...(o.httpLimits ? { httpLimits: o.httpLimits } : {}),
     close: () => jobs.close(),
   };
 }
@@ -85,3 +91,5 @@ export const durableJobsPlugin: FastifyPluginAsync<ServerOptions> = async (app, 
 
 export { runServer, type RunServerOptions } from './run.js';
 export { BODY_LIMIT } from './app.js';
+export { startAdminListener, type AdminListener } from './admin-listener.js';
+export { DEFAULT_HTTP_LIMITS, type AdminListenerConfig, type HttpLimits } from '../lib/http-limits.js';

@@ -46,7 +46,7 @@ export function tenantPaths(problemResponse: (description: string) => unknown): 
     '/v1/admin/tenants/{id}/keys': {
       post: {
         summary:
-          'Add a generated key (dj_ + 192 random bits) named `name` to the tenant. The answer holds the key: the only time it is shown; only its hash is stored (admin key)',
+          'Add a generated key (dj_live_ + 192 random bits) named `name` to the tenant. The answer holds the key: the only time it is shown; only its hash is stored (admin key)',
         parameters: [id],
         requestBody: { required: true, content: { 'application/json': { schema: json(ADD_KEY_SCHEMA) } } },
         responses: {

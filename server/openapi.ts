@@ -6,6 +6,7 @@ import { degradationBody } from '../services/degradation.js';
 import { DISCARD_SCHEMA, REPLAY_SCHEMA } from '../services/dead-letters.js';
 import { OUTBOX_DISCARD_SCHEMA, OUTBOX_REPLAY_SCHEMA } from '../services/outbox.js';
 import { tenantPaths } from './openapi-tenants.js';
+import { opsPaths } from './openapi-ops.js';
 import { listParameters } from './openapi-lists.js';
 
 /**
@@ -382,15 +383,7 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
         },
       },
       ...tenantPaths(problemResponse),
-      '/healthz': { get: { summary: 'process up', security: [], responses: { 200: { description: 'up' } } } },
-      '/readyz': {
-        get: {
-          summary: 'Postgres reachable and Temporal would accept a job (namespace, search attributes, history)',
-          security: [],
-          responses: { 200: { description: 'ready' }, 503: problemResponse('not ready') },
-        },
-      },
-      '/metrics': { get: { summary: 'Prometheus metrics', security: [], responses: { 200: { description: 'text exposition format' } } } },
+      ...opsPaths(problemResponse),
     },
   };
 }

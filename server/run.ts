@@ -14,6 +14,7 @@ import { createJobsClient } from '../services/intake.js';
 import { ensureSchedules, productSchedules } from '../services/schedules.js';
 import { prepareStack } from '../services/stack.js';
 import { buildApp } from './app.js';
+import { startAdminListener } from './admin-listener.js';
 import { createWebhookKeyring, reloadWebhookSecretsOnSighup } from './webhook-keyring.js';
 
 export interface RunServerOptions {
@@ -76,10 +77,17 @@ export async function runServer(o: RunServerOptions): Promise<void> {
     temporalUiUrl: config.temporalUiUrl,
     webhookSecrets: webhookKeyring,
     version: config.codeVersion,
+    httpLimits: config.httpLimits,
   });
   await app.listen({ port: config.httpPort, host: config.httpHost });
+  // /metrics, /openapi.json and the detailed /readyz without a key, on loopback by default (F7).
+  const adminListener = await startAdminListener(app, config.adminListener, config.httpLimits, log).catch((err: Error) => {
+    log.fatal({ err: { message: err.message } }, `ADMIN_LISTEN_PORT ${config.adminListener.port} could not be bound`);
+    process.exit(2);
+  });
   onShutdown(
     async () => {
+      await adminListener?.close();
       await app.close();
       // After the last request: its start mark is written before the pool ends.
       await jobs.close();

@@ -9,7 +9,7 @@ import type pg from 'pg';
 import { z } from 'zod';
 import { pgOr503 } from '../lib/db.js';
 import { NotFoundError, StateConflictError, ValidationError } from '../lib/errors.js';
-import { apiKeyHash, apiKeyPrefix, generateApiKey } from '../lib/ids.js';
+import { apiKeyHash, apiKeyPrefix, generateApiKey, MIN_CONFIGURED_KEY_LENGTH } from '../lib/ids.js';
 import { zodFieldIssues } from '../lib/validation.js';
 import { insertTenantKey, revokeTenantKey } from '../store/tenant-keys.js';
 import { insertTenant, listTenants, setHighPriority, tenantExists, type TenantInfo, type TenantKeyInfo } from '../store/tenants.js';
@@ -34,7 +34,7 @@ export interface AddedKey {
   name: string;
   /** The raw key: returned this once and never again (only its hash is stored). */
   key: string;
-  /** `dj_` and the next 8 characters: what support sees of it later; null for a key chosen by hand. */
+  /** `dj_live_` and the next 8 characters: what support sees of it later; null for a key chosen by hand. */
   prefix: string | null;
 }
 
@@ -44,8 +44,8 @@ export interface TenantsAdmin {
   /** Every tenant, with its keys' metadata (never a hash). */
   listTenants(): Promise<TenantInfo[]>;
   /**
-   * Adds a live key named `name` to the tenant. `key` default: a new `dj_` key of 192 random
-   * bits (pass one only to carry a key over from elsewhere; at least 16 characters).
+   * Adds a live key named `name` to the tenant. `key` default: a new `dj_live_` key of 192 random
+   * bits (pass one only to carry a key over from elsewhere; at least 32 characters).
    * `NotFoundError` for an unknown tenant; `StateConflictError` if a live key has that name.
    */
   addKey(tenantId: string, opts: { name: string; key?: string; actor?: string }): Promise<AddedKey>;
@@ -90,7 +90,16 @@ export function createTenantsAdmin(pool: pg.Pool): TenantsAdmin {
       const key =
         opts.key === undefined
           ? generateApiKey()
-          : valid(z.string().regex(/^[\x21-\x7e]{16,255}$/, 'a key is 16-255 visible ASCII characters'), opts.key, 'key');
+          : valid(
+              z
+                .string()
+                .regex(
+                  new RegExp(`^[\\x21-\\x7e]{${MIN_CONFIGURED_KEY_LENGTH},255}$`),
+                  `a key is ${MIN_CONFIGURED_KEY_LENGTH}-255 visible ASCII characters`,
+                ),
+              opts.key,
+              'key',
+            );
       const prefix = apiKeyPrefix(key);
       try {
         await pgOr503(() =>

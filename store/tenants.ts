@@ -62,7 +62,7 @@ export async function upsertTenant(db: pg.Pool, tenantId: string, apiKey: string
 
 export interface TenantKeyInfo {
   name: string;
-  /** `dj_` and the first 8 characters of a generated key; null for keys chosen by hand. */
+  /** `dj_live_` (`dj_` for keys generated before 0.x: lib/ids.ts) and the next 8 characters of a generated key; null for keys chosen by hand. */
   prefix: string | null;
   createdAt: string;
   createdBy: string;

@@ -31,7 +31,7 @@ import type { ChildSettings } from './worker-child.js';
 import { defaultJobRegistry } from '../../jobs/index.js';
 
 export const TENANT = { id: 'bench-tenant', key: 'bench-tenant-key-0001' } as const;
-export const ADMIN_KEY = 'bench-admin-key';
+export const ADMIN_KEY = 'bench-admin-key-0123456789abcdef0123';
 /** Same as createQueueWorker's default: the product and the baseline run with equal worker settings. */
 export const ACTIVITY_SLOTS = 50;
 /**

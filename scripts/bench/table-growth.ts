@@ -157,7 +157,8 @@ async function runJobs(d: Db, m: number, tag: string): Promise<{ submitP50: numb
 }
 
 async function scrape(d: Db): Promise<void> {
-  const res = await fetch(`${d.app.baseUrl}/metrics`);
+  // On the API port /metrics needs an admin key (F7); the scrape measured is the same.
+  const res = await fetch(`${d.app.baseUrl}/metrics`, { headers: { authorization: `Bearer ${ADMIN_KEY}` } });
   await res.text();
   if (res.status !== 200) throw new Error(`GET /metrics answered ${res.status}`);
 }

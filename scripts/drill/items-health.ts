@@ -37,7 +37,8 @@ export const metrics: DrillItem = {
       'the prometheus binary is not installed (apt-get install -y prometheus): the shipped rules cannot be evaluated',
     );
     await simReset(s);
-    const prom = await startPrometheus(new URL(s.api).host);
+    // It scrapes the admin listener, as a Prometheus on the API's host would (F7).
+    const prom = await startPrometheus(new URL(s.ops).host);
     try {
       // Baseline: the API scraped, the shipped rules loaded and evaluated without error, and
       // a few samples of each counter the watched rules read, so increase() has a start.
@@ -98,7 +99,7 @@ export const metrics: DrillItem = {
       const failed = await prom.query('count_over_time((up{job="durable-jobs-api"} == 0)[1h:1s])');
       const slowest = await prom.query('max_over_time(scrape_duration_seconds{job="durable-jobs-api"}[1h])');
       const health = (await admin(s, '/v1/admin/queue-health')).body;
-      const text = await (await fetch(`${s.api}/metrics`)).text();
+      const text = await (await fetch(`${s.ops}/metrics`)).text();
       const needed = [
         'durable_jobs_backlog_oldest_waiting_age_seconds',
         'durable_jobs_arrivals_per_minute',

@@ -34,6 +34,8 @@ async function spawnApi(s: DrillStack): Promise<ApiProcess> {
       TEMPORAL_NAMESPACE: s.temporal.options.namespace,
       TASK_QUEUE: s.taskQueue,
       HTTP_PORT: String(port),
+      // Two APIs on one host: each its own admin listener (the default port is one per host).
+      ADMIN_LISTEN_PORT: '0',
       HTTP_HOST: '127.0.0.1',
       PROVIDER_URL: s.providerUrl,
       LOG_LEVEL: 'warn',

@@ -11,6 +11,8 @@ import { createPool } from '../../lib/db.js';
 import { createLogger, type Logger } from '../../lib/logger.js';
 import { prepareStack } from '../../services/stack.js';
 import { buildApp } from '../../server/app.js';
+import { startAdminListener } from '../../server/admin-listener.js';
+import { DEFAULT_HTTP_LIMITS } from '../../lib/http-limits.js';
 import { startSimulator, type Simulator } from '../../simulator/server.js';
 import { freePort, startDevServer, type DevServer } from '../lib/dev-server.js';
 import { startEmbeddedPostgres, type EmbeddedPg } from '../lib/embedded-pg.js';
@@ -24,7 +26,7 @@ const WORKER_ENTRY = fileURLToPath(new URL('../../workers/main.ts', import.meta.
 
 export const DRILL_TENANT = { id: 'drill', key: 'drill-api-key' };
 /** The admin key of operator "drill" (ADMIN_API_KEYS): every drill action is audited under that name. */
-export const DRILL_ADMIN_KEY = 'drill-operator-admin-key';
+export const DRILL_ADMIN_KEY = 'drill-operator-admin-key-0123456789abcdef';
 export const DRILL_WEBHOOK_SECRET = `whsec_${Buffer.from('durable-jobs-drill-webhook-secret!').toString('base64')}`;
 
 export interface DrillWorker {
@@ -49,6 +51,8 @@ export interface DrillStack {
   sim: Simulator | null;
   providerUrl: string;
   api: string;
+  /** The API's admin listener: `/metrics` without a key (what Prometheus scrapes), `/openapi.json`, the detailed `/readyz`. */
+  ops: string;
   jobs: JobsClient;
   log: Logger;
   ownsTemporal: boolean;
@@ -149,6 +153,12 @@ export async function startDrillStack(say: (m: string) => void): Promise<DrillSt
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const api = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+  const opsListener = (await startAdminListener(
+    app,
+    { host: '127.0.0.1', port: 0, required: true, enabled: true },
+    DEFAULT_HTTP_LIMITS,
+    log,
+  ))!;
   let sim: Simulator | null = null;
   let providerUrl = config.providerUrl;
   if (!providerUrl) {
@@ -166,6 +176,7 @@ export async function startDrillStack(say: (m: string) => void): Promise<DrillSt
     sim,
     providerUrl,
     api,
+    ops: opsListener.url,
     jobs,
     log,
     ownsTemporal: dev !== null || server !== null,
@@ -209,6 +220,7 @@ export async function startDrillStack(say: (m: string) => void): Promise<DrillSt
     },
     async close() {
       await Promise.all(workers.map((w) => w.kill('SIGTERM')));
+      await opsListener.close();
       await app.close();
       await jobs.close();
       await connection.close().catch(() => undefined);

@@ -36,6 +36,7 @@ const WITH_BASELINE = [
   'intake.submit.p99',
   'intake.http-duplicate.p50',
   'intake.submit-duplicate.p50',
+  'abuse.submit-with-slow-bodies.p50',
   'replay.throughput',
   'effects.statements-in-worker',
   'replay.vs-twin',

@@ -39,8 +39,16 @@ describe('durable-jobs <command>', () => {
   it('--help lists every command with one line each', async () => {
     const r = await run(['--help']);
     expect(r.code).toBe(0);
-    for (const c of ['dev', 'worker', 'api', 'migrate', 'tenants', 'dlq', 'job', 'health', 'drill'])
+    for (const c of ['dev', 'worker', 'api', 'migrate', 'tenants', 'dlq', 'job', 'health', 'drill', 'keygen'])
       expect(r.out).toMatch(new RegExp(`^  ${c} +\\S`, 'm'));
+  });
+
+  it('keygen prints a new operator key (dj_op_ + 192 random bits) on stdout alone, and what to do with it on stderr', async () => {
+    const [a, b] = await Promise.all([run(['keygen']), run(['keygen'])]);
+    expect(a.code).toBe(0);
+    expect(a.out).toMatch(/^dj_op_[A-Za-z0-9_-]{32}\n$/);
+    expect(b.out).not.toBe(a.out);
+    expect(a.err).toContain('ADMIN_API_KEYS');
   });
 
   it('refuses an unknown command, a worker without --jobs, and --jobs where it means nothing', async () => {

@@ -23,7 +23,7 @@ const ledger = async (sim: Simulator, jobId: string) =>
 const effectUpstream = async (jobId: string) =>
   (await h.pool.query<{ upstream: string }>(`SELECT upstream FROM effects WHERE effect_key = $1`, [`${jobId}:summarize`])).rows[0]
     ?.upstream;
-const metrics = () => fetch(`${h.baseUrl}/metrics`).then((r) => r.text());
+const metrics = () => fetch(`${h.opsUrl}/metrics`).then((r) => r.text());
 
 describe('a fallback upstream is an explicit, recorded decision', () => {
   it('only types that declare a fallback can be switched; a refused change changes nothing', async () => {

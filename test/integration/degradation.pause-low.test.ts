@@ -124,7 +124,7 @@ describe('GET|PUT /v1/admin/degradation', () => {
     const hq = (await admin('/v1/admin/queue-health')).body;
     expect(hq.backlog.deferred).toBe(1);
     expect(hq.degradation.resume.words).toBe('1 deferred, once low is resumed at 600/min: less than 1 s');
-    const m = await fetch(`${h.baseUrl}/metrics`).then((r) => r.text());
+    const m = await fetch(`${h.opsUrl}/metrics`).then((r) => r.text());
     expect(m).toContain('durable_jobs_degradation_paused{priority="low"} 1');
     expect(m).toContain('durable_jobs_backlog_jobs{job_type="summarize",state="deferred"} 1');
   });

@@ -27,7 +27,7 @@ describe('ops/alerts.yml', () => {
     const rules = doc.groups.flatMap((g) => g.rules);
     // Every metric family is declared (# TYPE) even before it has samples.
     const exported = new Set(
-      [...(await fetch(`${h.baseUrl}/metrics`).then((r) => r.text())).matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]!),
+      [...(await fetch(`${h.opsUrl}/metrics`).then((r) => r.text())).matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]!),
     );
 
     // The issue's list: backlog age, no completions while the backlog grows, lease expirations
@@ -60,7 +60,7 @@ describe('ops/alerts.yml', () => {
     const dash = JSON.parse(await readFile(fileURLToPath(new URL('../../ops/grafana-dashboard.json', import.meta.url)), 'utf8')) as {
       panels: Array<{ type: string; title: string; targets?: Array<{ expr: string }> }>;
     };
-    const text = await fetch(`${h.baseUrl}/metrics`).then((r) => r.text());
+    const text = await fetch(`${h.opsUrl}/metrics`).then((r) => r.text());
     // Exported: every declared family and every sample name (a histogram's _bucket, _sum, _count).
     const exported = new Set([...text.matchAll(/^# TYPE (\S+) /gm), ...text.matchAll(/^([a-zA-Z_:][\w:]*)(?=[{ ])/gm)].map((m) => m[1]!));
     expect(

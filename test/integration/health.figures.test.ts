@@ -95,7 +95,7 @@ describe('queue health under a generated load', () => {
     }
 
     // The same figures in Prometheus form.
-    const m = await fetch(`${h.baseUrl}/metrics`).then((r) => r.text());
+    const m = await fetch(`${h.opsUrl}/metrics`).then((r) => r.text());
     expect(m).toContain(`durable_jobs_backlog_jobs{job_type="summarize",state="queued"} ${JOBS}`);
     expect(m).toContain('durable_jobs_recovery_eta_seconds{window="1m"} +Inf');
     expect(m).toContain('durable_jobs_health_up 1');

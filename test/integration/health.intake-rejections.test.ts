@@ -62,7 +62,7 @@ describe('intake rejections (503) in the health report', () => {
     try {
       for (let i = 0; i < 3; i++) expect((await api.submit()).statusCode).toBe(503);
       await waitFor('the rejections to be recorded', async () => (await health()).intakeRejections.perWindow['1m'] === 3);
-      const m = (await api.app.inject({ url: '/metrics' })).body;
+      const m = (await api.app.inject({ url: '/metrics', headers: { authorization: `Bearer ${ADMIN_KEY}` } })).body;
       expect(m).toContain('durable_jobs_intake_rejections_total{cause="temporal"} 3');
     } finally {
       await api.close();
@@ -70,7 +70,7 @@ describe('intake rejections (503) in the health report', () => {
     const f = await health();
     expect(f.intakeRejections.perWindow).toMatchObject({ '5m': 3, '15m': 3 });
     expect(f.intakeRejections.perMinute['1m']).toBeGreaterThan(0);
-    const m = await fetch(`${h.baseUrl}/metrics`).then((r) => r.text());
+    const m = await fetch(`${h.opsUrl}/metrics`).then((r) => r.text());
     expect(m).toContain('durable_jobs_intake_rejections{window="5m"} 3');
   });
 
@@ -78,7 +78,7 @@ describe('intake rejections (503) in the health report', () => {
     const api = await degradedApi('postgres');
     try {
       expect((await api.submit()).statusCode).toBe(503);
-      const m = (await api.app.inject({ url: '/metrics' })).body;
+      const m = (await api.app.inject({ url: '/metrics', headers: { authorization: `Bearer ${ADMIN_KEY}` } })).body;
       expect(m).toContain('durable_jobs_intake_rejections_total{cause="postgres"} 1');
       expect(m).toContain('durable_jobs_health_up 0');
       expect(m).not.toMatch(/^durable_jobs_backlog_jobs\{/m);

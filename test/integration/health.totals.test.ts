@@ -19,7 +19,7 @@ afterAll(async () => {
 });
 
 const scrape = async () => {
-  const r = await fetch(`${h.baseUrl}/metrics`);
+  const r = await fetch(`${h.opsUrl}/metrics`);
   expect(r.status).toBe(200);
   return r.text();
 };
@@ -119,7 +119,7 @@ describe('cumulative metrics from durable rows', () => {
       webhookSecrets: {},
     });
     try {
-      const other = cumulative((await app2.inject({ url: '/metrics' })).body);
+      const other = cumulative((await app2.inject({ url: '/metrics', headers: { authorization: `Bearer ${ADMIN_KEY}` } })).body);
       expect(new Map(other.map((x) => [key(x), x.value]))).toEqual(new Map(before.map((x) => [key(x), x.value])));
     } finally {
       await app2.close();

@@ -274,10 +274,12 @@ describe('operability', () => {
     expect((await h.api('/healthz', { tenant: null })).status).toBe(200);
     const ready = await h.api('/readyz', { tenant: null });
     expect(ready.status).toBe(200);
-    expect(ready.body).toMatchObject({ postgres: 'ok', temporal: 'ok' });
-    const metrics = await fetch(`${h.baseUrl}/metrics`);
+    expect(ready.body).toEqual({ status: 'ready' });
+    // The reasons and the operational endpoints: on the admin listener (docs/security-limits.md).
+    expect(await (await fetch(`${h.opsUrl}/readyz`)).json()).toMatchObject({ postgres: 'ok', temporal: 'ok' });
+    const metrics = await fetch(`${h.opsUrl}/metrics`);
     expect(await metrics.text()).toContain('process_cpu_user_seconds_total');
-    const doc = await h.api('/openapi.json', { tenant: null });
+    const doc = { body: (await (await fetch(`${h.opsUrl}/openapi.json`)).json()) as any };
     expect(doc.body.openapi).toBe('3.0.3');
     expect(doc.body.paths['/v1/jobs'].post.responses).toHaveProperty('422');
     expect(doc.body.components.schemas.summarizeInput.properties.text.maxLength).toBe(100000);

@@ -5,7 +5,7 @@ import { msToTs } from '@temporalio/common/lib/time.js';
 import { createJobsClient } from '../../services/intake.js';
 import { ensureSearchAttributes } from '../../lib/temporal.js';
 import { buildApp } from '../../server/app.js';
-import { startHarness, uid, waitFor, type Harness } from '../support/harness.js';
+import { ADMIN_KEY, startHarness, uid, waitFor, type Harness } from '../support/harness.js';
 
 let h: Harness;
 beforeAll(async () => {
@@ -25,15 +25,16 @@ async function apiOn(namespace: string) {
     temporal,
     jobs,
     log: h.log,
-    adminApiKey: undefined,
+    adminApiKey: ADMIN_KEY,
     webhookSecrets: {},
     version: 'test',
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const port = (app.server.address() as { port: number }).port;
   return {
+    // With an admin key: the reasons (without one, /readyz says ready or not only: F7).
     ready: async () => {
-      const r = await fetch(`http://127.0.0.1:${port}/readyz`);
+      const r = await fetch(`http://127.0.0.1:${port}/readyz`, { headers: { authorization: `Bearer ${ADMIN_KEY}` } });
       return { status: r.status, body: (await r.json()) as { detail?: string; temporal?: string } };
     },
     close: () => app.close(),

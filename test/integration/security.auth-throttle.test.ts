@@ -118,7 +118,7 @@ describe('failed authentications', () => {
     for (let i = 0; i < MAX; i++) await get(api.port, '/v1/admin/whoami', `x${uid()}`, '127.0.2.4');
     expect((await get(api.port, '/v1/admin/whoami', `x${uid()}`, '127.0.2.4')).status).toBe(429);
 
-    const samples = parseSamples((await get(api.port, '/metrics', undefined, '127.0.2.5')).body as string);
+    const samples = parseSamples((await get(api.port, '/metrics', operatorKey('alice'), '127.0.2.5')).body as string);
     const count = (reason: string) => sampleValue(samples, 'durable_jobs_auth_failures_total', { reason });
     expect(count('unknown_tenant_key')).toBe(1);
     expect(count('not_admin_key')).toBe(1 + MAX);

@@ -134,8 +134,8 @@ describe('admin: tenant keys', () => {
     const ci = await api2(`/v1/admin/tenants/${id}/keys`, { body: { name: 'ci' } });
     expect(ci.status).toBe(201);
     expect(ci.headers.get('cache-control')).toBe('no-store');
-    expect(ci.body.key).toMatch(/^dj_[A-Za-z0-9_-]{32}$/);
-    expect(ci.body.prefix).toBe(ci.body.key.slice(0, 11));
+    expect(ci.body.key).toMatch(/^dj_live_[A-Za-z0-9_-]{32}$/);
+    expect(ci.body.prefix).toBe(ci.body.key.slice(0, 16));
     const laptop = await api2(`/v1/admin/tenants/${id}/keys`, { body: { name: 'laptop' } });
     expect(laptop.body.key).not.toBe(ci.body.key);
     expect((await api2(`/v1/admin/tenants/${id}/keys`, { body: { name: 'ci' } })).status).toBe(409); // a live "ci" exists
@@ -213,9 +213,9 @@ describe('admin: tenant keys', () => {
     expect(otherLog).toContain('tenant key added');
     expect(otherLog).toContain(added.prefix);
     expect(otherLog).not.toContain(added.key);
-    expect(otherLog).not.toContain(added.key.slice(11));
+    expect(otherLog).not.toContain(added.key.slice(16));
     const stored = await h.pool.query(`SELECT row_to_json(k)::text AS row FROM tenant_keys k WHERE tenant_id = $1`, [id]);
-    expect(stored.rows[0].row).not.toContain(added.key.slice(11));
+    expect(stored.rows[0].row).not.toContain(added.key.slice(16));
   });
 });
 
@@ -309,12 +309,12 @@ describe('npm run tenants', () => {
     const added = await cli('add-key', id, '--name', 'ci');
     expect(added.code).toBe(0);
     const key = added.stdout.trim();
-    expect(key).toMatch(/^dj_[A-Za-z0-9_-]{32}$/);
+    expect(key).toMatch(/^dj_live_[A-Za-z0-9_-]{32}$/);
     expect(added.stderr).toContain('shown this once');
     expect(await statusWith(key, 'first')).toBe(404);
 
     const list = await cli('list');
-    expect(list.stdout).toMatch(new RegExp(`${id}\\s+ci\\s+${key.slice(0, 11)}\\s+live`));
+    expect(list.stdout).toMatch(new RegExp(`${id}\\s+ci\\s+${key.slice(0, 16)}\\s+live`));
     expect(list.stdout).not.toContain(key);
     const json = JSON.parse((await cli('list', '--json')).stdout);
     expect(json.tenants.find((t: { id: string }) => t.id === id).keys[0]).toMatchObject({ name: 'ci', createdBy: 'erin' });

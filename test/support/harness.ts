@@ -9,6 +9,8 @@ import { createPool } from '../../lib/db.js';
 import { createLogger, type Logger } from '../../lib/logger.js';
 import { prepareStack } from '../../services/stack.js';
 import { buildApp } from '../../server/app.js';
+import { startAdminListener } from '../../server/admin-listener.js';
+import { DEFAULT_HTTP_LIMITS } from '../../lib/http-limits.js';
 import { startSimulator, type Simulator } from '../../simulator/server.js';
 import { bundleWorkflows, createQueueWorker } from '../../workers/worker.js';
 import { defaultJobRegistry } from '../../jobs/index.js';
@@ -20,19 +22,19 @@ export const TENANTS = {
   b: { id: 'tenant-b', key: 'key-tenant-b', highPriority: false },
 } as const;
 /** `ADMIN_API_KEY`: the key of operator "admin" (backwards compatibility). */
-export const ADMIN_KEY = 'admin-key-for-tests';
+export const ADMIN_KEY = 'admin-key-for-tests-0123456789abcdef';
 /**
  * Named operators (`ADMIN_API_KEYS`): each key names its operator in every audit row. Alice
  * has two keys (rotation: both open the API and both name her).
  */
 export const OPERATORS = {
-  alice: ['operator-key-alice-1', 'operator-key-alice-2'],
-  bob: ['operator-key-bob-1'],
-  carol: ['operator-key-carol-1'],
-  dana: ['operator-key-dana-1'],
-  erin: ['operator-key-erin-1'],
-  olive: ['operator-key-olive-1'],
-  'ramp-test': ['operator-key-ramp-test'],
+  alice: ['operator-key-alice-1-0123456789abcdef', 'operator-key-alice-2-0123456789abcdef'],
+  bob: ['operator-key-bob-1-0123456789abcdef'],
+  carol: ['operator-key-carol-1-0123456789abcdef'],
+  dana: ['operator-key-dana-1-0123456789abcdef'],
+  erin: ['operator-key-erin-1-0123456789abcdef'],
+  olive: ['operator-key-olive-1-0123456789abcdef'],
+  'ramp-test': ['operator-key-ramp-test-0123456789abcdef'],
 } as const;
 export type OperatorName = keyof typeof OPERATORS;
 /** The (first) admin key of a named operator. */
@@ -110,6 +112,8 @@ export interface Harness {
   sim: Simulator;
   jobs: JobsClient;
   baseUrl: string;
+  /** The admin listener (`ADMIN_LISTEN_PORT`, as `npm run api` runs it): `/metrics`, `/openapi.json`, the detailed `/readyz`, no key. */
+  opsUrl: string;
   log: Logger;
   workers: Worker[];
   startWorker(identity?: string): Promise<Worker>;
@@ -180,6 +184,7 @@ export async function startHarness(
   await app.listen({ port: 0, host: '127.0.0.1' });
   const addr = app.server.address();
   const baseUrl = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+  const ops = await startAdminListener(app, { host: '127.0.0.1', port: 0, required: true, enabled: true }, DEFAULT_HTTP_LIMITS, log);
   // The simulator delivers its signed webhooks to this file's own API.
   const sim = await startSimulator({ port: 0, webhookUrl: `${baseUrl}/v1/webhooks/sim`, webhookSecret: webhookSecrets.sim[0] });
 
@@ -216,6 +221,7 @@ export async function startHarness(
     sim,
     jobs,
     baseUrl,
+    opsUrl: ops!.url,
     log,
     workers,
     startWorker,
@@ -286,6 +292,7 @@ export async function startHarness(
       );
     },
     async close() {
+      await ops?.close();
       await app.close();
       await jobs.close();
       for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();

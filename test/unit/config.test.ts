@@ -28,17 +28,24 @@ describe('configuration', () => {
   it('grants priority high at seeding only to the tenants SEED_HIGH_PRIORITY_TENANTS lists, each one of SEED_TENANTS', () => {
     const seeds = (env: Record<string, string>, mode: 'dev' | 'production' = 'production') =>
       loadConfig(env, { jobTypes: names, mode }).seedTenants;
-    expect(seeds({ SEED_TENANTS: 'alpha=alpha-key-1,beta=beta-key-1' })).toEqual([
-      { tenantId: 'alpha', apiKey: 'alpha-key-1' },
-      { tenantId: 'beta', apiKey: 'beta-key-1' },
+    expect(seeds({ SEED_TENANTS: 'alpha=alpha-key-1-0123456789abcdef0123456789,beta=beta-key-1-0123456789abcdef0123456789' })).toEqual([
+      { tenantId: 'alpha', apiKey: 'alpha-key-1-0123456789abcdef0123456789' },
+      { tenantId: 'beta', apiKey: 'beta-key-1-0123456789abcdef0123456789' },
     ]);
-    expect(seeds({ SEED_TENANTS: 'alpha=alpha-key-1,beta=beta-key-1', SEED_HIGH_PRIORITY_TENANTS: 'beta' })).toEqual([
-      { tenantId: 'alpha', apiKey: 'alpha-key-1' },
-      { tenantId: 'beta', apiKey: 'beta-key-1', highPriority: true },
+    expect(
+      seeds({
+        SEED_TENANTS: 'alpha=alpha-key-1-0123456789abcdef0123456789,beta=beta-key-1-0123456789abcdef0123456789',
+        SEED_HIGH_PRIORITY_TENANTS: 'beta',
+      }),
+    ).toEqual([
+      { tenantId: 'alpha', apiKey: 'alpha-key-1-0123456789abcdef0123456789' },
+      { tenantId: 'beta', apiKey: 'beta-key-1-0123456789abcdef0123456789', highPriority: true },
     ]);
     // Own tenants in dev: the demo default does not carry over to them.
-    expect(seeds({ SEED_TENANTS: 'alpha=alpha-key-1' }, 'dev')).toEqual([{ tenantId: 'alpha', apiKey: 'alpha-key-1' }]);
-    expect(() => seeds({ SEED_TENANTS: 'alpha=alpha-key-1', SEED_HIGH_PRIORITY_TENANTS: 'gamma' })).toThrow(
+    expect(seeds({ SEED_TENANTS: 'alpha=alpha-key-1-0123456789abcdef0123456789' }, 'dev')).toEqual([
+      { tenantId: 'alpha', apiKey: 'alpha-key-1-0123456789abcdef0123456789' },
+    ]);
+    expect(() => seeds({ SEED_TENANTS: 'alpha=alpha-key-1-0123456789abcdef0123456789', SEED_HIGH_PRIORITY_TENANTS: 'gamma' })).toThrow(
       /SEED_HIGH_PRIORITY_TENANTS .*"gamma" is not one/,
     );
   });
@@ -99,35 +106,44 @@ describe('configuration', () => {
 
     it('keeps only digests, several keys per operator, and ADMIN_API_KEY as operator "admin"', () => {
       const c = load({
-        ADMIN_API_KEYS: `alice=alice-key-0000001|sha256:${sha('alice-key-0000002')},bob=bob-key-000000001`,
-        ADMIN_API_KEY: 'legacy-admin-key',
+        ADMIN_API_KEYS: `alice=alice-key-0000001-0123456789abcdef0123456789|sha256:${sha('alice-key-0000002-0123456789abcdef0123456789')},bob=bob-key-000000001-0123456789abcdef0123456789`,
+        ADMIN_API_KEY: 'legacy-admin-key-0123456789abcdef0123456789',
       });
       expect(c.adminKeys).toEqual([
-        { operator: 'alice', keyHash: sha('alice-key-0000001') },
-        { operator: 'alice', keyHash: sha('alice-key-0000002') },
-        { operator: 'bob', keyHash: sha('bob-key-000000001') },
-        { operator: 'admin', keyHash: sha('legacy-admin-key') },
+        { operator: 'alice', keyHash: sha('alice-key-0000001-0123456789abcdef0123456789') },
+        { operator: 'alice', keyHash: sha('alice-key-0000002-0123456789abcdef0123456789') },
+        { operator: 'bob', keyHash: sha('bob-key-000000001-0123456789abcdef0123456789') },
+        { operator: 'admin', keyHash: sha('legacy-admin-key-0123456789abcdef0123456789') },
       ]);
       expect(JSON.stringify(c.adminKeys)).not.toContain('alice-key');
     });
 
     it('dev mode: admin-key names operator "admin" unless named keys are configured', () => {
       expect(load({}, 'dev').adminKeys).toEqual([{ operator: 'admin', keyHash: sha('admin-key') }]);
-      const named = load({ ADMIN_API_KEYS: 'alice=alice-key-0000001' }, 'dev');
-      expect(named.adminKeys).toEqual([{ operator: 'alice', keyHash: sha('alice-key-0000001') }]);
+      const named = load({ ADMIN_API_KEYS: 'alice=alice-key-0000001-0123456789abcdef0123456789' }, 'dev');
+      expect(named.adminKeys).toEqual([{ operator: 'alice', keyHash: sha('alice-key-0000001-0123456789abcdef0123456789') }]);
       expect(named.adminApiKey).toBeUndefined();
       expect(load({}).adminKeys).toEqual([]);
     });
 
     it('refuses ambiguous or weak entries, naming the variable', () => {
       expect(() => load({ ADMIN_API_KEYS: 'alice' })).toThrow(/ADMIN_API_KEYS must be "operator=key/);
-      expect(() => load({ ADMIN_API_KEYS: 'al ice=alice-key-0000001' })).toThrow(/ADMIN_API_KEYS must be/);
-      expect(() => load({ ADMIN_API_KEYS: 'alice=short' })).toThrow(/at least 16 characters/);
-      expect(() => load({ ADMIN_API_KEYS: 'alice=alice-key-0000001,alice=alice-key-0000002' })).toThrow(/listed twice/);
-      expect(() => load({ ADMIN_API_KEYS: 'alice=shared-key-0000001,bob=shared-key-0000001' })).toThrow(/both "alice" and "bob"/);
-      expect(() => load({ ADMIN_API_KEYS: 'alice=demo-key-000000001', SEED_TENANTS: 'demo=demo-key-000000001' })).toThrow(
-        /tenant "demo" is also an admin key/,
+      expect(() => load({ ADMIN_API_KEYS: 'al ice=alice-key-0000001-0123456789abcdef0123456789' })).toThrow(/ADMIN_API_KEYS must be/);
+      expect(() => load({ ADMIN_API_KEYS: 'alice=short' })).toThrow(
+        /ADMIN_API_KEYS: each key of operator "alice" must be at least 32 characters/,
       );
+      expect(() =>
+        load({ ADMIN_API_KEYS: 'alice=alice-key-0000001-0123456789abcdef0123456789,alice=alice-key-0000002-0123456789abcdef0123456789' }),
+      ).toThrow(/listed twice/);
+      expect(() =>
+        load({ ADMIN_API_KEYS: 'alice=shared-key-0000001-0123456789abcdef0123456789,bob=shared-key-0000001-0123456789abcdef0123456789' }),
+      ).toThrow(/both "alice" and "bob"/);
+      expect(() =>
+        load({
+          ADMIN_API_KEYS: 'alice=demo-key-000000001-0123456789abcdef0123456789',
+          SEED_TENANTS: 'demo=demo-key-000000001-0123456789abcdef0123456789',
+        }),
+      ).toThrow(/tenant "demo" is also an admin key/);
       expect(() => load({ TEMPORAL_UI_URL: 'javascript:alert(1)' })).toThrow(/TEMPORAL_UI_URL/);
     });
 
