@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { createHash } from 'node:crypto';
 import { detectCodeVersion, packageVersion } from './code-version.js';
 import { loadClientConnectConfig, type ClientConnectConfig } from '@temporalio/envconfig';
 import { parseTenants, withHighPriority, type TenantSeed } from './seed-tenants.js';
 import { ConfigError } from './errors.js';
 import { webhookSecretsFrom } from './webhook-secrets.js';
+import { keyDigest, parseAdminKeys, type OperatorKey } from './config-admin-keys.js';
 import type { ConcurrencyLimits, JobBudget, JobType } from '../contract/job-types.js';
 import { RETENTION_TABLES, type RetentionTable } from '../contract/retention.js';
 
@@ -26,14 +26,7 @@ export const DEFAULT_WORKER_SHUTDOWN_GRACE_SECONDS = 20;
 
 export type { TenantSeed } from './seed-tenants.js';
 
-/**
- * One admin key of a named operator, as the server keeps it: the SHA-256 of the key (hex),
- * never the key. Every audit row names `operator`.
- */
-export interface OperatorKey {
-  operator: string;
-  keyHash: string;
-}
+export { ROLES, type OperatorKey, type Role } from './config-admin-keys.js';
 
 export interface Config {
   mode: Mode;
@@ -41,6 +34,12 @@ export interface Config {
   httpPort: number;
   /** Bind address of the HTTP API. Default 127.0.0.1 in dev, 0.0.0.0 in production. */
   httpHost: string;
+  /**
+   * The console's sessions (`POST /v1/admin/session`): `SESSION_IDLE_SECONDS` (default 900) and
+   * `SESSION_ABSOLUTE_SECONDS` (default 28800, 8 h); `SESSION_COOKIE_SECURE` (default: true when
+   * the API serves TLS; set it behind a TLS-terminating proxy).
+   */
+  sessions: { idleSeconds: number; absoluteSeconds: number; secureCookie: boolean };
   /** Existing Temporal frontend; undefined means `npm start` runs a local dev server on 127.0.0.1:7233. */
   temporalAddress: string | undefined;
   /** Default `default`. */
@@ -213,51 +212,6 @@ const port = (name: string, fallback: number) =>
  */
 export const DEMO_TENANT: TenantSeed = { tenantId: 'demo', apiKey: 'demo-key', highPriority: true };
 
-const OPERATOR_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
-const KEY_DIGEST = /^sha256:([0-9a-f]{64})$/;
-const keyDigest = (key: string) => createHash('sha256').update(key).digest('hex');
-
-/**
- * `ADMIN_API_KEYS='alice=key1|key2,bob=sha256:<hex of sha256(key)>'` plus `ADMIN_API_KEY` (operator
- * "admin"): every key hashed here, so the raw keys live nowhere past configuration.
- */
-function parseAdminKeys(raw: string, legacyKey: string | undefined): OperatorKey[] {
-  const out: OperatorKey[] = [];
-  const add = (operator: string, key: string) => {
-    const digest = KEY_DIGEST.exec(key)?.[1] ?? keyDigest(key);
-    const owner = out.find((k) => k.keyHash === digest);
-    if (owner && owner.operator !== operator)
-      throw new ConfigError(`ADMIN_API_KEYS: one key is listed for both "${owner.operator}" and "${operator}"; a key names one operator`);
-    if (!owner) out.push({ operator, keyHash: digest });
-  };
-  const seen = new Set<string>();
-  for (const entry of raw.trim() === '' ? [] : raw.split(',')) {
-    const eq = entry.indexOf('=');
-    const operator = entry.slice(0, eq).trim();
-    const keys = entry
-      .slice(eq + 1)
-      .split('|')
-      .map((k) => k.trim());
-    if (eq <= 0 || !OPERATOR_NAME.test(operator)) {
-      throw new ConfigError(
-        'ADMIN_API_KEYS must be "operator=key[|key...],..." with operator names of 1-64 of A-Z a-z 0-9 . _ @ - (starting with a letter or digit)',
-      );
-    }
-    if (seen.has(operator))
-      throw new ConfigError(`ADMIN_API_KEYS: operator "${operator}" is listed twice; list its keys once, separated by |`);
-    seen.add(operator);
-    for (const key of keys) {
-      if (!KEY_DIGEST.test(key) && key.length < 16)
-        throw new ConfigError(
-          `ADMIN_API_KEYS: each key of operator "${operator}" must be at least 16 characters, or sha256:<64 hex digits>`,
-        );
-      add(operator, key);
-    }
-  }
-  if (legacyKey !== undefined) add('admin', legacyKey);
-  return out;
-}
-
 const positiveInt = z.number().int().positive();
 const BUDGET_SCHEMA = z
   .object({
@@ -404,6 +358,9 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: ConfigOptions): Config 
     WORKER_WORKFLOW_POLLERS: count('WORKER_WORKFLOW_POLLERS', 2, 100).optional(),
     WORKER_ACTIVITY_POLLERS: count('WORKER_ACTIVITY_POLLERS', 1, 100).optional(),
     INTAKE_START_MARK_MS: count('INTAKE_START_MARK_MS', 0, 10_000).default(100),
+    SESSION_IDLE_SECONDS: count('SESSION_IDLE_SECONDS', 1, 86_400).default(900),
+    SESSION_ABSOLUTE_SECONDS: count('SESSION_ABSOLUTE_SECONDS', 1, 30 * 86_400).default(28_800),
+    SESSION_COOKIE_SECURE: z.enum(['true', 'false'], { error: 'SESSION_COOKIE_SECURE must be true or false' }).optional(),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   });
   // Empty strings mean "unset": `FOO= npm start` must not turn into an invalid value.
@@ -436,6 +393,11 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: ConfigOptions): Config 
     mode,
     httpPort,
     httpHost: e.HTTP_HOST ?? (mode === 'dev' ? '127.0.0.1' : '0.0.0.0'),
+    sessions: {
+      idleSeconds: Math.min(e.SESSION_IDLE_SECONDS, e.SESSION_ABSOLUTE_SECONDS),
+      absoluteSeconds: e.SESSION_ABSOLUTE_SECONDS,
+      secureCookie: e.SESSION_COOKIE_SECURE === 'true',
+    },
     temporalAddress: e.TEMPORAL_ADDRESS ?? profileAddress,
     temporalNamespace: e.TEMPORAL_NAMESPACE ?? profile.namespace ?? 'default',
     temporalUiPort: e.TEMPORAL_UI_PORT,

@@ -13,7 +13,10 @@ import type { Logger } from '../lib/logger.js';
 import type { OperatorKey } from '../lib/config.js';
 import { createAdminJobsService } from '../services/admin-jobs.js';
 import { createTenantsAdmin } from '../services/tenants.js';
-import { adminKeyring } from './auth.js';
+import { adminKeyring, authorizeAdminRoutes } from './auth.js';
+import { principalOf, redactForViewer, trackRoutes } from './roles.js';
+import { createSessions, type SessionOptions } from './sessions.js';
+import { registerSessionRoutes } from './routes-session.js';
 import { createAuthGuard, type AuthThrottleOptions } from './auth-throttle.js';
 import { clientErrorHandler } from './client-errors.js';
 import { registerConsole } from './console.js';
@@ -60,6 +63,8 @@ export interface AppDeps {
    * at once cost one set of queries. 0: every scrape reads afresh (tests).
    */
   metricsCacheMs?: number;
+  /** The console's session timeouts and cookie (server/sessions.ts). Default 15 min idle, 8 h absolute, not `Secure` unless `tls`. */
+  sessions?: SessionOptions;
 }
 
 /** 256 KiB: the contract's body limit for job submissions. */
@@ -86,6 +91,16 @@ export function buildApp(deps: AppDeps): FastifyInstance {
 export function registerDurableJobs(app: FastifyInstance, deps: AppDeps): void {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  // Every admin route declares its role (server/roles.ts); the table lets a test walk them all.
+  trackRoutes(app);
+  const sessions = createSessions(deps.pool, deps.sessions);
+  const guard = createAuthGuard(registry, deps.authThrottle);
+  const admin = { ...adminKeyring(deps), guard, sessions };
+  authorizeAdminRoutes(app, admin);
+  // Viewers read no inputs, results or payloads, whichever admin route answers.
+  app.addHook('preSerialization', async (req, _reply, payload) =>
+    principalOf(req)?.role === 'viewer' ? redactForViewer(payload) : payload,
+  );
 
   // Keep the raw bytes: webhook signatures are computed over them, not over re-serialised JSON.
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
@@ -177,9 +192,6 @@ export function registerDurableJobs(app: FastifyInstance, deps: AppDeps): void {
   app.get('/openapi.json', async () => openApiDocument(deps.version, deps.jobTypes));
   app.get('/metrics', async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()));
 
-  // Every admin route resolves its operator from this keyring (server/auth.ts).
-  const guard = createAuthGuard(registry, deps.authThrottle);
-  const admin = { ...adminKeyring(deps), guard };
   // Before the job routes: its onSend hook counts the intake's 503s.
   registerAdminRoutes(app, registry, {
     pool: deps.pool,
@@ -224,5 +236,6 @@ export function registerDurableJobs(app: FastifyInstance, deps: AppDeps): void {
     temporalUi: deps.temporalUiUrl ? { url: deps.temporalUiUrl, namespace: deps.temporal.options.namespace } : null,
   });
   registerTenantRoutes(app, { tenants: createTenantsAdmin(deps.pool), adminApiKey: admin });
+  registerSessionRoutes(app, { sessions });
   registerConsole(app);
 }

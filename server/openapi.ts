@@ -6,6 +6,7 @@ import { degradationBody } from '../services/degradation.js';
 import { DISCARD_SCHEMA, REPLAY_SCHEMA } from '../services/dead-letters.js';
 import { OUTBOX_DISCARD_SCHEMA, OUTBOX_REPLAY_SCHEMA } from '../services/outbox.js';
 import { tenantPaths } from './openapi-tenants.js';
+import { sessionPaths } from './openapi-session.js';
 import { listParameters } from './openapi-lists.js';
 
 /**
@@ -298,8 +299,11 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
       '/v1/admin/whoami': {
         get: {
           summary:
-            'The operator this admin key names (every audit row carries that name), its key ID (a hash prefix) and the Temporal Web UI to link to (admin key)',
-          responses: { 200: { description: '{"operator","keyId","temporalUi"}' }, 401: problemResponse('not an admin key') },
+            'The operator this admin key (or console session) names (every audit row carries that name), its role (viewer, operator, admin), the tenants it is scoped to (null: all), its key ID (a hash prefix) and the Temporal Web UI to link to (any role)',
+          responses: {
+            200: { description: '{"operator","keyId","role","tenants","may","via","temporalUi"}' },
+            401: problemResponse('not an admin key'),
+          },
         },
       },
       '/v1/admin/jobs': {
@@ -381,6 +385,7 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
         },
       },
       ...tenantPaths(problemResponse),
+      ...sessionPaths(problemResponse),
       '/healthz': { get: { summary: 'process up', security: [], responses: { 200: { description: 'up' } } } },
       '/readyz': {
         get: {

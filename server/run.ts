@@ -75,6 +75,7 @@ export async function runServer(o: RunServerOptions): Promise<void> {
     temporalUiUrl: config.temporalUiUrl,
     webhookSecrets: webhookKeyring,
     version: config.codeVersion,
+    sessions: config.sessions,
   });
   await app.listen({ port: config.httpPort, host: config.httpHost });
   onShutdown(
