@@ -5,6 +5,7 @@ import { parseTenants, withHighPriority, type TenantSeed } from './seed-tenants.
 import { ConfigError } from './errors.js';
 import { webhookSecretsFrom } from './webhook-secrets.js';
 import { keyDigest, parseAdminKeys, type OperatorKey } from './config-admin-keys.js';
+import { httpTlsFrom, type HttpTls } from './config-http-tls.js';
 import type { ConcurrencyLimits, JobBudget, JobType } from '../contract/job-types.js';
 import { RETENTION_TABLES, type RetentionTable } from '../contract/retention.js';
 
@@ -34,6 +35,8 @@ export interface Config {
   httpPort: number;
   /** Bind address of the HTTP API. Default 127.0.0.1 in dev, 0.0.0.0 in production. */
   httpHost: string;
+  /** `TLS_CERT_FILE` + `TLS_KEY_FILE` (PEM, read at start): the API serves HTTPS. Default: plain HTTP (TLS at a proxy). */
+  httpTls: HttpTls | undefined;
   /**
    * The console's sessions (`POST /v1/admin/session`): `SESSION_IDLE_SECONDS` (default 900) and
    * `SESSION_ABSOLUTE_SECONDS` (default 28800, 8 h); `SESSION_COOKIE_SECURE` (default: true when
@@ -358,6 +361,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: ConfigOptions): Config 
     WORKER_WORKFLOW_POLLERS: count('WORKER_WORKFLOW_POLLERS', 2, 100).optional(),
     WORKER_ACTIVITY_POLLERS: count('WORKER_ACTIVITY_POLLERS', 1, 100).optional(),
     INTAKE_START_MARK_MS: count('INTAKE_START_MARK_MS', 0, 10_000).default(100),
+    TLS_CERT_FILE: z.string().min(1).optional(),
+    TLS_KEY_FILE: z.string().min(1).optional(),
     SESSION_IDLE_SECONDS: count('SESSION_IDLE_SECONDS', 1, 86_400).default(900),
     SESSION_ABSOLUTE_SECONDS: count('SESSION_ABSOLUTE_SECONDS', 1, 30 * 86_400).default(28_800),
     SESSION_COOKIE_SECURE: z.enum(['true', 'false'], { error: 'SESSION_COOKIE_SECURE must be true or false' }).optional(),
@@ -389,14 +394,16 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: ConfigOptions): Config 
     throw new ConfigError(`invalid configuration: the Temporal profile's address must be host:port`);
   }
   const tls = temporalConnection.tls;
+  const httpTls = httpTlsFrom(e.TLS_CERT_FILE, e.TLS_KEY_FILE);
   return {
     mode,
     httpPort,
     httpHost: e.HTTP_HOST ?? (mode === 'dev' ? '127.0.0.1' : '0.0.0.0'),
+    httpTls,
     sessions: {
       idleSeconds: Math.min(e.SESSION_IDLE_SECONDS, e.SESSION_ABSOLUTE_SECONDS),
       absoluteSeconds: e.SESSION_ABSOLUTE_SECONDS,
-      secureCookie: e.SESSION_COOKIE_SECURE === 'true',
+      secureCookie: e.SESSION_COOKIE_SECURE === undefined ? httpTls !== undefined : e.SESSION_COOKIE_SECURE === 'true',
     },
     temporalAddress: e.TEMPORAL_ADDRESS ?? profileAddress,
     temporalNamespace: e.TEMPORAL_NAMESPACE ?? profile.namespace ?? 'default',
@@ -413,7 +420,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: ConfigOptions): Config 
     providerFallbackUrl: e.PROVIDER_FALLBACK_URL?.replace(/\/+$/, ''),
     simPort: e.SIM_PORT,
     simWebhookUrl: e.SIM_WEBHOOK_URL ?? `http://127.0.0.1:${httpPort}/v1/webhooks/sim`,
-    apiUrl: (e.DJ_API_URL ?? `http://127.0.0.1:${httpPort}`).replace(/\/+$/, ''),
+    apiUrl: (e.DJ_API_URL ?? `${httpTls ? 'https' : 'http'}://127.0.0.1:${httpPort}`).replace(/\/+$/, ''),
     workers: e.WORKERS,
     seedTenants,
     adminApiKey,

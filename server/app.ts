@@ -65,6 +65,8 @@ export interface AppDeps {
   metricsCacheMs?: number;
   /** The console's session timeouts and cookie (server/sessions.ts). Default 15 min idle, 8 h absolute, not `Secure` unless `tls`. */
   sessions?: SessionOptions;
+  /** Serve HTTPS with this certificate chain and key (PEM; `TLS_CERT_FILE`, `TLS_KEY_FILE`). Default plain HTTP. `buildApp` only. */
+  tls?: { cert: Buffer; key: Buffer };
 }
 
 /** 256 KiB: the contract's body limit for job submissions. */
@@ -72,6 +74,7 @@ export const BODY_LIMIT = 256 * 1024;
 
 export function buildApp(deps: AppDeps): FastifyInstance {
   const app = Fastify({
+    ...(deps.tls ? { https: { cert: deps.tls.cert, key: deps.tls.key } } : {}),
     loggerInstance: deps.log as unknown as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT,
     // What Node's HTTP parser refuses before any route (a control character in a header) is a problem too.
@@ -93,7 +96,7 @@ export function registerDurableJobs(app: FastifyInstance, deps: AppDeps): void {
   collectDefaultMetrics({ register: registry });
   // Every admin route declares its role (server/roles.ts); the table lets a test walk them all.
   trackRoutes(app);
-  const sessions = createSessions(deps.pool, deps.sessions);
+  const sessions = createSessions(deps.pool, { secureCookie: deps.tls !== undefined, ...deps.sessions });
   const guard = createAuthGuard(registry, deps.authThrottle);
   const admin = { ...adminKeyring(deps), guard, sessions };
   authorizeAdminRoutes(app, admin);

@@ -76,8 +76,10 @@ export async function runServer(o: RunServerOptions): Promise<void> {
     webhookSecrets: webhookKeyring,
     version: config.codeVersion,
     sessions: config.sessions,
+    ...(config.httpTls ? { tls: { cert: config.httpTls.cert, key: config.httpTls.key } } : {}),
   });
   await app.listen({ port: config.httpPort, host: config.httpHost });
+  if (config.httpTls) log.info({ certFile: config.httpTls.certFile }, 'serving HTTPS');
   onShutdown(
     async () => {
       await app.close();
