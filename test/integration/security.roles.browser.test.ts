@@ -21,8 +21,8 @@ const ARGS = [
 ];
 const WAIT = 90_000;
 // Test-only keys, not real credentials.
-const VIEWER_KEY = 'console-roles-viewer-key-01';
-const OPERATOR_KEY = 'console-roles-operator-key1';
+const VIEWER_KEY = 'console-roles-viewer-key-01-padded-to-32';
+const OPERATOR_KEY = 'console-roles-operator-key1-padded-to-32';
 // page.evaluate callbacks run in the page: these globals exist there, not in Node.
 declare const document: {
   querySelector(s: string): { textContent: string | null } | null;

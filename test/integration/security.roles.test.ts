@@ -11,10 +11,10 @@ import { startHarness, TENANTS, type Harness } from '../support/harness.js';
 
 // Test-only keys, not real credentials.
 const KEYS = {
-  viewer: 'roles-test-key-viewer-0001',
-  operator: 'roles-test-key-operator-01',
-  admin: 'roles-test-key-admin-00001',
-  scoped: 'roles-test-key-scoped-op-1',
+  viewer: 'roles-test-key-viewer-0001-padded-to-32',
+  operator: 'roles-test-key-operator-01-padded-to-32',
+  admin: 'roles-test-key-admin-00001-padded-to-32',
+  scoped: 'roles-test-key-scoped-op-1-padded-to-32',
 } as const;
 type Caller = keyof typeof KEYS;
 const ADMIN_KEYS = parseAdminKeys(

@@ -9,8 +9,8 @@ import type { SessionOptions } from '../../server/sessions.js';
 import { startHarness, waitFor, type Harness } from '../support/harness.js';
 
 // Test-only keys, not real credentials.
-const OPERATOR_KEY = 'sessions-test-operator-key-1';
-const VIEWER_KEY = 'sessions-test-viewer-key-001';
+const OPERATOR_KEY = 'sessions-test-operator-key-1-padded-32';
+const VIEWER_KEY = 'sessions-test-viewer-key-001-padded-32';
 const KEYS = `olga:operator=${OPERATOR_KEY},vic:viewer=${VIEWER_KEY}`;
 
 let h: Harness;

@@ -26,7 +26,7 @@ import { buildApp } from '../../server/app.js';
 import { startHarness, type Harness } from '../support/harness.js';
 
 // Test-only key, not a real credential.
-const OPERATOR_KEY = 'tls-test-operator-key-00001';
+const OPERATOR_KEY = 'tls-test-operator-key-00001-padded-to-32';
 let dir: string;
 const file = (n: string) => path.join(dir, n);
 let h: Harness;

@@ -7,7 +7,7 @@ import { defaultJobRegistry } from '../../jobs/index.js';
 import { redactForViewer, REDACTED, roleAllows } from '../../server/roles.js';
 
 const sha = (k: string) => createHash('sha256').update(k).digest('hex');
-const K = (n: number) => `key-of-sixteen-${String(n).padStart(2, '0')}`;
+const K = (n: number) => `test-key-of-at-least-32-characters-${String(n).padStart(2, '0')}`;
 
 describe('ADMIN_API_KEYS roles and tenant scopes', () => {
   it('a key without a role stays an admin for every tenant (backward compatible), exactly as before roles', () => {
