@@ -1,14 +1,18 @@
 // The operator console: a thin client of the admin APIs of the process that serves it.
-// Safety: every datum is rendered with textContent / DOM APIs (never innerHTML); the admin key
-// lives in sessionStorage, goes out only as a Bearer header (no cookie another site could
-// ride), and is never rendered. The Content-Security-Policy allows no inline script or style.
+// Safety: every datum is rendered with textContent / DOM APIs (never innerHTML). The pasted
+// admin key is sent once, as a Bearer header, to open a session (POST /v1/admin/session) and
+// then forgotten: it is kept in no variable, no storage, and never rendered. The session is an
+// HttpOnly, SameSite=Strict cookie no script can read; every change also carries the
+// x-durable-jobs-console header, which another site's form cannot send. The role the session
+// has (whoami) hides the actions it may not take (CSS: [data-needs]); the API refuses them anyway.
+// The Content-Security-Policy allows no inline script or style.
 
-const KEY = 'durable-jobs.console.adminKey';
+const CONSOLE_HEADER = 'x-durable-jobs-console';
 const $ = (sel) => document.querySelector(sel);
 const STOPPED = new Set(['completed', 'stopped', 'halted']);
 const FINISHED = new Set(['succeeded', 'dead_lettered', 'cancelled']);
 
-let me = null; // { operator, keyId, temporalUi }
+let me = null; // { operator, keyId, role, tenants, temporalUi }
 const timers = new Map(); // name → interval id, cleared on page change or sign-out
 
 // ---------- DOM helpers (text only) ----------
@@ -87,15 +91,16 @@ class ApiError extends Error {
 // under a prefix of its own Fastify app gets a console that calls that prefix.
 const BASE = location.pathname.replace(/\/console\/?$/, '');
 
-async function api(method, path, body, key = sessionStorage.getItem(KEY)) {
-  const headers = { accept: 'application/json' };
+/** `key`: only to open the session; every other call goes through the session cookie. */
+async function api(method, path, body, key) {
+  const headers = { accept: 'application/json', [CONSOLE_HEADER]: '1' };
   if (key) headers.authorization = `Bearer ${key}`;
   if (body !== undefined) headers['content-type'] = 'application/json';
   const res = await fetch(BASE + path, {
     method,
     headers,
     body: body === undefined ? undefined : JSON.stringify(body),
-    credentials: 'omit',
+    credentials: 'same-origin',
     cache: 'no-store',
   });
   const raw = await res.text();
@@ -105,7 +110,7 @@ async function api(method, path, body, key = sessionStorage.getItem(KEY)) {
   } catch {
     data = undefined;
   }
-  if (res.status === 401 && key === sessionStorage.getItem(KEY) && me) signOut('Your key was refused; sign in again.');
+  if (res.status === 401 && !key && me) signedOut('Your session ended; sign in again.');
   if (!res.ok) throw new ApiError(res.status, data);
   return data;
 }
@@ -119,10 +124,18 @@ const qs = (form) => {
 
 // ---------- session ----------
 
+/** Trades the key for a session (the key goes out once and is not kept), then shows the app. */
 async function signIn(key) {
-  me = await api('GET', '/v1/admin/whoami', undefined, key);
-  sessionStorage.setItem(KEY, key);
+  await api('POST', '/v1/admin/session', {}, key);
+  await resume();
+}
+
+/** Shows the app for the session the cookie holds (a reload keeps it until it times out). */
+async function resume() {
+  me = await api('GET', '/v1/admin/whoami');
+  document.body.dataset.role = me.role ?? 'admin';
   text('#whoami', me.operator);
+  text('#whoami-role', `${me.role ?? 'admin'}${Array.isArray(me.tenants) ? ` of ${me.tenants.join(', ')}` : ''}`);
   $('#sign-in').hidden = true;
   $('#app').hidden = false;
   $('#nav').hidden = false;
@@ -130,9 +143,15 @@ async function signIn(key) {
   route();
 }
 
-function signOut(message = '') {
-  sessionStorage.removeItem(KEY);
+/** Sign-out: the session ends on the server (the cookie alone would be worthless anyway). */
+async function signOut() {
+  await api('DELETE', '/v1/admin/session').catch(() => undefined);
+  signedOut('');
+}
+
+function signedOut(message) {
   me = null;
+  delete document.body.dataset.role;
   stopTimers();
   $('#app').hidden = true;
   $('#nav').hidden = true;
@@ -277,7 +296,8 @@ async function renderJob(jobId) {
     ['replayed as', j.replayJobId ? jobLink(j.replayJobId) : undefined],
     ['dead letter', j.deadLetterId ? el('a', { href: `#dead-letters/${encodeURIComponent(j.deadLetterId)}` }, j.deadLetterId) : undefined],
   ]);
-  $('#job-result').textContent = j.result === undefined ? '(no result yet)' : json(j.result);
+  $('#job-result').textContent =
+    me?.role === 'viewer' ? '(results are not shown to viewers)' : j.result === undefined ? '(no result yet)' : json(j.result);
   // Live while unfinished: watch it run, retry, succeed.
   if (!FINISHED.has(j.status))
     every('job', 2000, async () => {
@@ -364,6 +384,7 @@ async function listDeadLetters() {
       const box = el('input', {
         type: 'checkbox',
         'aria-label': `select ${d.id}`,
+        'data-needs': 'operator',
         dataset: { id: d.id },
         onclick: (ev) => {
           ev.stopPropagation();
@@ -750,7 +771,7 @@ function start() {
       );
     }
   });
-  $('#sign-out').addEventListener('click', () => signOut());
+  $('#sign-out').addEventListener('click', () => void signOut());
   $('#job-search').addEventListener('submit', (ev) => {
     ev.preventDefault();
     void searchJobs();
@@ -768,8 +789,9 @@ function start() {
   $('#dl-discard').addEventListener('submit', (ev) => void discard(ev));
   $('#deg-form').addEventListener('submit', (ev) => void applyDegradation(ev));
   window.addEventListener('hashchange', route);
-  const saved = sessionStorage.getItem(KEY);
-  if (saved) signIn(saved).catch(() => signOut('Your saved key was refused; sign in again.'));
+  // Keys kept by an older console are removed: the key lives in no storage any more.
+  sessionStorage.removeItem('durable-jobs.console.adminKey');
+  resume().catch(() => signedOut(''));
 }
 
 start();

@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { createHash } from 'node:crypto';
 import { detectCodeVersion, packageVersion } from './code-version.js';
 import { loadClientConnectConfig, type ClientConnectConfig } from '@temporalio/envconfig';
 import { parseTenants, withHighPriority, type TenantSeed } from './seed-tenants.js';
@@ -7,6 +6,8 @@ import { adminListenerFrom, httpLimitsFrom, type AdminListenerConfig, type HttpL
 import { MIN_CONFIGURED_KEY_LENGTH } from './ids.js';
 import { ConfigError } from './errors.js';
 import { webhookSecretsFrom } from './webhook-secrets.js';
+import { keyDigest, parseAdminKeys, type OperatorKey } from './config-admin-keys.js';
+import { httpTlsFrom, type HttpTls } from './config-http-tls.js';
 import type { ConcurrencyLimits, JobBudget, JobType } from '../contract/job-types.js';
 import { RETENTION_TABLES, type RetentionTable } from '../contract/retention.js';
 
@@ -28,14 +29,7 @@ export const DEFAULT_WORKER_SHUTDOWN_GRACE_SECONDS = 20;
 
 export type { TenantSeed } from './seed-tenants.js';
 
-/**
- * One admin key of a named operator, as the server keeps it: the SHA-256 of the key (hex),
- * never the key. Every audit row names `operator`.
- */
-export interface OperatorKey {
-  operator: string;
-  keyHash: string;
-}
+export { ROLES, type OperatorKey, type Role } from './config-admin-keys.js';
 
 export interface Config {
   mode: Mode;
@@ -47,6 +41,14 @@ export interface Config {
   httpLimits: HttpLimits;
   /** The listener of `/metrics`, `/openapi.json` and the detailed `/readyz` (`ADMIN_LISTEN_*`, lib/http-limits.ts). */
   adminListener: AdminListenerConfig;
+  /** `TLS_CERT_FILE` + `TLS_KEY_FILE` (PEM, read at start): the API serves HTTPS. Default: plain HTTP (TLS at a proxy). */
+  httpTls: HttpTls | undefined;
+  /**
+   * The console's sessions (`POST /v1/admin/session`): `SESSION_IDLE_SECONDS` (default 900) and
+   * `SESSION_ABSOLUTE_SECONDS` (default 28800, 8 h); `SESSION_COOKIE_SECURE` (default: true when
+   * the API serves TLS; set it behind a TLS-terminating proxy).
+   */
+  sessions: { idleSeconds: number; absoluteSeconds: number; secureCookie: boolean };
   /** Existing Temporal frontend; undefined means `npm start` runs a local dev server on 127.0.0.1:7233. */
   temporalAddress: string | undefined;
   /** Default `default`. */
@@ -225,51 +227,6 @@ export const DEMO_TENANT: TenantSeed = { tenantId: 'demo', apiKey: 'demo-key', h
  */
 export const DEV_ADMIN_KEY = 'admin-key';
 
-const OPERATOR_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
-const KEY_DIGEST = /^sha256:([0-9a-f]{64})$/;
-const keyDigest = (key: string) => createHash('sha256').update(key).digest('hex');
-
-/**
- * `ADMIN_API_KEYS='alice=key1|key2,bob=sha256:<hex of sha256(key)>'` plus `ADMIN_API_KEY` (operator
- * "admin"): every key hashed here, so the raw keys live nowhere past configuration.
- */
-function parseAdminKeys(raw: string, legacyKey: string | undefined): OperatorKey[] {
-  const out: OperatorKey[] = [];
-  const add = (operator: string, key: string) => {
-    const digest = KEY_DIGEST.exec(key)?.[1] ?? keyDigest(key);
-    const owner = out.find((k) => k.keyHash === digest);
-    if (owner && owner.operator !== operator)
-      throw new ConfigError(`ADMIN_API_KEYS: one key is listed for both "${owner.operator}" and "${operator}"; a key names one operator`);
-    if (!owner) out.push({ operator, keyHash: digest });
-  };
-  const seen = new Set<string>();
-  for (const entry of raw.trim() === '' ? [] : raw.split(',')) {
-    const eq = entry.indexOf('=');
-    const operator = entry.slice(0, eq).trim();
-    const keys = entry
-      .slice(eq + 1)
-      .split('|')
-      .map((k) => k.trim());
-    if (eq <= 0 || !OPERATOR_NAME.test(operator)) {
-      throw new ConfigError(
-        'ADMIN_API_KEYS must be "operator=key[|key...],..." with operator names of 1-64 of A-Z a-z 0-9 . _ @ - (starting with a letter or digit)',
-      );
-    }
-    if (seen.has(operator))
-      throw new ConfigError(`ADMIN_API_KEYS: operator "${operator}" is listed twice; list its keys once, separated by |`);
-    seen.add(operator);
-    for (const key of keys) {
-      if (!KEY_DIGEST.test(key) && key.length < MIN_CONFIGURED_KEY_LENGTH)
-        throw new ConfigError(
-          `ADMIN_API_KEYS: each key of operator "${operator}" must be at least ${MIN_CONFIGURED_KEY_LENGTH} characters (e.g. a dj_op_ key: durable-jobs keygen), or sha256:<64 hex digits>`,
-        );
-      add(operator, key);
-    }
-  }
-  if (legacyKey !== undefined) add('admin', legacyKey);
-  return out;
-}
-
 const positiveInt = z.number().int().positive();
 const BUDGET_SCHEMA = z
   .object({
@@ -416,6 +373,11 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: ConfigOptions): Config 
     WORKER_WORKFLOW_POLLERS: count('WORKER_WORKFLOW_POLLERS', 2, 100).optional(),
     WORKER_ACTIVITY_POLLERS: count('WORKER_ACTIVITY_POLLERS', 1, 100).optional(),
     INTAKE_START_MARK_MS: count('INTAKE_START_MARK_MS', 0, 10_000).default(100),
+    TLS_CERT_FILE: z.string().min(1).optional(),
+    TLS_KEY_FILE: z.string().min(1).optional(),
+    SESSION_IDLE_SECONDS: count('SESSION_IDLE_SECONDS', 1, 86_400).default(900),
+    SESSION_ABSOLUTE_SECONDS: count('SESSION_ABSOLUTE_SECONDS', 1, 30 * 86_400).default(28_800),
+    SESSION_COOKIE_SECURE: z.enum(['true', 'false'], { error: 'SESSION_COOKIE_SECURE must be true or false' }).optional(),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   });
   // Empty strings mean "unset": `FOO= npm start` must not turn into an invalid value.
@@ -449,12 +411,19 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: ConfigOptions): Config 
     throw new ConfigError(`invalid configuration: the Temporal profile's address must be host:port`);
   }
   const tls = temporalConnection.tls;
+  const httpTls = httpTlsFrom(e.TLS_CERT_FILE, e.TLS_KEY_FILE);
   return {
     mode,
     httpPort,
     httpHost: e.HTTP_HOST ?? (mode === 'dev' ? '127.0.0.1' : '0.0.0.0'),
     httpLimits: httpLimitsFrom(cleaned),
     adminListener: adminListenerFrom(cleaned, httpPort),
+    httpTls,
+    sessions: {
+      idleSeconds: Math.min(e.SESSION_IDLE_SECONDS, e.SESSION_ABSOLUTE_SECONDS),
+      absoluteSeconds: e.SESSION_ABSOLUTE_SECONDS,
+      secureCookie: e.SESSION_COOKIE_SECURE === undefined ? httpTls !== undefined : e.SESSION_COOKIE_SECURE === 'true',
+    },
     temporalAddress: e.TEMPORAL_ADDRESS ?? profileAddress,
     temporalNamespace: e.TEMPORAL_NAMESPACE ?? profile.namespace ?? 'default',
     temporalUiPort: e.TEMPORAL_UI_PORT,
@@ -470,7 +439,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: ConfigOptions): Config 
     providerFallbackUrl: e.PROVIDER_FALLBACK_URL?.replace(/\/+$/, ''),
     simPort: e.SIM_PORT,
     simWebhookUrl: e.SIM_WEBHOOK_URL ?? `http://127.0.0.1:${httpPort}/v1/webhooks/sim`,
-    apiUrl: (e.DJ_API_URL ?? `http://127.0.0.1:${httpPort}`).replace(/\/+$/, ''),
+    apiUrl: (e.DJ_API_URL ?? `${httpTls ? 'https' : 'http'}://127.0.0.1:${httpPort}`).replace(/\/+$/, ''),
     workers: e.WORKERS,
     seedTenants,
     adminApiKey,

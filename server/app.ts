@@ -13,7 +13,10 @@ import type { Logger } from '../lib/logger.js';
 import type { OperatorKey } from '../lib/config.js';
 import { createAdminJobsService } from '../services/admin-jobs.js';
 import { createTenantsAdmin } from '../services/tenants.js';
-import { adminKeyring } from './auth.js';
+import { adminKeyring, authorizeAdminRoutes } from './auth.js';
+import { principalOf, redactForViewer, trackRoutes } from './roles.js';
+import { createSessions, type SessionOptions } from './sessions.js';
+import { registerSessionRoutes } from './routes-session.js';
 import { createAuthGuard, type AuthThrottleOptions } from './auth-throttle.js';
 import { clientErrorHandler } from './client-errors.js';
 import { registerConsole } from './console.js';
@@ -64,6 +67,10 @@ export interface AppDeps {
   metricsCacheMs?: number;
   /** Request, header, idle and keep-alive timeouts and the connection cap (`buildApp` only). Default `DEFAULT_HTTP_LIMITS`. */
   httpLimits?: HttpLimits;
+  /** The console's session timeouts and cookie (server/sessions.ts). Default 15 min idle, 8 h absolute, not `Secure` unless `tls`. */
+  sessions?: SessionOptions;
+  /** Serve HTTPS with this certificate chain and key (PEM; `TLS_CERT_FILE`, `TLS_KEY_FILE`). Default plain HTTP. `buildApp` only. */
+  tls?: { cert: Buffer; key: Buffer };
 }
 
 /** 256 KiB: the contract's body limit for job submissions. */
@@ -72,6 +79,7 @@ export const BODY_LIMIT = 256 * 1024;
 export function buildApp(deps: AppDeps): FastifyInstance {
   const limits = deps.httpLimits ?? DEFAULT_HTTP_LIMITS;
   const app = Fastify({
+    ...(deps.tls ? { https: { cert: deps.tls.cert, key: deps.tls.key } } : {}),
     loggerInstance: deps.log as unknown as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT,
     // A body trickled a byte at a time no longer holds its socket forever (F1, server/limits.ts).
@@ -94,6 +102,16 @@ export function buildApp(deps: AppDeps): FastifyInstance {
 export function registerDurableJobs(app: FastifyInstance, deps: AppDeps): void {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  // Every admin route declares its role (server/roles.ts); the table lets a test walk them all.
+  trackRoutes(app);
+  const sessions = createSessions(deps.pool, { secureCookie: deps.tls !== undefined, ...deps.sessions });
+  const guard = createAuthGuard(registry, deps.authThrottle);
+  const admin = { ...adminKeyring(deps), guard, sessions };
+  authorizeAdminRoutes(app, admin);
+  // Viewers read no inputs, results or payloads, whichever admin route answers.
+  app.addHook('preSerialization', async (req, _reply, payload) =>
+    principalOf(req)?.role === 'viewer' ? redactForViewer(payload) : payload,
+  );
 
   // Keep the raw bytes: webhook signatures are computed over them, not over re-serialised JSON.
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
@@ -163,9 +181,6 @@ export function registerDurableJobs(app: FastifyInstance, deps: AppDeps): void {
     }
   });
 
-  // Every admin route resolves its operator from this keyring (server/auth.ts).
-  const guard = createAuthGuard(registry, deps.authThrottle);
-  const admin = { ...adminKeyring(deps), guard };
   // /metrics, /openapi.json and the reasons of /readyz: an admin key here, none on the admin listener (F7).
   registerOpsRoutes(
     app,
@@ -216,5 +231,6 @@ export function registerDurableJobs(app: FastifyInstance, deps: AppDeps): void {
     temporalUi: deps.temporalUiUrl ? { url: deps.temporalUiUrl, namespace: deps.temporal.options.namespace } : null,
   });
   registerTenantRoutes(app, { tenants: createTenantsAdmin(deps.pool), adminApiKey: admin });
+  registerSessionRoutes(app, { sessions });
   registerConsole(app);
 }

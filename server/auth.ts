@@ -1,10 +1,12 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type pg from 'pg';
 import { pgOr503 } from '../lib/db.js';
 import { ValidationError } from '../lib/errors.js';
 import { tenantForApiKey } from '../store/tenant-keys.js';
 import type { OperatorKey } from '../lib/config.js';
+import { principalOf, roleAllows, ROLE_RIGHTS, setPrincipal, type Principal, type RouteAccess } from './roles.js';
+import { csrfRefusal, sessionToken, type SessionVerifier } from './sessions.js';
 import type { AuthGuard } from './auth-throttle.js';
 import { problem, sendProblem } from './problems.js';
 
@@ -62,14 +64,16 @@ export async function requireTenant(
 }
 
 /**
- * The admin keys the API accepts, each naming its operator: SHA-256 digests only (the raw keys
- * stay in configuration). `AdminKeys` is what routes receive: a keyring, or (older callers) the
- * single `ADMIN_API_KEY`, which is the key of operator "admin".
+ * The admin keys the API accepts, each naming its operator, its role and its tenants: SHA-256
+ * digests only (the raw keys stay in configuration). `AdminKeys` is what routes receive: a
+ * keyring, or (older callers) the single `ADMIN_API_KEY`, which is the key of operator "admin".
  */
 export interface AdminKeyring {
   readonly keys: readonly OperatorKey[];
   /** Throttles and counts wrong keys (server/auth-throttle.ts); none: neither (older callers). */
   readonly guard?: AuthGuard;
+  /** The console's sessions (server/sessions.ts); none: bearer keys only. */
+  readonly sessions?: SessionVerifier;
 }
 export type AdminKeys = AdminKeyring | string | undefined;
 
@@ -87,30 +91,39 @@ export function adminKeyring(opts: { adminKeys?: readonly OperatorKey[]; adminAp
 const ringOf = (a: AdminKeys): AdminKeyring => (typeof a === 'object' ? a : adminKeyring({ adminApiKey: a }));
 
 /**
- * The operator a bearer key belongs to. Every digest is compared in constant time and the loop
+ * The configured key a bearer key is. Every digest is compared in constant time and the loop
  * never stops early, so timing reveals neither the key nor which operator matched.
  */
-function operatorForKey(ring: AdminKeyring, key: string): string | undefined {
+export function operatorKeyFor(ring: AdminKeyring, key: string): OperatorKey | undefined {
   const digest = sha256(key);
-  let found: string | undefined;
+  let found: OperatorKey | undefined;
   for (const k of ring.keys) {
-    if (timingSafeEqual(digest, Buffer.from(k.keyHash, 'hex')) && found === undefined) found = k.operator;
+    if (timingSafeEqual(digest, Buffer.from(k.keyHash, 'hex')) && found === undefined) found = k;
   }
   return found;
 }
 
-/** The operator `requireAdmin` resolved for a request: the one name of every audit row it writes. */
-const operators = new WeakMap<FastifyRequest, string>();
+/** A short, stable ID of a key (a hash prefix) for audit rows: never the key. */
+export const keyIdFor = (key: string): string => sha256(key).toString('hex').slice(0, 12);
+
+const principalFromKey = (k: OperatorKey, keyId: string, via: Principal['via']): Principal => ({
+  operator: k.operator,
+  role: k.role ?? 'admin',
+  tenants: k.tenants,
+  keyId,
+  keyHash: k.keyHash,
+  via,
+});
 
 const OPERATOR_HEADER = 'the operator is named by the admin key; X-Operator may be omitted and, if sent, must be that name';
 
 /**
- * Who is acting, for every audit row: the operator the admin key belongs to (resolved by
- * `requireAdmin`). The self-declared `X-Operator` header names no one any more: sent with the
- * key's own name it is accepted (older CLIs), any other value is a 400, never silently dropped.
+ * Who is acting, for every audit row: the operator the admin key (or the session it opened)
+ * belongs to. The self-declared `X-Operator` header names no one any more: sent with the key's
+ * own name it is accepted (older CLIs), any other value is a 400, never silently dropped.
  */
 export function operatorOf(req: FastifyRequest): string {
-  const operator = operators.get(req);
+  const operator = principalOf(req)?.operator;
   if (operator === undefined) throw new Error('operatorOf() before requireAdmin(): the route is not admin-only');
   const h = req.headers['x-operator'];
   if (h !== undefined && (typeof h !== 'string' || h.trim() !== operator)) {
@@ -119,34 +132,124 @@ export function operatorOf(req: FastifyRequest): string {
   return operator;
 }
 
-/** A short, stable ID of the bearer key (a hash prefix) for audit rows: never the key. */
+/** A short, stable ID of the caller's key (a hash prefix) for audit rows: never the key. */
 export function keyIdOf(req: FastifyRequest): string {
-  return createHash('sha256')
-    .update(bearer(req) ?? '')
-    .digest('hex')
-    .slice(0, 12);
+  return principalOf(req)?.keyId ?? keyIdFor(bearer(req) ?? '');
 }
 
-/**
- * Admin routes: the bearer key must be one of the operators' keys (a tenant key never is), else
- * 401. On success the request is named: `operatorOf(req)` returns the key's operator.
- */
-export function requireAdmin(admin: AdminKeys, req: FastifyRequest, reply: FastifyReply): boolean {
-  const ring = ringOf(admin);
-  const key = bearer(req);
-  if (throttled(ring.guard, req, reply, key)) return false;
-  const operator = key ? operatorForKey(ring, key) : undefined;
-  if (operator !== undefined) {
-    operators.set(req, operator);
-    return true;
-  }
-  if (ring.keys.length > 0) ring.guard?.failed(req, key ? 'not_admin_key' : 'missing_key', key);
-  const detail =
-    ring.keys.length === 0
+function refuseUnauthenticated(ring: AdminKeyring, req: FastifyRequest, reply: FastifyReply, key: string | undefined, detail?: string) {
+  if (ring.keys.length > 0 && detail === undefined) ring.guard?.failed(req, key ? 'not_admin_key' : 'missing_key', key);
+  const why =
+    detail ??
+    (ring.keys.length === 0
       ? 'admin API disabled: no ADMIN_API_KEYS (or ADMIN_API_KEY) configured'
       : key
         ? 'not an admin key (a tenant key never opens an admin route)'
-        : 'send Authorization: Bearer <admin api key>';
-  sendProblem(reply.header('WWW-Authenticate', key ? 'Bearer error="invalid_token"' : 'Bearer'), unauthorized(detail));
-  return false;
+        : 'send Authorization: Bearer <admin api key>, or sign in to the console');
+  sendProblem(reply.header('WWW-Authenticate', key ? 'Bearer error="invalid_token"' : 'Bearer'), unauthorized(why));
+}
+
+/**
+ * The caller of an admin route, from its bearer key or else its session cookie (unless the route
+ * takes keys only), or a 401 / 429 answered and undefined. A session is valid only while the
+ * key that opened it is still configured: its role and tenants are that key's, read now.
+ */
+async function authenticate(
+  ring: AdminKeyring,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  keysOnly: boolean,
+): Promise<Principal | undefined> {
+  const key = bearer(req);
+  const token = keysOnly || key ? undefined : sessionToken(req);
+  if (token !== undefined && ring.sessions) {
+    const s = await pgOr503(() => ring.sessions!.verify(token));
+    const k = s && ring.keys.find((x) => x.keyHash === s.keyHash);
+    if (s && k) return principalFromKey(k, s.keyId, 'session');
+    refuseUnauthenticated(
+      ring,
+      req,
+      reply,
+      undefined,
+      'the session ended (signed out, idle or too old, or its key was removed): sign in again',
+    );
+    return undefined;
+  }
+  if (throttled(ring.guard, req, reply, key)) return undefined;
+  const k = key ? operatorKeyFor(ring, key) : undefined;
+  if (k) return principalFromKey(k, keyIdFor(key!), 'key');
+  refuseUnauthenticated(
+    ring,
+    req,
+    reply,
+    key,
+    keysOnly && !key && ring.keys.length > 0 ? 'send Authorization: Bearer <admin api key> to open a session' : undefined,
+  );
+  return undefined;
+}
+
+const forbidden = (detail: string, extra: Record<string, unknown>) => problem(403, 'forbidden', 'Forbidden', detail, extra);
+
+/**
+ * Role, tenant reach and (for a session) cross-site checks of a route that declares `access`,
+ * or undefined when the caller may go on. A key scoped to tenants never opens a route that
+ * spans every tenant.
+ */
+function refusal(p: Principal, a: RouteAccess, req: FastifyRequest) {
+  if (!roleAllows(p.role, a.role))
+    return forbidden(`this needs the role ${a.role} (${ROLE_RIGHTS[a.role]}); ${p.operator}'s key has the role ${p.role}`, {
+      requiredRole: a.role,
+      role: p.role,
+    });
+  if (a.tenants === 'all' && p.tenants !== undefined)
+    return forbidden(
+      `this spans every tenant; ${p.operator}'s key is scoped to ${p.tenants.join(', ')}: it needs a key for every tenant with the role ${a.role}`,
+      { requiredRole: a.role, role: p.role, requiredScope: 'every tenant', tenants: p.tenants },
+    );
+  return p.via === 'session' ? csrfRefusal(req) : undefined;
+}
+
+/**
+ * Authenticates and authorizes every route that declares `access` (server/roles.ts) before its
+ * body is read, and names the request for `operatorOf`. Add it before the routes.
+ */
+export function authorizeAdminRoutes(app: FastifyInstance, admin: AdminKeys): void {
+  const ring = ringOf(admin);
+  app.addHook('onRequest', async (req, reply) => {
+    const a = req.routeOptions.config?.access;
+    if (!a) return;
+    const p = await authenticate(ring, req, reply, a.via === 'key');
+    if (!p) return reply;
+    const refused = refusal(p, a, req);
+    if (refused) {
+      req.log.info({ operator: p.operator, role: p.role, requiredRole: a.role, route: req.routeOptions.url }, 'admin request refused');
+      return sendProblem(reply, refused);
+    }
+    setPrincipal(req, p);
+  });
+}
+
+/**
+ * Admin routes: true when the request may go on. A route that declares `access` was checked by
+ * `authorizeAdminRoutes` already. One that declares none fails closed: only an admin key for
+ * every tenant opens it (a bearer key, not a session), else 401 / 403.
+ */
+export function requireAdmin(admin: AdminKeys, req: FastifyRequest, reply: FastifyReply): boolean {
+  if (principalOf(req)) return true;
+  const ring = ringOf(admin);
+  const key = bearer(req);
+  if (throttled(ring.guard, req, reply, key)) return false;
+  const k = key ? operatorKeyFor(ring, key) : undefined;
+  if (!k) {
+    refuseUnauthenticated(ring, req, reply, key);
+    return false;
+  }
+  const p = principalFromKey(k, keyIdFor(key!), 'key');
+  const refused = refusal(p, { role: 'admin', tenants: 'all' }, req);
+  if (refused) {
+    sendProblem(reply, refused);
+    return false;
+  }
+  setPrincipal(req, p);
+  return true;
 }

@@ -1,8 +1,9 @@
 /**
  * The operator console (`/console`): static files read once at start, served by this process
  * with a strict Content-Security-Policy. The page holds no data and no key: the operator pastes
- * an admin key, the page keeps it in sessionStorage and sends it as a Bearer header to the
- * admin APIs; no cookie, so another site has nothing to ride.
+ * an admin key, the page trades it once for a session (an HttpOnly, SameSite=Strict cookie,
+ * server/sessions.ts) and forgets it; changes through the session also need the console's own
+ * header, which another site cannot send.
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';

@@ -7,6 +7,7 @@ import { DISCARD_SCHEMA, REPLAY_SCHEMA } from '../services/dead-letters.js';
 import { OUTBOX_DISCARD_SCHEMA, OUTBOX_REPLAY_SCHEMA } from '../services/outbox.js';
 import { tenantPaths } from './openapi-tenants.js';
 import { opsPaths } from './openapi-ops.js';
+import { sessionPaths } from './openapi-session.js';
 import { listParameters } from './openapi-lists.js';
 
 /**
@@ -300,8 +301,11 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
       '/v1/admin/whoami': {
         get: {
           summary:
-            'The operator this admin key names (every audit row carries that name), its key ID (a hash prefix) and the Temporal Web UI to link to (admin key)',
-          responses: { 200: { description: '{"operator","keyId","temporalUi"}' }, 401: problemResponse('not an admin key') },
+            'The operator this admin key (or console session) names (every audit row carries that name), its role (viewer, operator, admin), the tenants it is scoped to (null: all), its key ID (a hash prefix) and the Temporal Web UI to link to (any role)',
+          responses: {
+            200: { description: '{"operator","keyId","role","tenants","may","via","temporalUi"}' },
+            401: problemResponse('not an admin key'),
+          },
         },
       },
       '/v1/admin/jobs': {
@@ -384,6 +388,7 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
       },
       ...tenantPaths(problemResponse),
       ...opsPaths(problemResponse),
+      ...sessionPaths(problemResponse),
     },
   };
 }

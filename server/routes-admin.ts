@@ -9,6 +9,7 @@ import { deferredByPriority, getSetting, recentAudit } from '../store/degradatio
 import type { JobType } from '../contract/job-types.js';
 import { changeSetting, degradationBody, nudgeDeferred } from '../services/degradation.js';
 import { keyIdOf, operatorOf, requireAdmin, type AdminKeys } from './auth.js';
+import { access } from './roles.js';
 import { collectQueueHealth } from '../services/queue-health.js';
 import { registerHealthMetrics } from './metrics.js';
 import { problemFromError, sendProblem, unavailableDependency } from './problems.js';
@@ -50,7 +51,7 @@ export function registerAdminRoutes(app: FastifyInstance, registry: Registry, de
     return payload;
   });
 
-  app.get<{ Querystring: { history?: string } }>('/v1/admin/queue-health', async (req, reply) => {
+  app.get<{ Querystring: { history?: string } }>('/v1/admin/queue-health', access('viewer'), async (req, reply) => {
     if (!requireAdmin(deps.adminApiKey, req, reply)) return reply;
     const raw = req.query.history ?? '30';
     if (!/^\d{1,3}$/.test(raw) || Number(raw) > 1440) {
@@ -66,13 +67,13 @@ export function registerAdminRoutes(app: FastifyInstance, registry: Registry, de
     return collectQueueHealth(deps, { historyMinutes: Number(raw) });
   });
 
-  app.get('/v1/admin/degradation', async (req, reply) => {
+  app.get('/v1/admin/degradation', access('viewer'), async (req, reply) => {
     if (!requireAdmin(deps.adminApiKey, req, reply)) return reply;
     const [setting, deferred, audit] = [await getSetting(deps.pool), await deferredByPriority(deps.pool), await recentAudit(deps.pool, 20)];
     return { ...setting, deferredJobs: deferred, audit };
   });
 
-  app.put('/v1/admin/degradation', async (req, reply) => {
+  app.put('/v1/admin/degradation', access('admin'), async (req, reply) => {
     if (!requireAdmin(deps.adminApiKey, req, reply)) return reply;
     const actor = operatorOf(req);
     const parsed = body.safeParse(req.body);

@@ -4,6 +4,7 @@ import { ValidationError } from '../lib/errors.js';
 import { zodFieldIssues } from '../lib/validation.js';
 import { ADD_KEY_SCHEMA, CREATE_TENANT_SCHEMA, TENANT_SETTINGS_SCHEMA, type TenantsAdmin } from '../services/tenants.js';
 import { operatorOf, requireAdmin, type AdminKeys } from './auth.js';
+import { access } from './roles.js';
 import { parseOr400 } from './problems.js';
 
 export interface TenantRouteDeps {
@@ -25,7 +26,7 @@ const body = <T>(schema: z.ZodType<T>, value: unknown, allowed: string): T => {
  * revoked_by); the raw key is in the one 201 answer that creates it, never in a log.
  */
 export function registerTenantRoutes(app: FastifyInstance, deps: TenantRouteDeps): void {
-  app.post('/v1/admin/tenants', async (req, reply) => {
+  app.post('/v1/admin/tenants', access('admin'), async (req, reply) => {
     if (!requireAdmin(deps.adminApiKey, req, reply)) return reply;
     const { id } = body(CREATE_TENANT_SCHEMA, req.body, 'id');
     const actor = operatorOf(req);
@@ -34,13 +35,13 @@ export function registerTenantRoutes(app: FastifyInstance, deps: TenantRouteDeps
     return reply.code(201).header('Location', `/v1/admin/tenants/${id}`).send(tenant);
   });
 
-  app.get('/v1/admin/tenants', async (req, reply) => {
+  app.get('/v1/admin/tenants', access('admin'), async (req, reply) => {
     if (!requireAdmin(deps.adminApiKey, req, reply)) return reply;
     parseOr400(NO_QUERY, req.query, 'query');
     return { tenants: await deps.tenants.listTenants() };
   });
 
-  app.patch<{ Params: { id: string } }>('/v1/admin/tenants/:id', async (req, reply) => {
+  app.patch<{ Params: { id: string } }>('/v1/admin/tenants/:id', access('admin'), async (req, reply) => {
     if (!requireAdmin(deps.adminApiKey, req, reply)) return reply;
     const { mayUseHighPriority } = body(TENANT_SETTINGS_SCHEMA, req.body, 'mayUseHighPriority');
     const actor = operatorOf(req);
@@ -49,7 +50,7 @@ export function registerTenantRoutes(app: FastifyInstance, deps: TenantRouteDeps
     return tenant;
   });
 
-  app.post<{ Params: { id: string } }>('/v1/admin/tenants/:id/keys', async (req, reply) => {
+  app.post<{ Params: { id: string } }>('/v1/admin/tenants/:id/keys', access('admin'), async (req, reply) => {
     if (!requireAdmin(deps.adminApiKey, req, reply)) return reply;
     const { name } = body(ADD_KEY_SCHEMA, req.body, 'name');
     const actor = operatorOf(req);
@@ -59,7 +60,7 @@ export function registerTenantRoutes(app: FastifyInstance, deps: TenantRouteDeps
     return reply.code(201).header('Cache-Control', 'no-store').send(added);
   });
 
-  app.delete<{ Params: { id: string; name: string } }>('/v1/admin/tenants/:id/keys/:name', async (req, reply) => {
+  app.delete<{ Params: { id: string; name: string } }>('/v1/admin/tenants/:id/keys/:name', access('admin'), async (req, reply) => {
     if (!requireAdmin(deps.adminApiKey, req, reply)) return reply;
     const actor = operatorOf(req);
     const revoked = await deps.tenants.revokeKey(req.params.id, req.params.name, { actor });

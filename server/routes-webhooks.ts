@@ -4,6 +4,7 @@ import { WebhookVerificationError, type Webhook } from 'standardwebhooks';
 import { pgOr503 } from '../lib/db.js';
 import { parseEvent, type WebhookService } from '../services/webhooks.js';
 import { requireAdmin, type AdminKeys } from './auth.js';
+import { access } from './roles.js';
 import { registerWebhookMetrics } from './metrics.js';
 import { problem, sendProblem } from './problems.js';
 import type { WebhookKeyring } from './webhook-keyring.js';
@@ -160,6 +161,7 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: WebhookRouteDe
 
   app.get(
     '/v1/admin/webhook-deliveries/:source/:webhookId',
+    access('viewer'),
     async (req: FastifyRequest<{ Params: { source: string; webhookId: string } }>, reply) => {
       if (!requireAdmin(deps.adminApiKey, req, reply)) return reply;
       const row = await pgOr503(() => deps.webhooks.delivery(req.params.source, req.params.webhookId));

@@ -78,8 +78,11 @@ export async function runServer(o: RunServerOptions): Promise<void> {
     webhookSecrets: webhookKeyring,
     version: config.codeVersion,
     httpLimits: config.httpLimits,
+    sessions: config.sessions,
+    ...(config.httpTls ? { tls: { cert: config.httpTls.cert, key: config.httpTls.key } } : {}),
   });
   await app.listen({ port: config.httpPort, host: config.httpHost });
+  if (config.httpTls) log.info({ certFile: config.httpTls.certFile }, 'serving HTTPS');
   // /metrics, /openapi.json and the detailed /readyz without a key, on loopback by default (F7).
   const adminListener = await startAdminListener(app, config.adminListener, config.httpLimits, log).catch((err: Error) => {
     log.fatal({ err: { message: err.message } }, `ADMIN_LISTEN_PORT ${config.adminListener.port} could not be bound`);

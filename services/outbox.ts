@@ -142,7 +142,14 @@ export function createOutboxService(deps: OutboxServiceDeps) {
     return outboxView(discarded);
   }
 
-  return { list, show: async (id: string) => outboxView(await row(id)), replay, discard };
+  /** One row's evidence, with its job's tenant (as `list` gives it). */
+  async function show(id: string) {
+    const o = await row(id);
+    const intent = await getIntent(deps.pool, o.job_id);
+    return { ...outboxView(o), tenantId: intent?.tenant_id ?? null };
+  }
+
+  return { list, show, replay, discard };
 }
 
 export type OutboxService = ReturnType<typeof createOutboxService>;

@@ -1,7 +1,6 @@
 import type pg from 'pg';
 import type { Priority } from '../contract/job-types.js';
 import type { Db } from '../lib/db.js';
-import { deleteExpired } from './live-jobs.js';
 
 /** The degradation setting, its audit trail, and the admission ledger. One function per statement. */
 export interface DegradationSetting {
@@ -176,7 +175,12 @@ export async function deferredByPriority(db: Db): Promise<Partial<Record<Priorit
   return Object.fromEntries(r.rows.map((x) => [x.priority, x.n]));
 }
 
-/** One batch of the retention cleanup: audit rows older than `days`. */
-export function deleteExpiredAudit(db: Db, days: number, limit: number): Promise<number> {
-  return deleteExpired(db, { table: 'degradation_audit', age: 'at' }, days, limit);
+/**
+ * One batch of the retention cleanup: audit rows older than `days`. Audit rows are append-only
+ * (schema/0029): a plain DELETE is refused by a trigger, so the cleanup goes through the one
+ * function that may prune them, and only rows past their age.
+ */
+export async function deleteExpiredAudit(db: Db, days: number, limit: number): Promise<number> {
+  const r = await db.query<{ n: number }>('SELECT durable_jobs_prune_degradation_audit($1, $2) AS n', [days, limit]);
+  return r.rows[0]?.n ?? 0;
 }

@@ -130,7 +130,7 @@ describe('configuration', () => {
       expect(() => load({ ADMIN_API_KEYS: 'alice' })).toThrow(/ADMIN_API_KEYS must be "operator=key/);
       expect(() => load({ ADMIN_API_KEYS: 'al ice=alice-key-0000001-0123456789abcdef0123456789' })).toThrow(/ADMIN_API_KEYS must be/);
       expect(() => load({ ADMIN_API_KEYS: 'alice=short' })).toThrow(
-        /ADMIN_API_KEYS: each key of operator "alice" must be at least 32 characters/,
+        /ADMIN_API_KEYS: operator "alice": keys: each key must be at least 32 characters/,
       );
       expect(() =>
         load({ ADMIN_API_KEYS: 'alice=alice-key-0000001-0123456789abcdef0123456789,alice=alice-key-0000002-0123456789abcdef0123456789' }),

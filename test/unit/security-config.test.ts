@@ -19,7 +19,7 @@ describe('configured keys', () => {
     );
     expect(() => load({ ADMIN_API_KEY: key31 })).toThrow(/ADMIN_API_KEY must be at least 32 characters/);
     expect(() => load({ ADMIN_API_KEYS: `alice=${key32}|${key31}` })).toThrow(
-      /ADMIN_API_KEYS: each key of operator "alice" must be at least 32 characters/,
+      /ADMIN_API_KEYS: operator "alice": keys: each key must be at least 32 characters/,
     );
     expect(load({ SEED_TENANTS: `acme=${key32}` }).seedTenants).toEqual([{ tenantId: 'acme', apiKey: key32 }]);
     expect(load({ ADMIN_API_KEY: key32 }).adminKeys).toHaveLength(1);
