@@ -6,6 +6,7 @@ import { degradationBody } from '../services/degradation.js';
 import { DISCARD_SCHEMA, REPLAY_SCHEMA } from '../services/dead-letters.js';
 import { OUTBOX_DISCARD_SCHEMA, OUTBOX_REPLAY_SCHEMA } from '../services/outbox.js';
 import { tenantPaths } from './openapi-tenants.js';
+import { pausePaths } from './openapi-pauses.js';
 import { listParameters } from './openapi-lists.js';
 
 /**
@@ -16,6 +17,7 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
   const json = (s: z.ZodType) => z.toJSONSchema(s, { target: 'openapi-3.0' });
   const problem = { $ref: '#/components/schemas/Problem' };
   const problemResponse = (description: string) => ({ description, content: { 'application/problem+json': { schema: problem } } });
+  const degradation = json(degradationBody(jobs.fallbackTypes, jobs.names));
   // One schema per registered type, described by its definition (and its effect steps).
   const inputs = Object.fromEntries(
     jobs.modules.map(({ definition: d }) => [
@@ -372,7 +374,7 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
               description: 'deprecated: the admin key names the operator (ADMIN_API_KEYS); if sent, it must be that name (else 400)',
             },
           ],
-          requestBody: { required: true, content: { 'application/json': { schema: json(degradationBody(jobs.fallbackTypes)) } } },
+          requestBody: { required: true, content: { 'application/json': { schema: degradation } } },
           responses: {
             200: { description: 'the new setting' },
             400: problemResponse('invalid setting (nothing changed)'),
@@ -381,6 +383,7 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
         },
       },
       ...tenantPaths(problemResponse),
+      ...pausePaths(problemResponse, jobs.names),
       '/healthz': { get: { summary: 'process up', security: [], responses: { 200: { description: 'up' } } } },
       '/readyz': {
         get: {
