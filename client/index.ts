@@ -48,6 +48,7 @@ export {
   IdempotencyConflictError,
   NonRetryableError,
   NotFoundError,
+  RateLimitedError,
   RetryableError,
   StateConflictError,
   UnavailableError,

@@ -152,6 +152,7 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
             413: problemResponse('body over 256 KiB'),
             415: problemResponse('not application/json'),
             422: problemResponse('key reused with a different type, input, runAt, delaySeconds or tags'),
+            429: problemResponse("over the tenant's intake rate limit (nothing accepted); retry after Retry-After"),
             503: problemResponse('Temporal or Postgres cannot take the job; retry with the same key after Retry-After'),
           },
         },
@@ -382,8 +383,8 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
           },
         },
       },
-      ...tenantPaths(problemResponse),
       ...pausePaths(problemResponse, jobs.names),
+      ...tenantPaths(problemResponse),
       '/healthz': { get: { summary: 'process up', security: [], responses: { 200: { description: 'up' } } } },
       '/readyz': {
         get: {

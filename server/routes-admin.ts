@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import type pg from 'pg';
-import type { Registry } from 'prom-client';
+import { Counter, type Registry } from 'prom-client';
 import { ValidationError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { zodFieldIssues } from '../lib/validation.js';
@@ -47,8 +47,17 @@ export function registerAdminRoutes(app: FastifyInstance, registry: Registry, de
   const nudge = () =>
     nudgeDeferred(deps).catch((e: Error) => deps.log.warn({ err: e.message }, 'could not nudge deferred jobs; they re-check on their own'));
 
+  // Submits refused by a tenant's intake rate limit (issue 38 §5). No tenant label: /metrics is
+  // public and carries no tenant, job or key (security review, item 50); which tenant was limited
+  // is in the API's log line of the 429 and in the tenant's settings.
+  const rateLimited = new Counter({
+    name: 'durable_jobs_intake_rate_limited_total',
+    help: 'Submits answered 429 because their tenant exceeded its intake rate limit (nothing was accepted)',
+    registers: [registry],
+  });
   // Intake that could not persist: counted (durably, best-effort) so the health report shows it.
   app.addHook('onSend', async (req, reply, payload) => {
+    if (reply.statusCode === 429 && req.method === 'POST' && req.routeOptions.url === '/v1/jobs') rateLimited.inc();
     if (reply.statusCode === 503 && req.method === 'POST' && req.routeOptions.url === '/v1/jobs') {
       const dependency = unavailableDependency(req);
       metrics.countRejection(dependency === 'temporal' || dependency === 'postgres' ? dependency : 'other');
@@ -97,7 +106,6 @@ export function registerAdminRoutes(app: FastifyInstance, registry: Registry, de
     if (liftedAny(before, after)) void nudge();
     return { ...after, deferredJobs: await deferredByPriority(deps.pool) };
   });
-}
 
   // Pauses one at a time (issue 38 §4): a priority, a job type, a tenant, or a tenant's type.
   // The same setting as PUT /v1/admin/degradation, changed under its lock and audited alike.
@@ -119,3 +127,4 @@ export function registerAdminRoutes(app: FastifyInstance, registry: Registry, de
       return { ...pausesOf(after), deferredJobs: await deferredByPriority(deps.pool) };
     });
   }
+}
