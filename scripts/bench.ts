@@ -7,7 +7,7 @@
  *   npm run bench -- --quick           tiny sizes, same code paths (CI smoke test); writes nothing
  *   npm run bench -- --out FILE        also (or instead) write the results to FILE
  *   npm run bench -- --only a,b        only these sections: throughput, intake, effects, replay,
- *                                      growth, memory, slots, machine
+ *                                      growth, memory, slots, fairness, machine
  *   npm run bench -- --temporal production   the same sections on temporal-server on Postgres
  *                                      (the production shape) instead of the CLI dev server
  *
@@ -19,6 +19,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { measureEffectCost } from './bench/effects-cost.js';
 import { measureSlots } from './bench/slots.js';
+import { measureFairness } from './bench/fairness.js';
 import { measureIntake } from './bench/intake.js';
 import { measureMachineLimits } from './bench/machine-limits.js';
 import { capacityTable, type PerJob } from './bench/costs.js';
@@ -33,7 +34,7 @@ import { measureWorkerMemory } from './bench/worker-memory.js';
 import { MMAP_THRESHOLD_ENV, workerProcessEnv } from '../lib/worker-allocator.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const SECTIONS = ['throughput', 'intake', 'effects', 'replay', 'growth', 'memory', 'slots', 'machine'] as const;
+const SECTIONS = ['throughput', 'intake', 'effects', 'replay', 'growth', 'memory', 'slots', 'fairness', 'machine'] as const;
 type Section = (typeof SECTIONS)[number];
 
 function parseArgs(argv: string[]): { quick: boolean; out: string | null; only: Set<Section>; temporal: TemporalKind } {
@@ -104,6 +105,7 @@ async function main(): Promise<number> {
     await section('growth', () => measureTableGrowth(stack));
     await section('memory', () => measureWorkerMemory(stack));
     await section('slots', () => measureSlots(stack));
+    await section('fairness', () => measureFairness(stack));
     await section('machine', async () => {
       const m = await measureMachineLimits(stack);
       pgbenchTps = m.pgbenchTps;
