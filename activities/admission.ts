@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { withTransaction } from '../lib/db.js';
 import { admissionWaitMs } from '../lib/health.js';
 import type { Logger } from '../lib/logger.js';
-import type { DegradationSetting, RampStop } from '../store/degradation.js';
+import { holdingScope, type DegradationSetting, type PauseScope, type RampStop } from '../store/degradation.js';
 import {
   admissionFacts,
   admittedLastMinute,
@@ -42,6 +42,17 @@ function pausedReason(priority: Priority, setting: DegradationSetting, rate: num
   const since = setting.pausedSince[priority];
   const by = setting.updatedBy === RAMP_STOP_ACTOR ? 'automatically by the ramp stop condition' : 'by an operator';
   return `${priority}-priority work is paused ${by}${since ? ` since ${since}` : ''}; it resumes at ${rate}/min once the pause is lifted`;
+}
+
+/** The reason a job held by a scope pause shows its tenant (`statusReason`): what is paused, never by whom. */
+export function scopeReason(p: PauseScope, rate: number): string {
+  const what =
+    p.tenantId !== undefined && p.jobType !== undefined
+      ? `this tenant's ${p.jobType} jobs are`
+      : p.jobType !== undefined
+        ? `${p.jobType} jobs are`
+        : "this tenant's jobs are";
+  return `${what} paused by an operator since ${p.since}; they resume at ${rate}/min once the pause is lifted`;
 }
 
 /**
@@ -94,6 +105,12 @@ export function createAdmissionActivities(deps: AdmissionDeps) {
       const rate = setting.recoveryRatePerMinute;
       if (setting.pausedPriorities.includes(args.priority)) {
         const reason = pausedReason(args.priority, setting, rate);
+        await markDeferred(deps.pool, args.jobId, reason);
+        return { decision: 'defer', reason };
+      }
+      const scope = holdingScope(setting.pausedScopes, args);
+      if (scope) {
+        const reason = scopeReason(scope, rate);
         await markDeferred(deps.pool, args.jobId, reason);
         return { decision: 'defer', reason };
       }

@@ -81,12 +81,13 @@ export interface FailureDetails {
  * stops sending them, so the server hands the attempt to another worker after
  * `heartbeatTimeout`. The SDK throttles the actual RPCs.
  */
-export async function withHeartbeat<T>(fn: () => Promise<T>, details?: { step: string }): Promise<T> {
+export async function withHeartbeat<T>(fn: () => Promise<T>, details?: { step: string; progress?: unknown }): Promise<T> {
   const ctx = Context.current();
   // A local activity has no heartbeat (the SDK ignores it): its lease is its workflow task.
   if (ctx.info.isLocal) return fn();
   const every = Math.max(200, Math.min(2_000, (ctx.info.heartbeatTimeoutMs ?? 10_000) / 4));
-  // The step in the details tells the next attempt which step a lost attempt was running.
+  // The step in the details tells the next attempt which step a lost attempt was running;
+  // `details` is read at each beat, so a step's latest progress report (`ctx.progress`) rides along.
   // No heartbeat at once: the first one goes out after `every` (at most 2 s, well inside the
   // heartbeat timeout), which saves one heartbeat RPC (a history write) per attempt. The
   // step of an attempt lost before its first heartbeat comes from its lease row instead.

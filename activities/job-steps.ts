@@ -8,6 +8,8 @@ import { addExecutionSpan, loadInput, startAttempt, type AttemptStart } from '..
 import { writeResultFenced } from '../store/step-result.js';
 import { ADMISSION_WAIT_FAILURE, SLOT_WAIT_FAILURE, type SlotWaitDetails, type StepArgs, type StepWait } from '../contract/job-types.js';
 import { budgetOf } from '../job-api/define.js';
+import { createProgressReporter, type ProgressReport } from '../job-api/progress.js';
+import { recordProgress } from '../store/progress.js';
 import type { ActivityDeps } from './deps.js';
 import { effectSlot, wakeSlotWaiter } from './concurrency.js';
 import { attemptNumber, attemptOffset, currentFence, failAttempt, setLocalAttempt, withAttemptScope, withHeartbeat } from './attempt.js';
@@ -56,6 +58,15 @@ export interface StepContext {
   /** The same through the worker's provider (`PROVIDER_URL`, the simulator's dialect): POST `body` to `path`. */
   effect(step: string, path: string, body: Record<string, unknown>, opts?: EffectOptions): Promise<EffectResult>;
   input<T>(): Promise<T>;
+  /**
+   * How far the step is (`{ done, total?, note? }`): carried by the heartbeat and stored on the
+   * job at most once a second (the last report also when the step ends), shown by
+   * `GET /v1/jobs/{id}`, `getJob`, the console and the timeline. Returns at once; a failed
+   * write is logged, never the step's failure. A bad report (`done` not a finite number >= 0,
+   * a note over 200 characters) throws `ValidationError`. The note is shown to the tenant:
+   * never secrets or raw input.
+   */
+  progress(report: ProgressReport): void;
   /** What the step's last statement (`completeWithOutbox`) writes beside the result: the span so far and the lease to end. */
   closing?: () => { spanMs: number; lease: LeaseKey | undefined };
   /** Called once that statement committed: the wrapper then writes neither again. */
@@ -185,8 +196,18 @@ async function runStepWith<T>(
       waitInWorkflow: args.slotWait !== undefined,
       resumed,
     });
+  // The heartbeat's details: the step, and the latest progress report once there is one.
+  const heartbeatDetails: { step: string; progress?: ProgressReport } = { step };
+  const progress = createProgressReporter(step, {
+    write: (p) => recordProgress(deps.pool, args.jobId, p),
+    onReport: (p) => {
+      heartbeatDetails.progress = p;
+    },
+    onError: (e) => deps.log.warn({ jobId: args.jobId, step, err: e.message }, 'could not store progress'),
+  });
   const ctx: StepContext = {
     args,
+    progress: (report) => progress.report(report),
     get attempt() {
       return attempt;
     },
@@ -253,48 +274,54 @@ async function runStepWith<T>(
         )
       : undefined;
   try {
-    const result = await withHeartbeat(
-      async () => {
-        await whenDatabaseIsBack(deps, args.jobId, async () => {
-          // The lease row in the same statement as the attempt's first writes: the fence
-          // (store/fence.ts) counts on it being there no later than they are.
-          const leaseRow =
-            lease && !lease.started
-              ? {
-                  ...lease.key,
-                  attempt: local ? null : lease.key.attempt,
-                  activityType: lease.activityType,
-                  startToCloseMs: lease.startToCloseMs,
-                  step,
-                }
-              : undefined;
-          const admitCheck = args.admitInStep === true;
-          const fence = local ? undefined : currentFence();
-          // A schedule's first attempt fences no earlier one: its start is evidence only, committed
-          // without waiting for the flush (`startAttempt`); the effect's claim, synchronous, flushes it.
-          // A local attempt's number comes from its lease row, so its start stays synchronous.
-          const startOpts = { withInput: opts.prefetchInput ?? false, lease: leaseRow, stillWaiting: resumed.pending, admitCheck };
-          start = local
-            ? await startAttempt(deps.pool, args.jobId, null, undefined, startOpts)
-            : await startAttempt(deps.pool, args.jobId, attempt, fence, { ...startOpts, asyncCommit: fence?.attempt === 1 });
-          if (lease) lease.started = start.admitted;
-        });
-        if (start && !start.admitted) {
-          // Not admitted: the statement wrote nothing, no lease row either. A leased activity's
-          // tracking (activities/lease-tracking.ts) must not write one afterwards as evidence of
-          // an attempt that never began: its scope says the lease is done with.
-          if (lease && !local) lease.started = lease.ended = true;
-          throw new NotAdmittedError('the degradation gate did not admit the job at once; the workflow runs the gate');
-        }
-        if (local && lease) {
-          await numberLocalAttempt(deps, lease, start?.attempt ?? null, step);
-          attempt = attemptNumber();
-        }
-        ran = true;
-        return body(ctx);
-      },
-      { step },
-    );
+    const result = await withHeartbeat(async () => {
+      await whenDatabaseIsBack(deps, args.jobId, async () => {
+        // The lease row in the same statement as the attempt's first writes: the fence
+        // (store/fence.ts) counts on it being there no later than they are.
+        const leaseRow =
+          lease && !lease.started
+            ? {
+                ...lease.key,
+                attempt: local ? null : lease.key.attempt,
+                activityType: lease.activityType,
+                startToCloseMs: lease.startToCloseMs,
+                step,
+              }
+            : undefined;
+        const admitCheck = args.admitInStep === true;
+        const holdCheck = !admitCheck && args.holdIfPaused === true;
+        const fence = local ? undefined : currentFence();
+        // A schedule's first attempt fences no earlier one: its start is evidence only, committed
+        // without waiting for the flush (`startAttempt`); the effect's claim, synchronous, flushes it.
+        // A local attempt's number comes from its lease row, so its start stays synchronous.
+        const startOpts = { withInput: opts.prefetchInput ?? false, lease: leaseRow, stillWaiting: resumed.pending, admitCheck, holdCheck };
+        start = local
+          ? await startAttempt(deps.pool, args.jobId, null, undefined, startOpts)
+          : await startAttempt(deps.pool, args.jobId, attempt, fence, { ...startOpts, asyncCommit: fence?.attempt === 1 });
+        if (lease) lease.started = start.admitted;
+      });
+      if (start && !start.admitted) {
+        // Not admitted: the statement wrote nothing, no lease row either. A leased activity's
+        // tracking (activities/lease-tracking.ts) must not write one afterwards as evidence of
+        // an attempt that never began: its scope says the lease is done with.
+        if (lease && !local) lease.started = lease.ended = true;
+        throw new NotAdmittedError(
+          args.holdIfPaused === true && args.admitInStep !== true
+            ? 'a pause holds the job at this step; the workflow runs the gate'
+            : 'the degradation gate did not admit the job at once; the workflow runs the gate',
+        );
+      }
+      if (local && lease) {
+        await numberLocalAttempt(deps, lease, start?.attempt ?? null, step);
+        attempt = attemptNumber();
+      }
+      ran = true;
+      try {
+        return await body(ctx);
+      } finally {
+        await progress.flush();
+      }
+    }, heartbeatDetails);
     await storeHandedOff();
     await recordSpan();
     if (local) await endLocalLease(deps, lease, 'completed');
@@ -312,7 +339,13 @@ async function runStepWith<T>(
       throw slotWait(err, attempt);
     }
     if (err instanceof NotAdmittedError) {
-      if (waitsReturn) return { durableJobsWait: 'admission', message: err.message } satisfies StepWait as T;
+      // A held later step says which job attempt did not run (the workflow keeps the numbering).
+      if (waitsReturn)
+        return {
+          durableJobsWait: 'admission',
+          message: err.message,
+          ...(args.holdIfPaused && !args.admitInStep ? { attempt } : {}),
+        } satisfies StepWait as T;
       throw notAdmitted(err);
     }
     return failAttempt(deps, { jobId: args.jobId, step, budget, startedAt }, err);

@@ -8,6 +8,7 @@
  */
 import { createJobsClient as createIntake, type JobsClient, type JobsClientDeps } from '../services/intake.js';
 import { defaultJobRegistry } from '../jobs/index.js';
+import { createPausesAdmin as createPauses, type PausesAdmin } from '../services/degradation.js';
 
 export type ClientOptions = Omit<JobsClientDeps, 'jobs'> & {
   /** The job types this client may submit. Default: the shipped ones (`summarize`, `purchase`, `transcribe`, `digest`). */
@@ -24,8 +25,18 @@ export function createJobsClient(options: ClientOptions): JobsClient {
  * once), `revokeKey` (401 from the next request on, in every API process).
  */
 export { createTenantsAdmin, type AddedKey, type TenantInfo, type TenantKeyInfo, type TenantsAdmin } from '../services/tenants.js';
+
+/**
+ * `createPausesAdmin(pool, jobs?)`: `list`, `pause` and `resume` a priority, a job type, a
+ * tenant or a tenant's type (issue 38 §4), validated and audited as over HTTP. `jobs`: the
+ * registry whose type names a pause may use (default: the shipped ones).
+ */
+export function createPausesAdmin(pool: ClientOptions['pool'], jobs: JobsClientDeps['jobs'] = defaultJobRegistry): PausesAdmin {
+  return createPauses(pool, jobs.names);
+}
+export type { Pauses, PausesAdmin, PauseTarget } from '../services/degradation.js';
 export type { JobsClient, JobsClientDeps, SubmitJobRequest, SubmitJobResult } from '../services/intake.js';
-export type { JobStatus, StaleResult } from '../services/job-status.js';
+export type { JobProgress, JobStatus, StaleResult } from '../services/job-status.js';
 export type { JobPage, ListJobsFilter } from '../services/job-lists.js';
 export type { JobArgs, JobBudget, JobBudgets, JobState, JobType, Priority } from '../contract/job-types.js';
 export { JOB_STATES, PRIORITIES, TERMINAL_STATES, UNFINISHED_STATES, isTerminalState } from '../contract/job-types.js';
@@ -37,6 +48,7 @@ export {
   IdempotencyConflictError,
   NonRetryableError,
   NotFoundError,
+  RateLimitedError,
   RetryableError,
   StateConflictError,
   UnavailableError,

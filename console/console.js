@@ -271,6 +271,12 @@ async function renderJob(jobId) {
     ['attempts', String(j.attempts)],
     ['reason', j.statusReason],
     [
+      'progress',
+      j.progress
+        ? `${j.progress.done}${j.progress.total !== undefined ? ` of ${j.progress.total}` : ''}${j.progress.note ? `: ${j.progress.note}` : ''} (step ${j.progress.step}, ${utc(j.progress.at)})`
+        : undefined,
+    ],
+    [
       'error',
       j.error ? `${j.error.errorClass}${j.error.statusCode ? ` (HTTP ${j.error.statusCode})` : ''}: ${j.error.message}` : undefined,
     ],

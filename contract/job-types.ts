@@ -127,6 +127,21 @@ export interface SlotWaitDetails {
  */
 export const ADMISSION_WAIT_FAILURE = 'AdmissionWait';
 
+/** What a step reports of its progress (`ctx.progress`, issue 38 §6). */
+export interface ProgressReport {
+  /** Units done so far: a finite number >= 0. */
+  done: number;
+  /** Units in all, when known: a finite number >= 0. */
+  total?: number;
+  /** A short word on what it is doing: at most 200 characters. Never secrets or raw user input: tenants see it. */
+  note?: string;
+}
+
+/** What the job's row keeps (`job_intents.progress`): the latest report and the step that made it. */
+export interface StoredProgress extends ProgressReport {
+  step: string;
+}
+
 /** Which job's effects a step uses: replays of a job reuse the original job's effects. */
 export type StepArgs = JobArgs & {
   effectScope?: string;
@@ -138,6 +153,14 @@ export type StepArgs = JobArgs & {
    * with an `AdmissionWait` failure. Absent: the gate already ran in the workflow.
    */
   admitInStep?: boolean;
+  /**
+   * Set by `stepActivities` on every other step of a job whose lifecycle registered its gate
+   * (`runJob`, patch `hold-at-next-step`, issue 38 §4): the attempt's first statement asks only
+   * whether a pause (its priority, type, tenant, or the pair) holds the job now and, if so,
+   * writes nothing and returns an `admission` wait; the workflow runs the gate (the job shows
+   * `deferred` with the pause as its reason) and schedules the step again once resumed.
+   */
+  holdIfPaused?: boolean;
 };
 
 /**

@@ -48,6 +48,7 @@ export {
 } from './upstream.js';
 export { httpUpstream, providerCodeOf, type HttpAnswer, type HttpUpstream, type HttpUpstreamOptions } from '../activities/http-upstream.js';
 export { credential, type Credential, type CredentialSource } from '../lib/credentials.js';
+export { PROGRESS_WRITE_INTERVAL_MS, type ProgressReport, type StoredProgress } from './progress.js';
 export { parseRetryAfter } from '../lib/retry.js';
 export type { ActivityDeps } from '../activities/deps.js';
 export type { EffectResult } from '../activities/effects.js';

@@ -101,6 +101,20 @@ export class UnavailableError extends DurableJobsError {
   }
 }
 
+/**
+ * The tenant submitted faster than its intake rate limit (issue 38 §5): nothing was accepted.
+ * Retry the same request after `retryAfterSeconds` (HTTP 429 with `Retry-After`).
+ */
+export class RateLimitedError extends DurableJobsError {
+  readonly code = 'rate_limited';
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(message);
+  }
+}
+
 export class NotFoundError extends DurableJobsError {
   readonly code = 'not_found';
 }

@@ -7,8 +7,8 @@
  *   npm run bench -- --quick           tiny sizes, same code paths (CI smoke test); writes nothing
  *   npm run bench -- --out FILE        also (or instead) write the results to FILE
  *   npm run bench -- --only a,b        only these sections: throughput, intake, abuse, effects,
- *                                      replay, growth, memory, slots, machine, example (a team's
- *                                      type from examples/acme-service, installed from the tarball)
+ *                                      replay, growth, memory, slots, fairness, machine, example (a
+ *                                      team's type from examples/acme-service, installed from the tarball)
  *   npm run bench -- --temporal production   the same sections on temporal-server on Postgres
  *                                      (the production shape) instead of the CLI dev server
  *
@@ -21,6 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { measureEffectCost } from './bench/effects-cost.js';
 import { measureExampleType } from './bench/example-type.js';
 import { measureSlots } from './bench/slots.js';
+import { measureFairness } from './bench/fairness.js';
 import { measureIntake } from './bench/intake.js';
 import { measureSlowBodies } from './bench/slow-bodies.js';
 import { measureMachineLimits } from './bench/machine-limits.js';
@@ -36,7 +37,7 @@ import { measureWorkerMemory } from './bench/worker-memory.js';
 import { MMAP_THRESHOLD_ENV, workerProcessEnv } from '../lib/worker-allocator.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const SECTIONS = ['throughput', 'intake', 'abuse', 'effects', 'replay', 'growth', 'memory', 'slots', 'machine', 'example'] as const;
+const SECTIONS = ['throughput', 'intake', 'abuse', 'effects', 'replay', 'growth', 'memory', 'slots', 'fairness', 'machine', 'example'] as const;
 type Section = (typeof SECTIONS)[number];
 
 function parseArgs(argv: string[]): { quick: boolean; out: string | null; only: Set<Section>; temporal: TemporalKind } {
@@ -111,6 +112,7 @@ async function main(): Promise<number> {
     await section('growth', () => measureTableGrowth(stack));
     await section('memory', () => measureWorkerMemory(stack));
     await section('slots', () => measureSlots(stack));
+    await section('fairness', () => measureFairness(stack));
     await section('example', () => measureExampleType(stack));
     await section('machine', async () => {
       const m = await measureMachineLimits(stack);

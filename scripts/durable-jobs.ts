@@ -35,6 +35,11 @@ const COMMANDS: Record<string, Command> = {
     run: () => import('./tenants.js'),
   },
   dlq: { summary: 'dead letters: list, show, replay (dry run first), discard', jobs: 'none', run: () => import('./dlq.js') },
+  pause: {
+    summary: "pause or resume a priority, job type, tenant or a tenant's type (through the API)",
+    jobs: 'none',
+    run: () => import('./pause.js'),
+  },
   job: { summary: 'one job: status and its timeline across Postgres and Temporal', jobs: 'none', run: () => import('./job.js') },
   health: {
     summary: 'queue health: age, rates, recovery time (--direct reads each type of --jobs)',

@@ -32,7 +32,7 @@ export function tenantPaths(problemResponse: (description: string) => unknown): 
     '/v1/admin/tenants/{id}': {
       patch: {
         summary:
-          "Change a tenant's settings: mayUseHighPriority grants or withdraws submitting priority high (default false), from its next submit on (admin key)",
+          "Change a tenant's settings: mayUseHighPriority grants or withdraws submitting priority high (default false); intakeRatePerSecond and intakeBurst set its intake rate limit (null: none, the default); from its next submit on (admin key)",
         parameters: [id],
         requestBody: { required: true, content: { 'application/json': { schema: json(TENANT_SETTINGS_SCHEMA) } } },
         responses: {

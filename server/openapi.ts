@@ -8,6 +8,7 @@ import { OUTBOX_DISCARD_SCHEMA, OUTBOX_REPLAY_SCHEMA } from '../services/outbox.
 import { tenantPaths } from './openapi-tenants.js';
 import { opsPaths } from './openapi-ops.js';
 import { sessionPaths } from './openapi-session.js';
+import { pausePaths } from './openapi-pauses.js';
 import { listParameters } from './openapi-lists.js';
 
 /**
@@ -18,6 +19,7 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
   const json = (s: z.ZodType) => z.toJSONSchema(s, { target: 'openapi-3.0' });
   const problem = { $ref: '#/components/schemas/Problem' };
   const problemResponse = (description: string) => ({ description, content: { 'application/problem+json': { schema: problem } } });
+  const degradation = json(degradationBody(jobs.fallbackTypes, jobs.names));
   // One schema per registered type, described by its definition (and its effect steps).
   const inputs = Object.fromEntries(
     jobs.modules.map(({ definition: d }) => [
@@ -152,6 +154,7 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
             413: problemResponse('body over 256 KiB'),
             415: problemResponse('not application/json'),
             422: problemResponse('key reused with a different type, input, runAt, delaySeconds or tags'),
+            429: problemResponse("over the tenant's intake rate limit (nothing accepted); retry after Retry-After"),
             503: problemResponse('Temporal or Postgres cannot take the job; retry with the same key after Retry-After'),
           },
         },
@@ -378,7 +381,7 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
               description: 'deprecated: the admin key names the operator (ADMIN_API_KEYS); if sent, it must be that name (else 400)',
             },
           ],
-          requestBody: { required: true, content: { 'application/json': { schema: json(degradationBody(jobs.fallbackTypes)) } } },
+          requestBody: { required: true, content: { 'application/json': { schema: degradation } } },
           responses: {
             200: { description: 'the new setting' },
             400: problemResponse('invalid setting (nothing changed)'),
@@ -386,6 +389,7 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
           },
         },
       },
+      ...pausePaths(problemResponse, jobs.names),
       ...tenantPaths(problemResponse),
       ...opsPaths(problemResponse),
       ...sessionPaths(problemResponse),

@@ -7,6 +7,7 @@ import {
   IdempotencyConflictError,
   NotFoundError,
   PermissionError,
+  RateLimitedError,
   StateConflictError,
   UnavailableError,
   ValidationError,
@@ -66,6 +67,8 @@ export function problemFromError(err: unknown): Problem {
     const p = err.problem;
     return problem(p.status ?? 409, p.slug ?? 'state-conflict', p.title ?? 'Conflict with the current state', err.message, p.extra ?? {});
   }
+  if (err instanceof RateLimitedError)
+    return problem(429, 'rate-limited', 'Too many submits', err.message, { retryAfterSeconds: err.retryAfterSeconds });
   if (err instanceof UnavailableError)
     return problem(503, 'unavailable', 'Temporarily unavailable', `${err.message}; nothing was changed: retry the same request later`, {
       retryAfterSeconds: err.retryAfterSeconds,

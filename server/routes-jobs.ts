@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type pg from 'pg';
 import type { JobsClient } from '../services/intake.js';
-import { ValidationError } from '../lib/errors.js';
+import { RateLimitedError, ValidationError } from '../lib/errors.js';
 import { zodFieldIssues } from '../lib/validation.js';
 import { SUBMIT_BODY_SCHEMA } from '../services/intake.js';
 import type { ListJobsFilter } from '../services/job-lists.js';
@@ -38,16 +38,23 @@ export function registerJobRoutes(app: FastifyInstance, deps: { pool: pg.Pool; j
         ),
       );
     }
-    const r = await deps.jobs.submitJob({
-      tenantId,
-      type: body.data.type,
-      idempotencyKey: key,
-      input: body.data.input,
-      priority: body.data.priority,
-      runAt: body.data.runAt,
-      delaySeconds: body.data.delaySeconds,
-      tags: body.data.tags,
-    });
+    const r = await deps.jobs
+      .submitJob({
+        tenantId,
+        type: body.data.type,
+        idempotencyKey: key,
+        input: body.data.input,
+        priority: body.data.priority,
+        runAt: body.data.runAt,
+        delaySeconds: body.data.delaySeconds,
+        tags: body.data.tags,
+      })
+      .catch((err: unknown) => {
+        // Which tenant hit its intake limit: here, since /metrics counts refusals without a tenant label.
+        if (err instanceof RateLimitedError)
+          req.log.warn({ tenantId, retryAfterSeconds: err.retryAfterSeconds }, 'submit refused: tenant over its intake rate limit');
+        throw err;
+      });
     const statusUrl = `/v1/jobs/${r.jobId}`;
     reply.header('Location', statusUrl);
     // A finished job's duplicate has nothing to poll for: no Retry-After (services/intake.ts).

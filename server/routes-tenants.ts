@@ -43,10 +43,22 @@ export function registerTenantRoutes(app: FastifyInstance, deps: TenantRouteDeps
 
   app.patch<{ Params: { id: string } }>('/v1/admin/tenants/:id', access('admin'), async (req, reply) => {
     if (!requireAdmin(deps.adminApiKey, req, reply)) return reply;
-    const { mayUseHighPriority } = body(TENANT_SETTINGS_SCHEMA, req.body, 'mayUseHighPriority');
+    const settings = body(TENANT_SETTINGS_SCHEMA, req.body, 'mayUseHighPriority, intakeRatePerSecond, intakeBurst');
+    const { mayUseHighPriority, intakeRatePerSecond, intakeBurst } = settings;
+    if (intakeBurst !== undefined && intakeRatePerSecond === undefined)
+      throw new ValidationError('invalid request body', [
+        { path: 'intakeRatePerSecond', message: 'required with intakeBurst: the rate the bucket refills at' },
+      ]);
     const actor = operatorOf(req);
-    const tenant = await deps.tenants.setHighPriority(req.params.id, mayUseHighPriority, { actor });
-    req.log.info({ actor, tenantId: tenant.id, mayUseHighPriority }, 'tenant settings changed');
+    let tenant;
+    if (mayUseHighPriority !== undefined) tenant = await deps.tenants.setHighPriority(req.params.id, mayUseHighPriority, { actor });
+    if (intakeRatePerSecond !== undefined)
+      tenant = await deps.tenants.setIntakeLimit(
+        req.params.id,
+        { ratePerSecond: intakeRatePerSecond, burst: intakeBurst ?? null },
+        { actor },
+      );
+    req.log.info({ actor, tenantId: tenant!.id, ...settings }, 'tenant settings changed');
     return tenant;
   });
 

@@ -41,6 +41,7 @@ import { listTenantJobs, parseListQuery, TENANT_LIST_QUERY, type JobPage, type L
 import { resolveTerms, SUBMIT_TERMS_SHAPE, type ResolvedTerms } from './submit-options.js';
 import { recordDuplicate } from '../store/timeline.js';
 import { mayUseHighPriority } from '../store/tenants.js';
+import { admitSubmit } from './rate-limit.js';
 import { tenantStage } from './timeline.js';
 
 export interface JobsClientDeps {
@@ -219,6 +220,8 @@ export function createJobsClient(deps: JobsClientDeps) {
     const now = new Date();
     const { type, input, priority, terms } = validate(deps.jobs, req, now, byTrigger);
     if (priority === 'high') await requireHighPriority(req.tenantId);
+    // The tenant's intake rate limit (issue 38 §5), before anything is written: a 429 leaves nothing.
+    await admitSubmit(deps.pool, req.tenantId);
     const intent = {
       jobId: jobIdFor(req.tenantId, type, req.idempotencyKey),
       tenantId: req.tenantId,

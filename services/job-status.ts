@@ -45,6 +45,17 @@ export interface JobStatus {
   scheduledFor?: string;
   /** The business tags its submitter set. */
   tags?: Record<string, string>;
+  /** The latest progress a step reported (`ctx.progress`), with the step and when it was stored (UTC). */
+  progress?: JobProgress;
+}
+
+/** What a step last reported of its progress. */
+export interface JobProgress {
+  done: number;
+  total?: number;
+  note?: string;
+  step: string;
+  at: string;
 }
 
 /** The last successful result of the same tenant, type and input: not this job's, and not live. */
@@ -110,6 +121,7 @@ export function toJobStatus(
   if (row.upstream_reason) s.upstreamReason = row.upstream_reason;
   if (row.run_at) s.scheduledFor = row.run_at.toISOString();
   if (row.tags) s.tags = row.tags;
+  if (row.progress && row.progress_at) s.progress = { ...row.progress, at: row.progress_at.toISOString() };
   if (!FINAL.includes(row.status)) s.nextPollSeconds = pollAfterSeconds(status, row.run_at, now);
   return s;
 }

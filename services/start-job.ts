@@ -68,6 +68,7 @@ export async function startJobWorkflow(
         { key: JobStateKey, value: delayMs > 0 ? 'scheduled' : 'queued' },
       ],
       ...(delayMs > 0 ? { startDelay: delayMs } : {}),
+      priority: taskPriority(args),
       staticSummary: info.summary(args),
       staticDetails: `${info.description}. Input is stored in Postgres (job_intents), not in this history.`,
     });
@@ -76,6 +77,22 @@ export async function startJobWorkflow(
     if (isAlreadyStarted(err)) return false;
     throw err;
   }
+}
+
+/** Temporal's priority key per job priority (1 runs first; 3 is Temporal's default). */
+const PRIORITY_KEY = { high: 2, normal: 3, low: 4 } as const;
+
+/**
+ * The job's Temporal task priority (issue 38 §5): its priority key, and its tenant as the
+ * fairness key, so one tenant's backlog on a shared task queue does not hold another's tasks
+ * back: the matching service dispatches backlogged tasks round-robin across fairness keys
+ * (weight 1 each) within a priority key. Set on the workflow; its activities and local
+ * activities inherit it. The server honours it with dynamic config `matching.useNewMatcher`
+ * and `matching.enableFairness` (scripts/lib/dev-server.ts sets both; docs/operations-flow.md);
+ * without them it is ignored and dispatch stays first in, first out.
+ */
+export function taskPriority(args: Pick<JobArgs, 'tenantId' | 'priority'>): { priorityKey: number; fairnessKey: string } {
+  return { priorityKey: PRIORITY_KEY[args.priority] ?? 3, fairnessKey: args.tenantId };
 }
 
 /**

@@ -13,6 +13,8 @@ import { apiKeyHash, apiKeyPrefix, generateApiKey, MIN_CONFIGURED_KEY_LENGTH } f
 import { zodFieldIssues } from '../lib/validation.js';
 import { insertTenantKey, revokeTenantKey } from '../store/tenant-keys.js';
 import { insertTenant, listTenants, setHighPriority, tenantExists, type TenantInfo, type TenantKeyInfo } from '../store/tenants.js';
+import { setIntakeLimit } from '../store/rate-limit.js';
+import { INTAKE_LIMIT_SHAPE } from './rate-limit.js';
 
 export type { TenantInfo, TenantKeyInfo };
 
@@ -54,6 +56,17 @@ export interface TenantsAdmin {
    * (default: not granted). Applies to the next submit. `NotFoundError` for an unknown tenant.
    */
   setHighPriority(tenantId: string, allowed: boolean, opts?: { actor?: string }): Promise<TenantInfo>;
+  /**
+   * Sets the tenant's intake rate limit (issue 38 §5): `ratePerSecond` submits a second on
+   * average, `burst` at once (default one second's worth); `ratePerSecond: null` removes it
+   * (the default). Applies to the next submit in every API process. `NotFoundError` for an
+   * unknown tenant.
+   */
+  setIntakeLimit(
+    tenantId: string,
+    limit: { ratePerSecond: number | null; burst?: number | null },
+    opts?: { actor?: string },
+  ): Promise<TenantInfo>;
   /** Revokes the tenant's live key of that name: it answers 401 from the next request on. */
   revokeKey(tenantId: string, name: string, opts?: { actor?: string }): Promise<TenantKeyInfo>;
 }
@@ -131,6 +144,19 @@ export function createTenantsAdmin(pool: pg.Pool): TenantsAdmin {
       return one(id);
     },
 
+    async setIntakeLimit(tenantId, limit, opts = {}) {
+      const id = valid(TENANT_ID, tenantId, 'tenantId');
+      const rate = valid(INTAKE_LIMIT_SHAPE.intakeRatePerSecond, limit.ratePerSecond, 'intakeRatePerSecond') ?? null;
+      const burst = valid(INTAKE_LIMIT_SHAPE.intakeBurst, limit.burst, 'intakeBurst') ?? null;
+      if (
+        !(await pgOr503(() =>
+          setIntakeLimit(pool, id, { ratePerSecond: rate, burst: rate === null ? null : burst }, opts.actor ?? 'client'),
+        ))
+      )
+        throw new NotFoundError(`tenant "${id}" not found`);
+      return one(id);
+    },
+
     async revokeKey(tenantId, name, opts = {}) {
       const id = valid(TENANT_ID, tenantId, 'tenantId');
       const keyName = valid(KEY_NAME, name, 'name');
@@ -146,7 +172,13 @@ export function createTenantsAdmin(pool: pg.Pool): TenantsAdmin {
 
 /** `POST /v1/admin/tenants`. */
 export const CREATE_TENANT_SCHEMA = z.object({ id: TENANT_ID }).strict();
-/** `PATCH /v1/admin/tenants/{id}`: the tenant's settings (today one). */
-export const TENANT_SETTINGS_SCHEMA = z.object({ mayUseHighPriority: z.boolean({ error: 'true or false' }) }).strict();
+/** `PATCH /v1/admin/tenants/{id}`: the tenant's settings, each optional, at least one. */
+export const TENANT_SETTINGS_SCHEMA = z
+  .object({ mayUseHighPriority: z.boolean({ error: 'true or false' }).optional(), ...INTAKE_LIMIT_SHAPE })
+  .strict()
+  .refine((b) => Object.values(b).some((v) => v !== undefined), {
+    message: 'name a setting: mayUseHighPriority, intakeRatePerSecond, intakeBurst',
+    path: ['mayUseHighPriority'],
+  });
 /** `POST /v1/admin/tenants/{id}/keys`: the key is always generated (a chosen key never travels over HTTP). */
 export const ADD_KEY_SCHEMA = z.object({ name: KEY_NAME }).strict();

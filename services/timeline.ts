@@ -10,6 +10,7 @@ import type pg from 'pg';
 import { NotFoundError } from '../lib/errors.js';
 import { duration, stageTimings, stageVerdict, type StageFacts } from '../lib/job-stage.js';
 import type { IntentRow } from '../store/intents.js';
+import { holdingScope, type PauseScope } from '../store/degradation.js';
 import * as q from '../store/timeline.js';
 import { taskQueueHealth } from './queue-health.js';
 import { visibleState } from './job-status.js';
@@ -19,6 +20,15 @@ import type { JobTimeline, TimelineDeps, TimelineEvent } from './timeline-types.
 export type { EventSource, JobTimeline, TimelineDeps, TimelineEvent } from './timeline-types.js';
 
 const pausedOf = (s: { pausedPriorities?: string[] } | undefined) => s?.pausedPriorities ?? [];
+/** The pause of a type, tenant or pair in a setting that holds the job, if any (issue 38 §4). */
+const scopeOf = (s: { pausedScopes?: PauseScope[] } | undefined, job: { tenant_id: string; job_type: string }) =>
+  holdingScope(s?.pausedScopes ?? [], { tenantId: job.tenant_id, jobType: job.job_type });
+const scopeWords = (p: PauseScope) =>
+  p.tenantId !== undefined && p.jobType !== undefined
+    ? `${p.jobType} jobs of tenant ${p.tenantId}`
+    : p.jobType !== undefined
+      ? `job type ${p.jobType}`
+      : `tenant ${p.tenantId}`;
 
 async function postgresEvents(
   pool: pg.Pool,
@@ -79,6 +89,19 @@ async function postgresEvents(
       `${a.reason ? `reason: ${a.reason}; ` : ''}recovery ${a.after.recoveryRatePerMinute ?? '?'}/min`,
     );
   }
+  // Pauses of its type, its tenant or the pair (operator-facing: who and why).
+  const scoped = audit.filter((a) => !!scopeOf(a.before, job) !== !!scopeOf(a.after, job));
+  const scopedBefore = scoped.filter((a) => a.at < job.created_at).at(-1);
+  for (const a of scoped.filter((x) => x.at >= job.created_at || x === scopedBefore)) {
+    const now = scopeOf(a.after, job);
+    const p = (now ?? scopeOf(a.before, job))!;
+    add(
+      a.at,
+      'degradation_audit',
+      `${scopeWords(p)} ${now ? 'paused' : 'resumed'} by ${a.actor}`,
+      a.reason ? `reason: ${a.reason}` : undefined,
+    );
+  }
   if (job.deferred_at)
     add(
       job.deferred_at,
@@ -96,6 +119,14 @@ async function postgresEvents(
   if (job.run_at) add(job.run_at, 'job_intents', 'scheduled start', 'its workflow starts (Temporal start delay)');
   add(job.admitted_at, 'job_intents', 'admitted after deferral');
   add(job.first_started_at, 'job_intents', 'first attempt started', 'queue time ends, execution time begins');
+  // The latest progress a step reported (only the latest is kept: ctx.progress, at most once a second).
+  if (job.progress && job.progress_at)
+    add(
+      job.progress_at,
+      'job_intents',
+      `progress reported by step ${job.progress.step}`,
+      `${job.progress.done}${job.progress.total !== undefined ? ` of ${job.progress.total}` : ''}${job.progress.note ? `: ${job.progress.note}` : ''}`,
+    );
   if (job.status === 'queued' && job.status_reason && job.first_started_at)
     add(job.updated_at, 'job_intents', 'waiting for an upstream slot', job.status_reason);
 

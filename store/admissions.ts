@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { Priority } from '../contract/job-types.js';
 import type { Db } from '../lib/db.js';
-import { SETTING_COLUMNS, toSetting, type DegradationSetting, type SettingRow } from './degradation.js';
+import { heldByScopeSql, SETTING_COLUMNS, toSetting, type DegradationSetting, type SettingRow } from './degradation.js';
 import { deleteExpired } from './live-jobs.js';
 
 /** The admission ledger of ramped resumes (table admissions): one slot per job and round. */
@@ -35,7 +35,11 @@ export interface AdmissionFacts {
   status: string | undefined;
   setting: DegradationSetting;
   reservation: Reservation | undefined;
-  /** Other jobs of this priority are still deferred: a new one queues behind them. */
+  /**
+   * Other jobs of this priority are still deferred: a new one queues behind them. Not those a
+   * scope pause still holds (a paused tenant or type): they are not ahead of anyone until
+   * their pause is lifted, and counting them would ramp every other tenant's jobs.
+   */
   othersDeferred: boolean;
 }
 
@@ -51,7 +55,8 @@ export async function admissionFacts(db: Db, jobId: string, round: number, prior
   >({
     name: 'admission-facts',
     text: `SELECT i.status, ${SETTING_COLUMNS('s')}, a.slot_at, a.admitted_at, clock_timestamp() AS now,
-                  EXISTS (SELECT 1 FROM job_intents o WHERE o.status = 'deferred' AND o.priority = $3 AND o.job_id <> $1) AS others_deferred
+                  EXISTS (SELECT 1 FROM job_intents o WHERE o.status = 'deferred' AND o.priority = $3 AND o.job_id <> $1
+                             AND NOT ${heldByScopeSql('o', 's')}) AS others_deferred
              FROM degradation_setting s
              LEFT JOIN job_intents i ON i.job_id = $1
              LEFT JOIN admissions a ON a.job_id = $1 AND a.round = $2

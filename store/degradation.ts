@@ -7,6 +7,8 @@ export interface DegradationSetting {
   pausedPriorities: Priority[];
   /** Per paused priority: when it was first paused (ISO 8601 UTC). */
   pausedSince: Partial<Record<Priority, string>>;
+  /** Pauses by job type, by tenant or by both (migration 0036); [] when none. */
+  pausedScopes: PauseScope[];
   recoveryRatePerMinute: number;
   /** Job types an operator switched to the fallback upstream (each declares `fallback`). */
   fallbackJobTypes: string[];
@@ -19,6 +21,49 @@ export interface DegradationSetting {
   updatedBy: string;
   updatedAt: string;
 }
+
+/**
+ * One pause beside the priorities: a job type (every tenant), a tenant (every type), or one
+ * tenant's jobs of one type. A missing key matches any; at least one is set.
+ */
+export interface PauseScope {
+  tenantId?: string;
+  jobType?: string;
+  /** When it was paused (ISO 8601 UTC). */
+  since: string;
+  /** The operator: for the audit and the console, never shown to tenants. */
+  by: string;
+  reason?: string;
+}
+
+/** Whether a pause holds a job of this tenant and type. */
+export const scopeMatches = (p: Pick<PauseScope, 'tenantId' | 'jobType'>, job: { tenantId: string; jobType: string }): boolean =>
+  (p.tenantId === undefined || p.tenantId === job.tenantId) && (p.jobType === undefined || p.jobType === job.jobType);
+
+/**
+ * The pause of a type, tenant or pair that holds the job, most specific first (the pair, then
+ * the type, then the tenant): its words name what is paused and since when.
+ */
+export function holdingScope(scopes: readonly PauseScope[], job: { tenantId: string; jobType: string }): PauseScope | undefined {
+  const rank = (p: PauseScope) => (p.tenantId !== undefined && p.jobType !== undefined ? 0 : p.jobType !== undefined ? 1 : 2);
+  return scopes.filter((p) => scopeMatches(p, job)).sort((a, b) => rank(a) - rank(b))[0];
+}
+
+/** The same pause (same tenant and type, either unset alike). */
+export const sameScope = (a: Pick<PauseScope, 'tenantId' | 'jobType'>, b: Pick<PauseScope, 'tenantId' | 'jobType'>): boolean =>
+  (a.tenantId ?? null) === (b.tenantId ?? null) && (a.jobType ?? null) === (b.jobType ?? null);
+
+/**
+ * SQL: a pause of the setting (alias `g`) holds the job (alias `i`, a `job_intents` row), by its
+ * priority or by a scope. The scopes are a few jsonb entries on the one setting row, so this is
+ * a scan of a short array beside the row the statement already reads.
+ */
+export const heldByPauseSql = (i: string, g: string): string => `(${i}.priority = ANY (${g}.paused_priorities) OR ${heldByScopeSql(i, g)})`;
+
+/** SQL: a scope pause of the setting (alias `g`) holds the job (alias `i`). */
+export const heldByScopeSql = (i: string, g: string): string =>
+  `EXISTS (SELECT 1 FROM jsonb_array_elements(${g}.paused_scopes) p
+            WHERE coalesce(p->>'tenantId', ${i}.tenant_id) = ${i}.tenant_id AND coalesce(p->>'jobType', ${i}.job_type) = ${i}.job_type)`;
 
 export interface RampStop {
   /** Share of failed upstream attempts (0-1] that halts the ramp. */
@@ -47,6 +92,7 @@ export interface FallbackSince {
 export interface SettingRow {
   paused_priorities: Priority[];
   paused_since: Partial<Record<Priority, string>>;
+  paused_scopes: PauseScope[];
   recovery_rate_per_minute: number;
   updated_by: string;
   updated_at: Date;
@@ -59,6 +105,7 @@ export interface SettingRow {
 export const toSetting = (r: SettingRow): DegradationSetting => ({
   pausedPriorities: r.paused_priorities,
   pausedSince: r.paused_since,
+  pausedScopes: r.paused_scopes ?? [],
   recoveryRatePerMinute: r.recovery_rate_per_minute,
   fallbackJobTypes: r.fallback_job_types,
   fallbackSince: r.fallback_since,
@@ -70,7 +117,16 @@ export const toSetting = (r: SettingRow): DegradationSetting => ({
 
 /** The setting's columns, for hot-path statements that read it beside their own row (`SettingRow`). */
 export const SETTING_COLUMNS = (alias: string): string =>
-  ['paused_priorities', 'paused_since', 'recovery_rate_per_minute', 'updated_by', 'updated_at', 'fallback_job_types', 'fallback_since']
+  [
+    'paused_priorities',
+    'paused_since',
+    'paused_scopes',
+    'recovery_rate_per_minute',
+    'updated_by',
+    'updated_at',
+    'fallback_job_types',
+    'fallback_since',
+  ]
     .map((c) => `${alias}.${c}`)
     .join(', ');
 
@@ -89,7 +145,7 @@ export async function writeSetting(tx: pg.PoolClient, s: Omit<DegradationSetting
   const r = await tx.query<SettingRow>(
     `UPDATE degradation_setting SET paused_priorities = $1, paused_since = $2, recovery_rate_per_minute = $3,
             updated_by = $4, fallback_job_types = $5, fallback_since = $6, ramp_stop = $7, ramp_halted = $8,
-            updated_at = now()
+            paused_scopes = $9, updated_at = now()
       WHERE id = 1 RETURNING *`,
     [
       s.pausedPriorities,
@@ -100,6 +156,7 @@ export async function writeSetting(tx: pg.PoolClient, s: Omit<DegradationSetting
       JSON.stringify(s.fallbackSince),
       JSON.stringify(s.rampStop),
       s.rampHalted ? JSON.stringify(s.rampHalted) : null,
+      JSON.stringify(s.pausedScopes),
     ],
   );
   return toSetting(r.rows[0]!);

@@ -6,7 +6,7 @@
 import { fenceParams, notSuperseded, type AttemptFence } from './fence.js';
 import type { Db } from '../lib/db.js';
 import { leaseStartedCte, leaseStartedParams, type LeaseStart } from './activity-leases.js';
-import { SETTING_COLUMNS, toSetting, type DegradationSetting, type SettingRow } from './degradation.js';
+import { heldByPauseSql, heldByScopeSql, SETTING_COLUMNS, toSetting, type DegradationSetting, type SettingRow } from './degradation.js';
 
 /** Terminal states never move again: a late writer cannot resurrect a finished job. */
 export const TERMINAL = `('succeeded', 'dead_lettered', 'cancelled')`;
@@ -73,6 +73,8 @@ export interface AttemptStartOptions {
   stillWaiting?: boolean;
   /** Ask the degradation gate's question. Default false. */
   admitCheck?: boolean;
+  /** Ask only whether a pause holds the job (a later step of an admitted job). Default false. */
+  holdCheck?: boolean;
   /** Commit without waiting for the WAL flush (evidence only). Default false. */
   asyncCommit?: boolean;
 }
@@ -88,10 +90,20 @@ export interface AttemptStartOptions {
  */
 const ADMITTED_AT_ONCE = `CASE WHEN i.status NOT IN ('queued', 'deferred') THEN true
            ELSE NOT (i.status = 'deferred'
-                     OR i.priority = ANY (g.paused_priorities)
+                     OR ${heldByPauseSql('i', 'g')}
                      OR EXISTS (SELECT 1 FROM admissions a WHERE a.job_id = i.job_id AND a.round = 0)
-                     OR EXISTS (SELECT 1 FROM job_intents o WHERE o.status = 'deferred' AND o.priority = i.priority AND o.job_id <> i.job_id))
+                     OR EXISTS (SELECT 1 FROM job_intents o WHERE o.status = 'deferred' AND o.priority = i.priority AND o.job_id <> i.job_id
+                                  AND NOT ${heldByScopeSql('o', 'g')}))
            END`;
+
+/**
+ * The question every later step of an admitted job asks (`StepArgs.holdIfPaused`, issue 38 §4):
+ * does a pause (its priority, its type, its tenant, or the pair) hold it now? Only that: a job
+ * already admitted does not queue again behind other deferred jobs, so a step is never refused
+ * for anything but a pause in force. A finished job (its notification step) is never held: the
+ * gate would admit it at once and the step would be refused again, forever.
+ */
+const NOT_HELD = `(i.status IN ${TERMINAL} OR NOT ${heldByPauseSql('i', 'g')})`;
 
 /**
  * An attempt's first statement: `markRunning` (same rules, no slot wait) and, in the same
@@ -122,7 +134,7 @@ export async function startAttempt(
   fence: AttemptFence | undefined,
   opts: AttemptStartOptions = {},
 ): Promise<AttemptStart> {
-  const { withInput = false, lease, stillWaiting = false, admitCheck = false, asyncCommit = false } = opts;
+  const { withInput = false, lease, stillWaiting = false, admitCheck = false, holdCheck = false, asyncCommit = false } = opts;
   // `attempt` null: the lease row numbers it (a local activity's attempt, `leaseStartedCte`).
   const att = `coalesce($2::int, (SELECT attempt FROM lease_started))`;
   // `stillWaiting`: the step is scheduled again after a wait for a slot (`SlotWaitArgs.resumed`);
@@ -132,7 +144,8 @@ export async function startAttempt(
   // update: the attempt has not started. Same snapshot as the update, so no pause slips between.
   // An intent not visible (yet) is not admitted either: the gate waits for it, as it always did.
   // Without the question the gate reads nothing (`$16` is a one-time filter) and admits.
-  const admitted = `coalesce((SELECT admitted FROM gate), NOT $16::boolean)`;
+  // With `holdCheck` ($18) the gate asks only whether a pause holds the job (`NOT_HELD`).
+  const admitted = `coalesce((SELECT admitted FROM gate), NOT ($16::boolean OR $18::boolean))`;
   const r = await db.query<
     SettingRow & { marked: boolean; found: boolean; input: unknown; attempt: number | null; admitted: boolean; commit_mode: string }
   >({
@@ -141,9 +154,9 @@ export async function startAttempt(
              SELECT CASE WHEN $17::boolean THEN set_config('synchronous_commit', 'off', true)
                          ELSE current_setting('synchronous_commit') END AS mode),
            gate AS (
-             SELECT ${ADMITTED_AT_ONCE} AS admitted
+             SELECT CASE WHEN $16::boolean THEN ${ADMITTED_AT_ONCE} ELSE ${NOT_HELD} END AS admitted
                FROM job_intents i CROSS JOIN degradation_setting g
-              WHERE $16::boolean AND i.job_id = $1 AND g.id = 1),
+              WHERE ($16::boolean OR $18::boolean) AND i.job_id = $1 AND g.id = 1),
            ${leaseStartedCte(8, admitted)},
            upd AS (
              UPDATE job_intents
@@ -160,7 +173,17 @@ export async function startAttempt(
                   (SELECT mode FROM commit_mode) AS commit_mode, ${SETTING_COLUMNS('s')}
              FROM degradation_setting s LEFT JOIN job_intents i ON i.job_id = $1
             WHERE s.id = 1`,
-    values: [jobId, attempt, ...fenceParams(fence), withInput, ...leaseStartedParams(lease), stillWaiting, admitCheck, asyncCommit],
+    values: [
+      jobId,
+      attempt,
+      ...fenceParams(fence),
+      withInput,
+      ...leaseStartedParams(lease),
+      stillWaiting,
+      admitCheck,
+      asyncCommit,
+      holdCheck,
+    ],
   });
   const row = r.rows[0]!;
   return {

@@ -1,5 +1,5 @@
 import type { Upstream } from './effects.js';
-import type { JobState, Priority } from '../contract/job-types.js';
+import type { JobState, Priority, StoredProgress } from '../contract/job-types.js';
 import type { Db } from '../lib/db.js';
 export {
   addExecutionSpan,
@@ -37,6 +37,9 @@ export interface IntentRow {
   run_at: Date | null;
   /** The submitter's business tags (migration 0025); NULL: none. */
   tags: Record<string, string> | null;
+  /** The latest progress a step reported (migration 0037); NULL: none yet. */
+  progress?: StoredProgress | null;
+  progress_at?: Date | null;
 }
 
 export interface NewIntent {
@@ -148,14 +151,16 @@ export async function setNotificationState(db: Db, jobId: string, state: 'pendin
 /**
  * Held back by the degradation gate: status `deferred`, why, and since when (kept across
  * re-checks). A re-check with the same reason writes nothing, so `updatedAt` moves only
- * when something a user can see changed. Only a job that has not started can be deferred.
+ * when something a user can see changed. A job that has started (`running`, `retrying`) is
+ * deferred only by the gate that runs after a pause held it at its next step (issue 38 §4): no
+ * attempt of it runs then, the step came back with nothing written.
  */
 export async function markDeferred(db: Db, jobId: string, reason: string): Promise<void> {
   await db.query(
     `UPDATE job_intents
         SET status = 'deferred', status_reason = $2, updated_at = now(),
             deferred_at = CASE WHEN status = 'deferred' THEN deferred_at ELSE now() END
-      WHERE job_id = $1 AND status IN ('queued', 'deferred')
+      WHERE job_id = $1 AND status IN ('queued', 'deferred', 'running', 'retrying')
         AND NOT (status = 'deferred' AND status_reason IS NOT DISTINCT FROM $2)`,
     [jobId, reason],
   );
@@ -315,7 +320,7 @@ export async function operatorIntent(db: Db, jobId: string): Promise<FoundIntent
   const r = await db.query<FoundIntent>(
     `SELECT job_id, tenant_id, job_type, input_hash, priority, status, status_reason, attempts, last_error, next_attempt_at,
             result, notification_state, replay_of, workflow_started_at, first_started_at, execution_ms, finished_at, created_at, updated_at,
-            dead_letter_id, deferred_at, admitted_at, upstream, upstream_reason, run_at, tags
+            dead_letter_id, deferred_at, admitted_at, upstream, upstream_reason, run_at, tags, progress, progress_at
        FROM job_intents WHERE job_id = $1`,
     [jobId],
   );

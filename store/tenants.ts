@@ -76,6 +76,10 @@ export interface TenantInfo {
   createdAt: string;
   /** May submit `priority: high` (default false; an operator grants it). */
   mayUseHighPriority: boolean;
+  /** Intake rate limit, submits per second; null: none (the default). */
+  intakeRatePerSecond: number | null;
+  /** The bucket's size: submits accepted at once; null: one second of the rate. */
+  intakeBurst: number | null;
   /** Keys that authenticate now. */
   liveKeys: number;
   /** Every key, live and revoked, oldest first: metadata only, never a hash. */
@@ -89,8 +93,16 @@ const KEY_JSON = `json_build_object('name', k.name, 'prefix', k.key_prefix,
 
 /** Every tenant (or one) with its keys' metadata. */
 export async function listTenants(db: Db, tenantId?: string): Promise<TenantInfo[]> {
-  const r = await db.query<{ id: string; created_at: Date; may: boolean; live_keys: number; keys: TenantKeyInfo[] }>(
-    `SELECT t.id, t.created_at, t.may_use_high_priority AS may,
+  const r = await db.query<{
+    id: string;
+    created_at: Date;
+    may: boolean;
+    rate: number | null;
+    burst: number | null;
+    live_keys: number;
+    keys: TenantKeyInfo[];
+  }>(
+    `SELECT t.id, t.created_at, t.may_use_high_priority AS may, t.intake_rate_per_second AS rate, t.intake_burst AS burst,
             count(k.id) FILTER (WHERE k.revoked_at IS NULL)::int AS live_keys,
             coalesce(json_agg(${KEY_JSON} ORDER BY k.created_at, k.id) FILTER (WHERE k.id IS NOT NULL), '[]') AS keys
        FROM tenants t LEFT JOIN tenant_keys k ON k.tenant_id = t.id
@@ -102,6 +114,8 @@ export async function listTenants(db: Db, tenantId?: string): Promise<TenantInfo
     id: x.id,
     createdAt: x.created_at.toISOString(),
     mayUseHighPriority: x.may,
+    intakeRatePerSecond: x.rate,
+    intakeBurst: x.burst,
     liveKeys: x.live_keys,
     keys: x.keys,
   }));

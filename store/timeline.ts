@@ -5,7 +5,8 @@
  */
 import type pg from 'pg';
 import { queryRows } from '../lib/db.js';
-import type { JobState, Priority } from '../contract/job-types.js';
+import type { JobState, Priority, StoredProgress } from '../contract/job-types.js';
+import type { PauseScope } from './degradation.js';
 import { deleteExpired } from './live-jobs.js';
 
 type Db = pg.Pool | pg.PoolClient;
@@ -45,6 +46,8 @@ export interface TimelineIntent {
   created_at: Date;
   updated_at: Date;
   run_at: Date | null;
+  progress: StoredProgress | null;
+  progress_at: Date | null;
 }
 
 /** The job's row without its input or result (`has_result` says whether one is stored). */
@@ -53,7 +56,7 @@ export async function timelineIntent(db: Db, jobId: string): Promise<TimelineInt
     `SELECT job_id, tenant_id, job_type, priority, status, status_reason, attempts, last_error, next_attempt_at,
             notification_state, replay_of, result_fence::text, result IS NOT NULL AS has_result, workflow_started_at,
             first_started_at, finished_at, deferred_at, admitted_at, dead_letter_id, upstream, upstream_reason, created_at, updated_at,
-            run_at
+            run_at, progress, progress_at
        FROM job_intents WHERE job_id = $1`,
     [jobId],
   );
@@ -256,8 +259,8 @@ export async function admissionsOf(db: Db, jobId: string): Promise<TimelineAdmis
 export interface TimelineAudit {
   actor: string;
   reason: string | null;
-  before: { pausedPriorities?: string[] };
-  after: { pausedPriorities?: string[]; recoveryRatePerMinute?: number };
+  before: { pausedPriorities?: string[]; pausedScopes?: PauseScope[] };
+  after: { pausedPriorities?: string[]; pausedScopes?: PauseScope[]; recoveryRatePerMinute?: number };
   at: Date;
 }
 

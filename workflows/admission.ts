@@ -28,7 +28,8 @@ export async function admissionGate(
   args: StepArgs,
   phase: (state: 'deferred' | 'running', detail: string) => void,
   current = false,
-): Promise<void> {
+  firstRound = 0,
+): Promise<number> {
   // Bookkeeping-style options: short, retried until Postgres answers (the check is idempotent).
   // A local activity (patched: older runs replay their scheduled activity): the check runs in
   // the workflow task that follows, so the first step is scheduled in the same completion,
@@ -43,7 +44,9 @@ export async function admissionGate(
   setHandler(degradationChangedSignal, () => {
     nudged = true;
   });
-  let round = 0;
+  // A later run of the gate (a pause held the job at a later step) starts after the rounds of
+  // the runs before it: their admitted reservations must not let it skip the ramp this time.
+  let round = firstRound;
   let pollMs: number | null = null;
   let deferredSince: number | null = null;
   let shown = '';
@@ -51,7 +54,7 @@ export async function admissionGate(
     const d = await gate.checkAdmission({ ...args, round });
     if (d.decision === 'admit') {
       if (deferredSince !== null) phase('running', 'admitted after deferral');
-      return;
+      return round + 1;
     }
     deferredSince ??= Date.now();
     // Only a changed reason is worth a search-attribute update (each one is a history event).
@@ -74,13 +77,18 @@ export async function admissionGate(
  * statement of its own.
  */
 interface FoldedGate {
-  /** The full gate, run when the first step was not admitted. */
+  /** The full gate, run when the first step was not admitted (or a later one was held). */
   run: () => Promise<void>;
   /** A step has answered (admitted, or the gate ran after a refusal): later steps skip the question. */
   settled: boolean;
   /** The gate's run after a refusal, shared by steps refused together. */
   running?: Promise<void>;
+  /** Every later step asks whether a pause holds the job (`StepArgs.holdIfPaused`, `holdAtEveryStep`). */
+  holds?: boolean;
 }
+
+/** The patch behind `holdAtEveryStep`: runs started before it replay with later steps unasked. */
+export const HOLD_AT_NEXT_STEP_PATCH = 'hold-at-next-step';
 
 /**
  * The folded gate is this workflow's own, so it lives in the workflow's globals, not in module
@@ -95,6 +103,32 @@ const folded = (): FoldedGate | undefined => workflowGlobals()[FOLDED_GATE];
 /** From `runJob`: the next step scheduled asks the gate's question; `run` is the gate for a refusal. */
 export function foldGateIntoFirstStep(run: () => Promise<void>): void {
   workflowGlobals()[FOLDED_GATE] = { run, settled: false };
+}
+
+/**
+ * From `runJob` (patch `hold-at-next-step`): every step after the first asks whether a pause
+ * holds the job (issue 38 §4), so a pause of its priority, type or tenant stops an admitted job
+ * at its next step, with no attempt spent, instead of only jobs not yet admitted. A refused step
+ * runs `gate` (deferred with the pause as its reason, then the ramp) and is scheduled again.
+ * `folded`: the first step asks the full question (`foldGateIntoFirstStep` was called first).
+ */
+export function holdAtEveryStep(gate: (firstRound: number) => Promise<number>, folded: boolean, roundsUsed: number): void {
+  // Each run of the gate starts after the rounds of the runs before it.
+  let nextRound = roundsUsed;
+  const run = async () => {
+    nextRound = await gate(nextRound);
+  };
+  const f = folded ? workflowGlobals()[FOLDED_GATE] : undefined;
+  if (f) {
+    f.run = run;
+    f.holds = true;
+  } else workflowGlobals()[FOLDED_GATE] = { run, settled: true, holds: true };
+}
+
+/** Whether the step being scheduled asks only whether a pause holds the job (`StepArgs.holdIfPaused`). */
+export function gateHoldsAtStep(): boolean {
+  const f = folded();
+  return f !== undefined && f.settled && f.holds === true;
 }
 
 /** Whether the step being scheduled must ask the gate's question (`StepArgs.admitInStep`). */
@@ -113,8 +147,11 @@ export function admittedInStep(): void {
 export async function gateAfterRefusal(): Promise<void> {
   const f = folded();
   if (!f) return;
+  // Once the run is over the next refusal (a later pause, at a later step) runs the gate anew;
+  // without `holds` nothing refuses again, as before.
   f.running ??= f.run().then(() => {
     f.settled = true;
+    if (f.holds) f.running = undefined;
   });
   await f.running;
 }

@@ -11,7 +11,7 @@ import {
 import type { JobState, StepArgs } from '../contract/job-types.js';
 import { jobProgressQuery } from '../contract/messages.js';
 import { bookkeepingActivities as bookkeeping } from './activity-options.js';
-import { admissionGate, foldGateIntoFirstStep } from './admission.js';
+import { admissionGate, foldGateIntoFirstStep, HOLD_AT_NEXT_STEP_PATCH, holdAtEveryStep } from './admission.js';
 import { visibleState, type JobProgress, type SetPhase } from './job-state.js';
 import { changed } from './shape.js';
 
@@ -78,17 +78,27 @@ export async function runJob(
   if (!queuedUntilAdmitted) setPhase('running', job.description);
   // Always `patched()`, never `current`: fast-path types that opt in had runs before this change.
   const gateInStep = opts.admitInFirstStep === true && patched('admission-in-first-step');
+  // Issue 38 §4: a pause also holds an admitted job at its next step. Until a pause holds one,
+  // the job's commands are the same either way (only the steps' arguments carry the question),
+  // so a `current` type's runs from before it replay on the new branch without the marker; the
+  // others take the patch, so a worker without this code never runs a history with a held step.
+  const holdsAtSteps = changed(current, HOLD_AT_NEXT_STEP_PATCH);
+  let gateRounds = 0;
   try {
     if (gateInStep) {
       // The first step asks the gate's question; a refusal runs the gate below and shows
       // `deferred` one workflow task after this `running` (as the API's row never says running).
-      foldGateIntoFirstStep(() => admissionGate(args, setPhase, current));
+      foldGateIntoFirstStep(async () => {
+        await admissionGate(args, setPhase, current);
+      });
       if (progress.phase !== 'running') setPhase('running', job.description);
     } else {
       // Degradation gate: a paused priority waits here, visibly `deferred`, before any step runs.
-      await admissionGate(args, setPhase, current);
+      gateRounds = await admissionGate(args, setPhase, current);
       if (queuedUntilAdmitted && progress.phase !== 'running') setPhase('running', job.description);
     }
+    // Each later run of the gate takes rounds after those used before: a held job takes a new ramp slot each time it resumes.
+    if (holdsAtSteps) holdAtEveryStep((firstRound) => admissionGate(args, setPhase, current, firstRound), gateInStep, gateRounds);
     const result = await body(setPhase);
     setPhase('succeeded', '');
     return { state: 'succeeded', result };

@@ -13,7 +13,7 @@ import { slotFreedSignal } from '../contract/messages.js';
 import { ADMISSION_WAIT_FAILURE, type JobBudget, type SlotWaitArgs, type StepArgs, stepWaitOf } from '../contract/job-types.js';
 import { localStepOptions, stepOptions } from './activity-options.js';
 import { asActivityFailure, elapsedCapReached, failureTypeOf, slotWaitOf } from './step-failures.js';
-import { admittedInStep, gateAfterRefusal, gateAskedInStep } from './admission.js';
+import { admittedInStep, gateAfterRefusal, gateAskedInStep, gateHoldsAtStep } from './admission.js';
 
 /** Between schedules of a step that found no free slot: jittered, from 250 ms growing to 2 s. */
 const FIRST_PAUSE_MS = 250;
@@ -83,14 +83,17 @@ async function runWaitingForSlots(
   for (let round = 0; ; round++) {
     // The job's first step may ask the degradation gate's question (runJob's `admitInFirstStep`).
     const asks = gateAskedInStep();
+    // Any later step asks only whether a pause holds the job (issue 38 §4, `StepArgs.holdIfPaused`).
+    const holds = !asks && gateHoldsAtStep();
+    const question = asks ? { admitInStep: true } : holds ? { holdIfPaused: true } : {};
     const wakesBefore = wakes;
     // Why the step must wait: returned (`StepWait`), or, in histories from before
     // `SlotWaitArgs.waitsReturn`, thrown as a `SlotWait` or `AdmissionWait` failure.
-    let waited: { kind: 'admission' } | { kind: 'slot'; attempt: number; capReached: () => ActivityFailure };
+    let waited: { kind: 'admission'; attempt?: number } | { kind: 'slot'; attempt: number; capReached: () => ActivityFailure };
     try {
-      const out = await steps[name]!({ ...args, slotWait, ...(asks ? { admitInStep: true } : {}) }, ...rest);
+      const out = await steps[name]!({ ...args, slotWait, ...question }, ...rest);
       const wait = stepWaitOf(out);
-      if (wait?.durableJobsWait === 'admission' && asks) waited = { kind: 'admission' };
+      if (wait?.durableJobsWait === 'admission' && (asks || holds)) waited = { kind: 'admission', attempt: wait.attempt };
       else if (wait?.durableJobsWait === 'slot' && typeof wait.attempt === 'number') {
         const attempt = wait.attempt;
         waited = { kind: 'slot', attempt, capReached: () => elapsedCapReached(name, wait.message, { attempt }, budget) };
@@ -100,7 +103,7 @@ async function runWaitingForSlots(
       }
     } catch (thrown) {
       const err = local ? asActivityFailure(thrown, name) : thrown;
-      if (asks && failureTypeOf(err) === ADMISSION_WAIT_FAILURE) waited = { kind: 'admission' };
+      if ((asks || holds) && failureTypeOf(err) === ADMISSION_WAIT_FAILURE) waited = { kind: 'admission' };
       else {
         const details = slotWaitOf(err);
         if (!details) {
@@ -121,6 +124,15 @@ async function runWaitingForSlots(
       await gateAfterRefusal();
       began = Date.now();
       round = -1;
+      // A later step held at a retry (its job attempt `attempt`, which did not run) keeps its
+      // attempt numbers and cap, as after a slot wait: numbers already used stay fenced off.
+      if (holds && !local && waited.attempt !== undefined && waited.attempt - 1 > slotWait.attemptOffset) {
+        slotWait = { attemptOffset: waited.attempt - 1, resumed: false, waitsReturn: true };
+        steps = proxy({
+          ...budget,
+          maximumAttempts: budget.maximumAttempts > 0 ? Math.max(1, budget.maximumAttempts - slotWait.attemptOffset) : 0,
+        });
+      }
       continue;
     }
     if (asks) admittedInStep();

@@ -35,7 +35,10 @@ export const SEARCH_ATTRIBUTES = { TenantId: 'Keyword', JobType: 'Keyword', JobS
  *    saves a matching round trip per activity (the worker reserves up to
  *    maxEagerActivityReservationsPerWorkflowTask = 3). The bench's bare baseline runs on the
  *    same server, so it gets the same gain.
- * Fairness (matching.enableFairness) is opt-in through DevServerOptions.dynamicConfig.
+ *  - matching.enableFairness (default false): with the new matcher, dispatches a backlogged queue
+ *    round-robin across fairness keys (issue 38 §5: every job's workflow carries its tenant as
+ *    its key, services/start-job.ts `taskPriority`), so one tenant's flood does not hold another
+ *    tenant's jobs back. Checked on 1.29.1 by test/integration/ops.fairness.test.ts.
  */
 export const DEV_SERVER_DYNAMIC_CONFIG: Readonly<Record<string, unknown>> = {
   'frontend.enableExecuteMultiOperation': true,
@@ -43,6 +46,7 @@ export const DEV_SERVER_DYNAMIC_CONFIG: Readonly<Record<string, unknown>> = {
   'frontend.enableUpdateWorkflowExecutionAsyncAccepted': true,
   'frontend.activityAPIsEnabled': true,
   'matching.useNewMatcher': true,
+  'matching.enableFairness': true,
   'system.forceSearchAttributesCacheRefreshOnRead': false,
   'system.enableActivityEagerExecution': true,
 };
