@@ -110,13 +110,14 @@ export function registerAdminRoutes(app: FastifyInstance, registry: Registry, de
 
   // Pauses one at a time (issue 38 §4): a priority, a job type, a tenant, or a tenant's type.
   // The same setting as PUT /v1/admin/degradation, changed under its lock and audited alike.
-  app.get('/v1/admin/pauses', async (req, reply) => {
+  app.get('/v1/admin/pauses', access('viewer'), async (req, reply) => {
     if (!requireAdmin(deps.adminApiKey, req, reply)) return reply;
     return { ...pausesOf(await getSetting(deps.pool)), deferredJobs: await deferredByPriority(deps.pool) };
   });
 
   for (const op of ['pause', 'resume'] as const) {
-    app.post(op === 'pause' ? '/v1/admin/pauses' : '/v1/admin/pauses/resume', async (req, reply) => {
+    // Pausing is an operator's action (server/roles.ts); it spans every tenant, so a scoped key is refused.
+    app.post(op === 'pause' ? '/v1/admin/pauses' : '/v1/admin/pauses/resume', access('operator'), async (req, reply) => {
       if (!requireAdmin(deps.adminApiKey, req, reply)) return reply;
       const actor = operatorOf(req);
       const parsed = pause.safeParse(req.body ?? {});

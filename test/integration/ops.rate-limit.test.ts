@@ -82,8 +82,8 @@ describe("a tenant's intake rate limit", () => {
     // Another tenant is not limited by b's bucket.
     expect((await h.submit('summarize', { text: 'Tenant a is free.' })).status).toBe(202);
 
-    // Counted without a tenant label (/metrics is public): one refusal in the second process.
-    const metrics = await (await fetch(`${second.url}/metrics`)).text();
+    // Counted without a tenant label (tenants are not labels on /metrics): one refusal in the second process.
+    const metrics = await (await fetch(`${second.url}/metrics`, { headers: admin.headers })).text();
     expect(metrics).toMatch(/^durable_jobs_intake_rate_limited_total 1$/m);
 
     // Once a token is back the same request is accepted (polled, never a sleep).
