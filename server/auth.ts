@@ -2,6 +2,7 @@ import { timingSafeEqual, createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type pg from 'pg';
 import { pgOr503 } from '../lib/db.js';
+import { keyIdFor } from '../lib/ids.js';
 import { ValidationError } from '../lib/errors.js';
 import { tenantForApiKey } from '../store/tenant-keys.js';
 import type { OperatorKey } from '../lib/config.js';
@@ -119,12 +120,9 @@ export function operatorOf(req: FastifyRequest): string {
   return operator;
 }
 
-/** A short, stable ID of the bearer key (a hash prefix) for audit rows: never the key. */
+/** A short, stable ID of the bearer key (a keyed hash prefix, `lib/ids.ts`) for audit rows: never the key, no offline test of it. */
 export function keyIdOf(req: FastifyRequest): string {
-  return createHash('sha256')
-    .update(bearer(req) ?? '')
-    .digest('hex')
-    .slice(0, 12);
+  return keyIdFor(bearer(req) ?? '');
 }
 
 /**

@@ -10,6 +10,7 @@
  * which migrates and seeds `SEED_TENANTS`.
  */
 import type { Client } from '@temporalio/client';
+import type { ServerSecretOption } from '../lib/secret.js';
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import type pg from 'pg';
 import { createJobRegistry, type JobRegistry, type JobTypeModule } from '../job-api/registry.js';
@@ -40,6 +41,8 @@ export interface ServerOptions {
   budgets?: JobBudgets;
   /** Types that take the fast path (`FAST_PATH_JOB_TYPES`). */
   fastPath?: ReadonlySet<string>;
+  /** The server secret (`DURABLE_JOBS_SECRET`), shared with the workers. Default: the one this process installed. */
+  secret?: ServerSecretOption;
 }
 
 function appDeps(o: ServerOptions): AppDeps & { close(): Promise<void> } {
@@ -52,6 +55,7 @@ function appDeps(o: ServerOptions): AppDeps & { close(): Promise<void> } {
     jobs: jobTypes,
     ...(o.budgets ? { budgets: o.budgets } : {}),
     ...(o.fastPath ? { fastPath: o.fastPath } : {}),
+    ...(o.secret ? { secret: o.secret } : {}),
   });
   return {
     pool: o.pool,

@@ -4,7 +4,8 @@
  * webhook secrets that rotate on SIGHUP, and a drain on SIGINT/SIGTERM.
  */
 import type { JobRegistry } from '../job-api/registry.js';
-import { loadConfigOrExit } from '../lib/config-or-exit.js';
+import { exitOnConfigError, loadConfigOrExit } from '../lib/config-or-exit.js';
+import { serverSecretFor, useServerSecret } from '../lib/secret.js';
 import { createPool } from '../lib/db.js';
 import { createLogger } from '../lib/logger.js';
 import { exitWithParent, onShutdown } from '../lib/shutdown.js';
@@ -34,6 +35,11 @@ export async function runServer(o: RunServerOptions): Promise<void> {
     log.fatal('the API needs DATABASE_URL and TEMPORAL_ADDRESS (npm start sets them)');
     process.exit(2);
   }
+  // Job IDs and key hashes derive from it (seeding below hashes keys): the dev stack's own file
+  // when none is configured; production refuses to start without one.
+  useServerSecret(
+    await exitOnConfigError('api', async () => serverSecretFor(config.serverSecret, config.mode, env.DURABLE_JOBS_DATA_DIR || '.data')),
+  );
   const pool = createPool(config.databaseUrl, log, config.tuning.pgPoolSize);
   const temporal = await connectClient(config, config.temporalAddress);
   const { applied } = await prepareStack(pool, {

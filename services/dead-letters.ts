@@ -19,7 +19,7 @@ import type { JobRegistry } from '../job-api/registry.js';
 import { UNAVAILABLE_RETRY_AFTER_SECONDS, withTransaction } from '../lib/db.js';
 import { NotFoundError, StateConflictError, UnavailableError } from '../lib/errors.js';
 import { execution } from '../lib/temporal.js';
-import { effectKeyFor, inputHash } from '../lib/ids.js';
+import { effectKeyFor, inputHash, inputHashMatches } from '../lib/ids.js';
 import {
   actionsFor,
   getDeadLetter,
@@ -133,7 +133,8 @@ export async function previewReplay(
     state: dl.state,
     replayJobId: `${dl.job_id}-replay-${dl.replay_count + 1}`,
     effects,
-    changed: { codeVersion: dl.code_version !== currentCodeVersion, inputHash: dl.input_hash !== inputHashNow },
+    // Recorded under an older server secret (or unkeyed, before keyed hashes) is unchanged too.
+    changed: { codeVersion: dl.code_version !== currentCodeVersion, inputHash: !inputHashMatches(dl.input_hash, dl.job_type, input) },
     recorded: { codeVersion: dl.code_version, buildId: dl.build_id, inputHash: dl.input_hash },
     current: { codeVersion: currentCodeVersion, inputHash: inputHashNow },
   };

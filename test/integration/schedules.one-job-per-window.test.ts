@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jobIdFor } from '../../lib/ids.js';
+import { unkeyed } from '../../lib/ids.js';
 import { ensureSchedules, SCHEDULE_DECLARATIONS, scheduleIdFor, type JobScheduleDeclaration } from '../../services/schedules.js';
 import { getWindow } from '../support/queries.js';
 import { windowContaining, windowKey, type ScheduleWindow } from '../../contract/schedule-window.js';
@@ -42,7 +42,7 @@ async function digestJobIds(): Promise<string[]> {
 
 const expectedJobIds = (w: ScheduleWindow) =>
   Object.values(TENANTS)
-    .map((t) => jobIdFor(t.id, 'digest', windowKey('digest', w)))
+    .map((t) => unkeyed.jobIdFor(t.id, 'digest', windowKey('digest', w)))
     .sort();
 
 describe('Schedules: one job per (job type, window)', () => {
@@ -107,7 +107,7 @@ describe('Schedules: one job per (job type, window)', () => {
 
     // Each job ran once and sent its digest once.
     for (const [name, t] of Object.entries(TENANTS)) {
-      const jobId = jobIdFor(t.id, 'digest', windowKey('digest', window));
+      const jobId = unkeyed.jobIdFor(t.id, 'digest', windowKey('digest', window));
       const job = await h.waitForStatus(jobId, 'succeeded', name as keyof typeof TENANTS);
       expect(job.result).toMatchObject({ periodEnd: window.start });
       expect((await h.simEffects()).byKey[`${jobId}:digest`]).toMatchObject({ applied: 1 });
