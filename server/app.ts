@@ -1,4 +1,5 @@
 import type { Client, Connection } from '@temporalio/client';
+import type { PayloadCodec } from '@temporalio/common';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type pg from 'pg';
 import { collectDefaultMetrics, Registry } from 'prom-client';
@@ -28,6 +29,7 @@ import { registerJobRoutes } from './routes-jobs.js';
 import { registerOperatorRoutes } from './routes-operators.js';
 import { registerTenantRoutes } from './routes-tenants.js';
 import { registerTimelineRoutes } from './routes-timeline.js';
+import { registerCodecRoutes } from './routes-codec.js';
 import { registerWebhookRoutes } from './routes-webhooks.js';
 import { createWebhookKeyring, type WebhookKeyring } from './webhook-keyring.js';
 
@@ -60,6 +62,11 @@ export interface AppDeps {
    * at once cost one set of queries. 0: every scrape reads afresh (tests).
    */
   metricsCacheMs?: number;
+  /**
+   * The payload codec the workers and `temporal` run (`PAYLOAD_CODEC_KEYS`, `lib/payload-codec.ts`):
+   * `/codec/encode` and `/codec/decode` serve it to the Web UI's origin and operators. Default none (pass-through).
+   */
+  payloadCodec?: PayloadCodec;
 }
 
 /** 256 KiB: the contract's body limit for job submissions. */
@@ -224,5 +231,6 @@ export function registerDurableJobs(app: FastifyInstance, deps: AppDeps): void {
     temporalUi: deps.temporalUiUrl ? { url: deps.temporalUiUrl, namespace: deps.temporal.options.namespace } : null,
   });
   registerTenantRoutes(app, { tenants: createTenantsAdmin(deps.pool), adminApiKey: admin });
+  registerCodecRoutes(app, { codec: deps.payloadCodec, adminApiKey: admin, temporalUiUrl: deps.temporalUiUrl });
   registerConsole(app);
 }

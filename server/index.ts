@@ -10,6 +10,7 @@
  * which migrates and seeds `SEED_TENANTS`.
  */
 import type { Client } from '@temporalio/client';
+import type { PayloadCodec } from '@temporalio/common';
 import type { ServerSecretOption } from '../lib/secret.js';
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import type pg from 'pg';
@@ -43,6 +44,8 @@ export interface ServerOptions {
   fastPath?: ReadonlySet<string>;
   /** The server secret (`DURABLE_JOBS_SECRET`), shared with the workers. Default: the one this process installed. */
   secret?: ServerSecretOption;
+  /** The payload codec the workers and `temporal` run (`PAYLOAD_CODEC_KEYS`): serves `/codec/encode` and `/codec/decode` for the Web UI. Default none. */
+  payloadCodec?: PayloadCodec;
 }
 
 function appDeps(o: ServerOptions): AppDeps & { close(): Promise<void> } {
@@ -68,6 +71,7 @@ function appDeps(o: ServerOptions): AppDeps & { close(): Promise<void> } {
     ...(o.temporalUiUrl ? { temporalUiUrl: o.temporalUiUrl } : {}),
     webhookSecrets: o.webhookSecrets ?? {},
     version: o.version ?? 'unversioned',
+    ...(o.payloadCodec ? { payloadCodec: o.payloadCodec } : {}),
     close: () => jobs.close(),
   };
 }

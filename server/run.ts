@@ -5,6 +5,7 @@
  */
 import type { JobRegistry } from '../job-api/registry.js';
 import { exitOnConfigError, loadConfigOrExit } from '../lib/config-or-exit.js';
+import { createPayloadCodec } from '../lib/payload-codec.js';
 import { serverSecretFor, useServerSecret } from '../lib/secret.js';
 import { createPool } from '../lib/db.js';
 import { createLogger } from '../lib/logger.js';
@@ -81,6 +82,7 @@ export async function runServer(o: RunServerOptions): Promise<void> {
     temporalUiUrl: config.temporalUiUrl,
     webhookSecrets: webhookKeyring,
     version: config.codeVersion,
+    payloadCodec: createPayloadCodec(config.payloadCodecKeys),
   });
   await app.listen({ port: config.httpPort, host: config.httpHost });
   onShutdown(
