@@ -6,7 +6,7 @@
  *   npm run bench                      full run; writes bench/results.json and the README table
  *   npm run bench -- --quick           tiny sizes, same code paths (CI smoke test); writes nothing
  *   npm run bench -- --out FILE        also (or instead) write the results to FILE
- *   npm run bench -- --only a,b        only these sections: throughput, intake, effects, replay,
+ *   npm run bench -- --only a,b        only these sections: throughput, codec, intake, effects, replay,
  *                                      growth, memory, slots, machine
  *   npm run bench -- --temporal production   the same sections on temporal-server on Postgres
  *                                      (the production shape) instead of the CLI dev server
@@ -17,6 +17,7 @@ import os from 'node:os';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { measureCodec } from './bench/codec.js';
 import { measureEffectCost } from './bench/effects-cost.js';
 import { measureSlots } from './bench/slots.js';
 import { measureIntake } from './bench/intake.js';
@@ -33,7 +34,7 @@ import { measureWorkerMemory } from './bench/worker-memory.js';
 import { MMAP_THRESHOLD_ENV, workerProcessEnv } from '../lib/worker-allocator.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const SECTIONS = ['throughput', 'intake', 'effects', 'replay', 'growth', 'memory', 'slots', 'machine'] as const;
+const SECTIONS = ['throughput', 'codec', 'intake', 'effects', 'replay', 'growth', 'memory', 'slots', 'machine'] as const;
 type Section = (typeof SECTIONS)[number];
 
 function parseArgs(argv: string[]): { quick: boolean; out: string | null; only: Set<Section>; temporal: TemporalKind } {
@@ -98,6 +99,7 @@ async function main(): Promise<number> {
       perJob = t.perJob;
       return t.rows;
     });
+    await section('codec', () => measureCodec(stack));
     await section('intake', () => measureIntake(stack));
     await section('effects', () => measureEffectCost(stack));
     await section('replay', () => measureReplay(stack));
