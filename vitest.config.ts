@@ -6,6 +6,8 @@ export default defineConfig({
     pool: 'forks',
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/support/global-setup.ts'],
+    // The server secret every file's process derives IDs with (and its spawned processes inherit).
+    setupFiles: ['test/support/server-secret.ts'],
     // Real Temporal + Postgres on a slow shared 2-core machine: generous, condition-based waits.
     testTimeout: 120_000,
     hookTimeout: 180_000,

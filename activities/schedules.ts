@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { NonRetryableError } from '../lib/errors.js';
-import { inputHash, jobIdFor, keyHash } from '../lib/ids.js';
+import { unkeyed } from '../lib/ids.js';
 import { findUnstorableText } from '../lib/json-safety.js';
 import { getIntent, insertIntent, markWorkflowStarted } from '../store/intents.js';
 import { markWindowFilled, recordWindowSeen } from '../store/schedules.js';
@@ -76,13 +76,15 @@ export function createScheduleActivities(deps: ActivityDeps) {
       const jobIds: string[] = [];
       for (const tenantId of tenants) {
         const key = windowKey(a.jobType, a.window);
-        const jobId = jobIdFor(tenantId, a.jobType, key);
+        // Unkeyed on purpose: a window's key is public (its type and time), and an unkeyed ID is
+        // the same across a deploy or a rotation of the server secret: still one job per window.
+        const jobId = unkeyed.jobIdFor(tenantId, a.jobType, key);
         await insertIntent(deps.pool, {
           jobId,
           tenantId,
           jobType: a.jobType,
-          keyHash: keyHash(tenantId, key),
-          inputHash: inputHash(a.jobType, input),
+          keyHash: unkeyed.keyHash(tenantId, key),
+          inputHash: unkeyed.inputHash(a.jobType, input),
           input,
           priority: 'normal',
         });

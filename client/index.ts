@@ -57,3 +57,9 @@ export {
   type FieldIssue,
 } from '../lib/errors.js';
 export { migrate, type MigrateOptions } from '../lib/migrate.js';
+/**
+ * Payload encryption (`PAYLOAD_CODEC_KEYS`): build your Temporal `Client` with
+ * `dataConverter: { payloadCodecs: [createPayloadCodec(parsePayloadCodecKeys(keys))] }`, the same codec your workers run.
+ */
+export { AesGcmPayloadCodec, createPayloadCodec, parsePayloadCodecKeys, type PayloadCodecKey } from '../lib/payload-codec.js';
+export type { ServerSecretOption } from '../lib/secret.js';

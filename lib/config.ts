@@ -8,6 +8,8 @@ import { ConfigError } from './errors.js';
 import { webhookSecretsFrom } from './webhook-secrets.js';
 import { keyDigest, parseAdminKeys, type OperatorKey } from './config-admin-keys.js';
 import { httpTlsFrom, type HttpTls } from './config-http-tls.js';
+import { serverSecretFrom, type ServerSecret } from './secret.js';
+import { payloadCodecKeysFrom, type PayloadCodecKey } from './payload-codec.js';
 import type { ConcurrencyLimits, JobBudget, JobType } from '../contract/job-types.js';
 import { RETENTION_TABLES, type RetentionTable } from '../contract/retention.js';
 
@@ -112,6 +114,17 @@ export interface Config {
    */
   webhookSecretsSource: { env: string; file?: string };
   logLevel: string;
+  /**
+   * The key of every keyed hash (job IDs, key and input hashes, API key hashes, key IDs):
+   * `DURABLE_JOBS_SECRET` or `DURABLE_JOBS_SECRET_FILE`, newest first (`lib/secret.ts`).
+   * undefined: not set (the dev stack generates one; production refuses to start).
+   */
+  serverSecret: ServerSecret | undefined;
+  /**
+   * AES-256-GCM keys of the payload codec (`PAYLOAD_CODEC_KEYS` or `PAYLOAD_CODEC_KEYS_FILE`,
+   * `id=<base64>`, newest first: the first encrypts; `lib/payload-codec.ts`). Default none: payloads in plain.
+   */
+  payloadCodecKeys: PayloadCodecKey[];
   /** Per job type overrides of the retry budget (`JOB_BUDGETS`, JSON). */
   jobBudgets: Partial<Record<JobType, Partial<JobBudget>>>;
   /**
@@ -451,6 +464,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: ConfigOptions): Config 
     webhookSecrets: webhookSecretsFrom(e.WEBHOOK_SECRETS, e.WEBHOOK_SECRETS_FILE),
     webhookSecretsSource: { env: e.WEBHOOK_SECRETS, file: e.WEBHOOK_SECRETS_FILE },
     logLevel: e.LOG_LEVEL,
+    serverSecret: serverSecretFrom(cleaned.DURABLE_JOBS_SECRET, cleaned.DURABLE_JOBS_SECRET_FILE),
+    payloadCodecKeys: payloadCodecKeysFrom(cleaned.PAYLOAD_CODEC_KEYS, cleaned.PAYLOAD_CODEC_KEYS_FILE),
     jobBudgets: perJobType('JOB_BUDGETS', e.JOB_BUDGETS, BUDGET_SCHEMA, opts.jobTypes),
     concurrencyLimits: perJobType('CONCURRENCY_LIMITS', e.CONCURRENCY_LIMITS, LIMITS_SCHEMA, opts.jobTypes),
     fastPathTypes: fastPathTypes(e.FAST_PATH_JOB_TYPES, opts.jobTypes, opts.fastPathTypes),

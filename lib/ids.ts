@@ -1,23 +1,60 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { canonicalJson } from './canonical-json.js';
-
-/** NUL-separated so that ("ab","c") and ("a","bc") never hash alike. */
-function sha256Hex(...parts: string[]): string {
-  return createHash('sha256').update(parts.join('\u0000')).digest('hex');
-}
+import { currentServerSecret, type ServerSecret } from './secret.js';
 
 /**
- * `jobId = workflowId = "job-" + hex(sha256(tenant, type, key))`, truncated to 128 bits.
+ * One derivation: a hex digest of NUL-separated parts (so that ("ab","c") and ("a","bc") never
+ * hash alike). Keyed: HMAC-SHA256 with a server secret (`lib/secret.ts`), so an ID or a stored
+ * hash cannot be reversed or confirmed by guessing its material without the secret (security
+ * review F5: a job ID yielded its idempotency key by dictionary in under a second). Unkeyed:
+ * plain SHA-256, what every ID and hash was before, still accepted by lookups.
+ */
+type Digest = (...parts: string[]) => string;
+
+const unkeyedDigest: Digest = (...parts) => createHash('sha256').update(parts.join('\u0000')).digest('hex');
+const keyedDigests = new WeakMap<ServerSecret, Digest[]>();
+
+/** The derivations lookups accept, newest first: each listed secret (the first derives), then unkeyed. */
+function digests(): Digest[] {
+  const secret = currentServerSecret();
+  let d = keyedDigests.get(secret);
+  if (!d) {
+    d = [
+      ...secret.keys.map(
+        (key): Digest =>
+          (...parts) =>
+            createHmac('sha256', key).update(parts.join('\u0000')).digest('hex'),
+      ),
+      unkeyedDigest,
+    ];
+    keyedDigests.set(secret, d);
+  }
+  return d;
+}
+const current = (): Digest => digests()[0]!;
+
+const deriveJobId = (d: Digest, tenantId: string, jobType: string, idempotencyKey: string) =>
+  `job-${d('intent', tenantId, jobType, idempotencyKey).slice(0, 32)}`;
+const deriveKeyHash = (d: Digest, tenantId: string, idempotencyKey: string) => d('key', tenantId, idempotencyKey);
+function deriveInputHash(d: Digest, jobType: string, input: unknown, terms?: Record<string, unknown>): string {
+  const set = Object.fromEntries(Object.entries(terms ?? {}).filter(([, v]) => v !== undefined));
+  if (Object.keys(set).length === 0) return d('input', jobType, canonicalJson(input));
+  return d('input', jobType, canonicalJson(input), canonicalJson(set));
+}
+const deriveApiKeyHash = (d: Digest, apiKey: string) => d('api-key', apiKey);
+
+/**
+ * `jobId = workflowId = "job-" + hex(HMAC(secret; tenant, type, key))`, truncated to 128 bits.
  * Retries of one business intent land on one workflow; the raw key never appears in IDs,
- * logs or the Web UI.
+ * logs or the Web UI, and without the secret a job ID does not yield it by guessing.
  */
 export function jobIdFor(tenantId: string, jobType: string, idempotencyKey: string): string {
-  return `job-${sha256Hex('intent', tenantId, jobType, idempotencyKey).slice(0, 32)}`;
+  return deriveJobId(current(), tenantId, jobType, idempotencyKey);
 }
 
 /** What we store instead of the raw idempotency key (unique per tenant). */
 export function keyHash(tenantId: string, idempotencyKey: string): string {
-  return sha256Hex('key', tenantId, idempotencyKey);
+  return deriveKeyHash(current(), tenantId, idempotencyKey);
 }
 
 /**
@@ -25,18 +62,75 @@ export function keyHash(tenantId: string, idempotencyKey: string): string {
  * are the submit's other terms as the client sent them (`runAt`, `delaySeconds`, `tags`): part
  * of the hash only when one is set, so every job submitted without them keeps the hash it has
  * (and a retry of theirs stays a replay). Canonical JSON escapes control characters, so the
- * NUL separator cannot occur inside a part.
+ * NUL separator cannot occur inside a part. Keyed: a dead letter's `inputHash` cannot confirm
+ * a guessed input.
  */
 export function inputHash(jobType: string, input: unknown, terms?: Record<string, unknown>): string {
-  const set = Object.fromEntries(Object.entries(terms ?? {}).filter(([, v]) => v !== undefined));
-  if (Object.keys(set).length === 0) return sha256Hex('input', jobType, canonicalJson(input));
-  return sha256Hex('input', jobType, canonicalJson(input), canonicalJson(set));
+  return deriveInputHash(current(), jobType, input, terms);
 }
 
-/** API keys are stored hashed; a database leak does not leak working keys. */
+/** API keys are stored hashed (keyed); a database leak does not leak working keys, nor test guesses offline. */
 export function apiKeyHash(apiKey: string): string {
-  return sha256Hex('api-key', apiKey);
+  return deriveApiKeyHash(current(), apiKey);
 }
+
+/** An intent's identifiers under one derivation. */
+export interface IntentIds {
+  jobId: string;
+  keyHash: string;
+  inputHash: string;
+}
+
+/**
+ * The intent's identifiers under every derivation lookups accept, newest first: `[0]` is what a
+ * new intent gets (the first secret); the rest are what an intent accepted before a rotation,
+ * or before keyed hashing (unkeyed, last), was stored with. A duplicate submit finds its job
+ * under any of them and keeps that job's ID.
+ */
+export function intentIdCandidates(
+  tenantId: string,
+  jobType: string,
+  idempotencyKey: string,
+  input: unknown,
+  terms?: Record<string, unknown>,
+): IntentIds[] {
+  return digests().map((d) => ({
+    jobId: deriveJobId(d, tenantId, jobType, idempotencyKey),
+    keyHash: deriveKeyHash(d, tenantId, idempotencyKey),
+    inputHash: deriveInputHash(d, jobType, input, terms),
+  }));
+}
+
+/** Whether `stored` is the input hash of this input under any accepted derivation (a dead letter recorded before a rotation). */
+export function inputHashMatches(stored: string, jobType: string, input: unknown, terms?: Record<string, unknown>): boolean {
+  return digests().some((d) => deriveInputHash(d, jobType, input, terms) === stored);
+}
+
+/**
+ * The stored hashes an API key may have, newest first: `[0]` is the one it gets (and is
+ * rewritten to on first use); the rest are older secrets' and the unkeyed SHA-256 of before.
+ */
+export function apiKeyHashCandidates(apiKey: string): string[] {
+  return digests().map((d) => deriveApiKeyHash(d, apiKey));
+}
+
+/** A short, stable ID of a key for audit rows and `whoami` (12 hex digits, keyed): never the key, no offline test of it. */
+export function keyIdFor(key: string): string {
+  return current()('key-id', key).slice(0, 12);
+}
+
+/**
+ * The unkeyed derivations: what every ID and hash was before keyed hashing. Scheduled windows
+ * keep them: a window's key is public material (its type and time), so a secret would hide
+ * nothing, and an unkeyed ID stays the same across a deploy or a rotation of the secret, which
+ * keeps one job per window. Tests use them to make jobs the way the previous release did.
+ */
+export const unkeyed = {
+  jobIdFor: (tenantId: string, jobType: string, idempotencyKey: string) => deriveJobId(unkeyedDigest, tenantId, jobType, idempotencyKey),
+  keyHash: (tenantId: string, idempotencyKey: string) => deriveKeyHash(unkeyedDigest, tenantId, idempotencyKey),
+  inputHash: (jobType: string, input: unknown, terms?: Record<string, unknown>) => deriveInputHash(unkeyedDigest, jobType, input, terms),
+  apiKeyHash: (apiKey: string) => deriveApiKeyHash(unkeyedDigest, apiKey),
+} as const;
 
 /**
  * Generated keys carry a visible scheme so a key found in a log, a ticket or a repository is

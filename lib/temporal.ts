@@ -3,6 +3,7 @@ import proto from '@temporalio/proto';
 import { hostname } from 'node:os';
 import { SEARCH_ATTRIBUTE_NAMES } from '../contract/messages.js';
 import type { Config } from './config.js';
+import { createPayloadCodec, dataConverterOf } from './payload-codec.js';
 
 export { JobStateKey, JobTypeKey, TenantIdKey } from '../contract/messages.js';
 
@@ -14,10 +15,15 @@ export async function connectionOptions(config: Config, address: string): Promis
   return { ...config.temporalConnection, address };
 }
 
-/** A client for the configured Temporal; `connection` is the concrete one (operator and health services). */
+/**
+ * A client for the configured Temporal; `connection` is the concrete one (operator and health
+ * services). With `PAYLOAD_CODEC_KEYS` its payloads (signals it sends, results it reads) pass
+ * the same AES-GCM codec as the workers' (`lib/payload-codec.ts`).
+ */
 export async function connectClient(config: Config, address: string): Promise<Client & { connection: Connection }> {
   const connection = await Connection.connect(await connectionOptions(config, address));
-  return Object.assign(new Client({ connection, namespace: config.temporalNamespace }), { connection });
+  const codec = createPayloadCodec(config.payloadCodecKeys);
+  return Object.assign(new Client({ connection, namespace: config.temporalNamespace, ...dataConverterOf(codec) }), { connection });
 }
 
 /**

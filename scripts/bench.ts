@@ -6,7 +6,7 @@
  *   npm run bench                      full run; writes bench/results.json and the README table
  *   npm run bench -- --quick           tiny sizes, same code paths (CI smoke test); writes nothing
  *   npm run bench -- --out FILE        also (or instead) write the results to FILE
- *   npm run bench -- --only a,b        only these sections: throughput, intake, abuse, effects,
+ *   npm run bench -- --only a,b        only these sections: throughput, codec, intake, abuse, effects,
  *                                      replay, growth, memory, slots, fairness, machine, example (a
  *                                      team's type from examples/acme-service, installed from the tarball)
  *   npm run bench -- --temporal production   the same sections on temporal-server on Postgres
@@ -18,6 +18,7 @@ import os from 'node:os';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { measureCodec } from './bench/codec.js';
 import { measureEffectCost } from './bench/effects-cost.js';
 import { measureExampleType } from './bench/example-type.js';
 import { measureSlots } from './bench/slots.js';
@@ -37,7 +38,20 @@ import { measureWorkerMemory } from './bench/worker-memory.js';
 import { MMAP_THRESHOLD_ENV, workerProcessEnv } from '../lib/worker-allocator.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const SECTIONS = ['throughput', 'intake', 'abuse', 'effects', 'replay', 'growth', 'memory', 'slots', 'fairness', 'machine', 'example'] as const;
+const SECTIONS = [
+  'throughput',
+  'codec',
+  'intake',
+  'abuse',
+  'effects',
+  'replay',
+  'growth',
+  'memory',
+  'slots',
+  'fairness',
+  'machine',
+  'example',
+] as const;
 type Section = (typeof SECTIONS)[number];
 
 function parseArgs(argv: string[]): { quick: boolean; out: string | null; only: Set<Section>; temporal: TemporalKind } {
@@ -105,6 +119,7 @@ async function main(): Promise<number> {
       perJob = t.perJob;
       return t.rows;
     });
+    await section('codec', () => measureCodec(stack));
     await section('intake', () => measureIntake(stack));
     await section('abuse', () => measureSlowBodies(stack));
     await section('effects', () => measureEffectCost(stack));

@@ -17,6 +17,7 @@ import { createPool } from '../lib/db.js';
 import { createLogger } from '../lib/logger.js';
 import { connectClient } from '../lib/temporal.js';
 import { prepareStack } from '../services/stack.js';
+import { persistedServerSecret, serverSecretFrom, useServerSecret } from '../lib/secret.js';
 import { startSimulator } from '../simulator/server.js';
 import { startDevServer } from './lib/dev-server.js';
 import { startEmbeddedPostgres } from './lib/embedded-pg.js';
@@ -43,6 +44,11 @@ const config = loadConfigOrExit('start', process.env, {
   fastPathTypes: jobs.fastPathTypes,
   mode: 'dev',
 });
+// The stack's server secret: the configured one, else its own, generated once and kept beside
+// its data (`.data/server-secret`), so job IDs and key hashes stay the same across restarts.
+// The API and the workers read the same file.
+const secretFile = config.serverSecret ? undefined : persistedServerSecret(DATA).file;
+useServerSecret(config.serverSecret ?? serverSecretFrom(undefined, secretFile)!);
 
 /**
  * `.data/pg` by default. As root, embedded Postgres runs as the `postgres` user, which must
@@ -167,6 +173,7 @@ async function bringUp(): Promise<void> {
   const childEnv: NodeJS.ProcessEnv = {
     ...process.env,
     DURABLE_JOBS_MODE: 'dev',
+    ...(secretFile ? { DURABLE_JOBS_SECRET_FILE: secretFile } : {}),
     DATABASE_URL: databaseUrl,
     TEMPORAL_ADDRESS: temporalAddress,
     PROVIDER_URL: providerUrl,

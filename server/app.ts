@@ -1,4 +1,5 @@
 import type { Client } from '@temporalio/client';
+import type { PayloadCodec } from '@temporalio/common';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type pg from 'pg';
 import { collectDefaultMetrics, Registry } from 'prom-client';
@@ -33,6 +34,7 @@ import { registerJobRoutes } from './routes-jobs.js';
 import { registerOperatorRoutes } from './routes-operators.js';
 import { registerTenantRoutes } from './routes-tenants.js';
 import { registerTimelineRoutes } from './routes-timeline.js';
+import { registerCodecRoutes } from './routes-codec.js';
 import { registerWebhookRoutes } from './routes-webhooks.js';
 import { createWebhookKeyring, type WebhookKeyring } from './webhook-keyring.js';
 
@@ -71,6 +73,11 @@ export interface AppDeps {
   sessions?: SessionOptions;
   /** Serve HTTPS with this certificate chain and key (PEM; `TLS_CERT_FILE`, `TLS_KEY_FILE`). Default plain HTTP. `buildApp` only. */
   tls?: { cert: Buffer; key: Buffer };
+  /**
+   * The payload codec the workers and `temporal` run (`PAYLOAD_CODEC_KEYS`, `lib/payload-codec.ts`):
+   * `/codec/encode` and `/codec/decode` serve it to the Web UI's origin and operators. Default none (pass-through).
+   */
+  payloadCodec?: PayloadCodec;
 }
 
 /** 256 KiB: the contract's body limit for job submissions. */
@@ -232,5 +239,6 @@ export function registerDurableJobs(app: FastifyInstance, deps: AppDeps): void {
   });
   registerTenantRoutes(app, { tenants: createTenantsAdmin(deps.pool), adminApiKey: admin });
   registerSessionRoutes(app, { sessions });
+  registerCodecRoutes(app, { codec: deps.payloadCodec, adminApiKey: admin, temporalUiUrl: deps.temporalUiUrl });
   registerConsole(app);
 }

@@ -2,6 +2,7 @@ import { timingSafeEqual, createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type pg from 'pg';
 import { pgOr503 } from '../lib/db.js';
+import { keyIdFor } from '../lib/ids.js';
 import { ValidationError } from '../lib/errors.js';
 import { tenantForApiKey } from '../store/tenant-keys.js';
 import type { OperatorKey } from '../lib/config.js';
@@ -103,9 +104,6 @@ export function operatorKeyFor(ring: AdminKeyring, key: string): OperatorKey | u
   return found;
 }
 
-/** A short, stable ID of a key (a hash prefix) for audit rows: never the key. */
-export const keyIdFor = (key: string): string => sha256(key).toString('hex').slice(0, 12);
-
 const principalFromKey = (k: OperatorKey, keyId: string, via: Principal['via']): Principal => ({
   operator: k.operator,
   role: k.role ?? 'admin',
@@ -132,7 +130,7 @@ export function operatorOf(req: FastifyRequest): string {
   return operator;
 }
 
-/** A short, stable ID of the caller's key (a hash prefix) for audit rows: never the key. */
+/** A short, stable ID of the caller's key (a keyed hash prefix, `lib/ids.ts`) for audit rows: never the key, no offline test of it. */
 export function keyIdOf(req: FastifyRequest): string {
   return principalOf(req)?.keyId ?? keyIdFor(bearer(req) ?? '');
 }

@@ -12,6 +12,8 @@
  * which migrates and seeds `SEED_TENANTS`.
  */
 import type { Client } from '@temporalio/client';
+import type { PayloadCodec } from '@temporalio/common';
+import type { ServerSecretOption } from '../lib/secret.js';
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import type pg from 'pg';
 import { createJobRegistry, type JobRegistry, type JobTypeModule } from '../job-api/registry.js';
@@ -45,6 +47,10 @@ export interface ServerOptions {
   fastPath?: ReadonlySet<string>;
   /** Request, header, idle and keep-alive timeouts and the connection cap of `createServer`. Default `DEFAULT_HTTP_LIMITS`. */
   httpLimits?: HttpLimits;
+  /** The server secret (`DURABLE_JOBS_SECRET`), shared with the workers. Default: the one this process installed. */
+  secret?: ServerSecretOption;
+  /** The payload codec the workers and `temporal` run (`PAYLOAD_CODEC_KEYS`): serves `/codec/encode` and `/codec/decode` for the Web UI. Default none. */
+  payloadCodec?: PayloadCodec;
 }
 
 function appDeps(o: ServerOptions): AppDeps & { close(): Promise<void> } {
@@ -57,6 +63,7 @@ function appDeps(o: ServerOptions): AppDeps & { close(): Promise<void> } {
     jobs: jobTypes,
     ...(o.budgets ? { budgets: o.budgets } : {}),
     ...(o.fastPath ? { fastPath: o.fastPath } : {}),
+    ...(o.secret ? { secret: o.secret } : {}),
   });
   return {
     pool: o.pool,
@@ -70,6 +77,7 @@ function appDeps(o: ServerOptions): AppDeps & { close(): Promise<void> } {
     webhookSecrets: o.webhookSecrets ?? {},
     version: o.version ?? 'unversioned',
     ...(o.httpLimits ? { httpLimits: o.httpLimits } : {}),
+    ...(o.payloadCodec ? { payloadCodec: o.payloadCodec } : {}),
     close: () => jobs.close(),
   };
 }

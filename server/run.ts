@@ -4,7 +4,9 @@
  * webhook secrets that rotate on SIGHUP, and a drain on SIGINT/SIGTERM.
  */
 import type { JobRegistry } from '../job-api/registry.js';
-import { loadConfigOrExit } from '../lib/config-or-exit.js';
+import { exitOnConfigError, loadConfigOrExit } from '../lib/config-or-exit.js';
+import { createPayloadCodec } from '../lib/payload-codec.js';
+import { serverSecretFor, useServerSecret } from '../lib/secret.js';
 import { createPool } from '../lib/db.js';
 import { createLogger } from '../lib/logger.js';
 import { exitWithParent, onShutdown } from '../lib/shutdown.js';
@@ -35,6 +37,11 @@ export async function runServer(o: RunServerOptions): Promise<void> {
     log.fatal('the API needs DATABASE_URL and TEMPORAL_ADDRESS (npm start sets them)');
     process.exit(2);
   }
+  // Job IDs and key hashes derive from it (seeding below hashes keys): the dev stack's own file
+  // when none is configured; production refuses to start without one.
+  useServerSecret(
+    await exitOnConfigError('api', async () => serverSecretFor(config.serverSecret, config.mode, env.DURABLE_JOBS_DATA_DIR || '.data')),
+  );
   const pool = createPool(config.databaseUrl, log, config.tuning.pgPoolSize);
   const temporal = await connectClient(config, config.temporalAddress);
   const { applied } = await prepareStack(pool, {
@@ -80,6 +87,7 @@ export async function runServer(o: RunServerOptions): Promise<void> {
     httpLimits: config.httpLimits,
     sessions: config.sessions,
     ...(config.httpTls ? { tls: { cert: config.httpTls.cert, key: config.httpTls.key } } : {}),
+    payloadCodec: createPayloadCodec(config.payloadCodecKeys),
   });
   await app.listen({ port: config.httpPort, host: config.httpHost });
   if (config.httpTls) log.info({ certFile: config.httpTls.certFile }, 'serving HTTPS');

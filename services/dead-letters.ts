@@ -21,7 +21,7 @@ import { NotFoundError, StateConflictError, UnavailableError } from '../lib/erro
 import { execution } from '../lib/temporal.js';
 import { taskQueueOf } from '../job-api/define.js';
 import { codeChanged, replayCodeVersion, type ReplayCodeVersion } from './worker-versions.js';
-import { effectKeyFor, inputHash } from '../lib/ids.js';
+import { effectKeyFor, inputHash, inputHashMatches } from '../lib/ids.js';
 import {
   actionsFor,
   getDeadLetter,
@@ -139,7 +139,8 @@ export async function previewReplay(
     state: dl.state,
     replayJobId: `${dl.job_id}-replay-${dl.replay_count + 1}`,
     effects,
-    changed: { codeVersion: codeChanged(dl.code_version, code), inputHash: dl.input_hash !== inputHashNow },
+    // Recorded under an older server secret (or unkeyed, before keyed hashes) is unchanged too.
+    changed: { codeVersion: codeChanged(dl.code_version, code), inputHash: !inputHashMatches(dl.input_hash, dl.job_type, input) },
     recorded: { codeVersion: dl.code_version, buildId: dl.build_id, inputHash: dl.input_hash },
     current: { ...code, inputHash: inputHashNow },
   };

@@ -24,8 +24,9 @@ import {
   ValidationError,
 } from '../lib/errors.js';
 import { findUnstorableText } from '../lib/json-safety.js';
-import { IDEMPOTENCY_KEY_PATTERN, inputHash, jobIdFor, keyHash } from '../lib/ids.js';
+import { IDEMPOTENCY_KEY_PATTERN, intentIdCandidates, type IntentIds } from '../lib/ids.js';
 import { zodFieldIssues } from '../lib/validation.js';
+import { adoptServerSecret, type ServerSecretOption } from '../lib/secret.js';
 import {
   deleteUnstartedIntent,
   findIntent,
@@ -64,6 +65,12 @@ export interface JobsClientDeps {
    * 0 writes each before `submitJob` returns. Call `close()` before ending the pool.
    */
   startMarkWindowMs?: number;
+  /**
+   * The server secret job IDs and key hashes derive from (`DURABLE_JOBS_SECRET`, newest
+   * first; `lib/secret.ts`). Default: the one this process installed (`durable-jobs api`, the
+   * test stack); none at all is a ConfigError here. Workers and API processes share it.
+   */
+  secret?: ServerSecretOption;
 }
 
 export interface SubmitJobRequest {
@@ -158,6 +165,7 @@ export const DEFAULT_START_MARK_WINDOW_MS = 100;
  */
 
 export function createJobsClient(deps: JobsClientDeps) {
+  adoptServerSecret(deps.secret, 'createJobsClient');
   const startTimeoutMs = deps.startTimeoutMs ?? 5_000;
   const retryAfter = deps.unavailableRetryAfterSeconds ?? UNAVAILABLE_RETRY_AFTER_SECONDS;
   const marks = createStartMarks(deps.pool, deps.startMarkWindowMs ?? DEFAULT_START_MARK_WINDOW_MS);
@@ -222,29 +230,37 @@ export function createJobsClient(deps: JobsClientDeps) {
     if (priority === 'high') await requireHighPriority(req.tenantId);
     // The tenant's intake rate limit (issue 38 §5), before anything is written: a 429 leaves nothing.
     await admitSubmit(deps.pool, req.tenantId);
+    // Keyed with the server secret (lib/ids.ts): [0] is this intent's if it is new; the others
+    // are how an intent accepted before a rotation or before keyed IDs was stored, and a
+    // duplicate of one of those finds that job under its old ID.
+    // The same key with another runAt, delay or tags is another intent (422); without them the hash is as it always was.
+    const candidates = intentIdCandidates(req.tenantId, type, req.idempotencyKey, input, terms.hashed);
+    const ids = candidates[0]!;
     const intent = {
-      jobId: jobIdFor(req.tenantId, type, req.idempotencyKey),
+      jobId: ids.jobId,
       tenantId: req.tenantId,
       jobType: type,
-      keyHash: keyHash(req.tenantId, req.idempotencyKey),
-      // The same key with another runAt, delay or tags is another intent (422); without them the hash is as it always was.
-      inputHash: inputHash(type, input, terms.hashed),
+      keyHash: ids.keyHash,
+      inputHash: ids.inputHash,
       input,
       priority,
       runAt: terms.runAt,
       tags: terms.tags,
     };
-    const inserted = await pgOr503(() => insertIntent(deps.pool, intent), 'Postgres cannot take the job right now', retryAfter).catch(
-      (err: unknown) => {
-        // Backend code gets here (the HTTP API resolves the tenant from its key first):
-        // an unknown tenant is the caller's mistake to name, never a raw foreign-key error.
-        const e = err as { code?: string; constraint?: string };
-        if (e.code === '23503' && e.constraint === 'job_intents_tenant_id_fkey')
-          throw new NotFoundError(`tenant "${String(req.tenantId).slice(0, 64)}" not found; nothing was accepted`, { cause: err });
-        throw err;
-      },
-    );
-    if (!inserted) return replay(intent);
+    const older = candidates.slice(1).map((c) => c.keyHash);
+    const inserted = await pgOr503(
+      () => insertIntent(deps.pool, intent, { unlessKeyHashes: older }),
+      'Postgres cannot take the job right now',
+      retryAfter,
+    ).catch((err: unknown) => {
+      // Backend code gets here (the HTTP API resolves the tenant from its key first):
+      // an unknown tenant is the caller's mistake to name, never a raw foreign-key error.
+      const e = err as { code?: string; constraint?: string };
+      if (e.code === '23503' && e.constraint === 'job_intents_tenant_id_fkey')
+        throw new NotFoundError(`tenant "${String(req.tenantId).slice(0, 64)}" not found; nothing was accepted`, { cause: err });
+      throw err;
+    });
+    if (!inserted) return replay(intent, candidates);
     let how;
     try {
       how = await startWorkflow({ jobId: intent.jobId, tenantId: intent.tenantId, jobType: type, priority }, intent.runAt);
@@ -266,15 +282,22 @@ export function createJobsClient(deps: JobsClientDeps) {
     return { jobId: intent.jobId, status: 'queued', replayed: false, retryAfterSeconds: POLL_AFTER_SECONDS };
   }
 
-  async function replay(intent: NewIntent & { jobType: JobType }): Promise<SubmitJobResult> {
+  async function replay(intent: NewIntent & { jobType: JobType }, candidates: IntentIds[]): Promise<SubmitJobResult> {
     const existing = await pgOr503(
-      () => findIntentByKey(deps.pool, intent.tenantId, intent.keyHash!),
+      () =>
+        findIntentByKey(
+          deps.pool,
+          intent.tenantId,
+          candidates.map((c) => c.keyHash),
+        ),
       'Postgres cannot take the job right now',
       retryAfter,
     );
     // Removed between our insert and this read by a request whose start failed: try again.
     if (!existing) throw new UnavailableError('the intent is being retried concurrently; retry', 1, { dependency: 'contention' });
-    if (existing.job_type !== intent.jobType || existing.input_hash !== intent.inputHash) {
+    // Its input hash was derived the way its key hash was: compare like with like.
+    const derived = candidates.find((c) => c.keyHash === existing.key_hash) ?? candidates[0]!;
+    if (existing.job_type !== intent.jobType || existing.input_hash !== derived.inputHash) {
       throw new IdempotencyConflictError('this Idempotency-Key was already used with a different type or input');
     }
     // Evidence for the job's timeline (the time only); never in the way of the answer.

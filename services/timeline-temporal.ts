@@ -1,6 +1,7 @@
 // The Temporal side of a job's timeline: its history events (workflow and activity tasks,
 // timers, signals, the gate's decision) and the attempt still pending, from the frontend.
 import { defaultPayloadConverter } from '@temporalio/common';
+import { decodeHistoryPayloads } from '../lib/payload-codec.js';
 import proto from '@temporalio/proto';
 import { duration } from '../lib/job-stage.js';
 import type { JobTimeline, TimelineDeps, TimelineEvent } from './timeline-types.js';
@@ -214,6 +215,8 @@ export async function temporalSide(
     const within = <T>(fn: () => Promise<T>) => client.connection.withDeadline(Date.now() + 5_000, fn);
     const d = await within(() => handle.describe());
     const history = await within(() => handle.fetchHistory());
+    // With PAYLOAD_CODEC_KEYS the results the timeline reads (the gate's decision) are encrypted: decode them as the client would.
+    await decodeHistoryPayloads(history, client.options.loadedDataConverter.payloadCodecs);
     const events = temporalEvents(history.events ?? []);
     // Retries of an activity leave no history event until the last attempt ends: the pending one shows here.
     for (const p of d.raw.pendingActivities ?? []) {

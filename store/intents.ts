@@ -16,6 +16,8 @@ export interface IntentRow {
   job_id: string;
   tenant_id: string;
   job_type: string;
+  /** Hash of the tenant and idempotency key (`lib/ids.ts`); NULL for replays. */
+  key_hash: string | null;
   input_hash: string;
   priority: Priority;
   status: JobState;
@@ -55,34 +57,54 @@ export interface NewIntent {
   tags?: Record<string, string> | null;
 }
 
+const INTENT_COLUMNS = 'job_id, tenant_id, job_type, key_hash, input_hash, input, priority, replay_of, run_at, tags';
+
 /**
  * Inserts the intent unless the tenant already used this key. Concurrent duplicates block
  * on the unique index until the first transaction ends, then see its row: exactly one wins.
- * Returns true when this call inserted the row.
+ * `unlessKeyHashes`: the key's hashes under older derivations (`lib/ids.ts`
+ * `intentIdCandidates`: an older server secret, or the unkeyed hash of before): an intent
+ * stored under one of them is this intent too, so nothing is inserted and the caller finds
+ * that job (it keeps its ID). The check is in the same statement: no extra round trip, and no
+ * such intent is ever created any more, so no race. Returns true when this call inserted the row.
  */
-export async function insertIntent(db: Db, i: NewIntent): Promise<boolean> {
-  const r = await db.query(
-    `INSERT INTO job_intents (job_id, tenant_id, job_type, key_hash, input_hash, input, priority, replay_of, run_at, tags)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-     ON CONFLICT DO NOTHING`,
-    [
-      i.jobId,
-      i.tenantId,
-      i.jobType,
-      i.keyHash,
-      i.inputHash,
-      JSON.stringify(i.input),
-      i.priority,
-      i.replayOf ?? null,
-      i.runAt ?? null,
-      i.tags ? JSON.stringify(i.tags) : null,
-    ],
-  );
+export async function insertIntent(db: Db, i: NewIntent, opts: { unlessKeyHashes?: readonly string[] } = {}): Promise<boolean> {
+  const values = [
+    i.jobId,
+    i.tenantId,
+    i.jobType,
+    i.keyHash,
+    i.inputHash,
+    JSON.stringify(i.input),
+    i.priority,
+    i.replayOf ?? null,
+    i.runAt ?? null,
+    i.tags ? JSON.stringify(i.tags) : null,
+  ];
+  const older = opts.unlessKeyHashes ?? [];
+  const r =
+    older.length === 0
+      ? await db.query(
+          `INSERT INTO job_intents (${INTENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING`,
+          values,
+        )
+      : await db.query(
+          // INSERT ... SELECT: the parameters need their types spelled out (VALUES takes the columns').
+          `INSERT INTO job_intents (${INTENT_COLUMNS})
+           SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::jsonb, $7::text, $8::text, $9::timestamptz, $10::jsonb
+            WHERE NOT EXISTS (SELECT 1 FROM job_intents WHERE tenant_id = $2 AND key_hash = ANY($11::text[]))
+           ON CONFLICT DO NOTHING`,
+          [...values, older],
+        );
   return r.rowCount === 1;
 }
 
-export async function findIntentByKey(db: Db, tenantId: string, keyHash: string): Promise<IntentRow | undefined> {
-  const r = await db.query<IntentRow>('SELECT * FROM job_intents WHERE tenant_id = $1 AND key_hash = $2', [tenantId, keyHash]);
+/** The tenant's intent stored under any of these key hashes (a key's hashes under every accepted derivation). */
+export async function findIntentByKey(db: Db, tenantId: string, keyHashes: string | readonly string[]): Promise<IntentRow | undefined> {
+  const r = await db.query<IntentRow>(
+    'SELECT * FROM job_intents WHERE tenant_id = $1 AND key_hash = ANY($2::text[]) ORDER BY created_at LIMIT 1',
+    [tenantId, typeof keyHashes === 'string' ? [keyHashes] : keyHashes],
+  );
   return r.rows[0];
 }
 

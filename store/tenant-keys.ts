@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { apiKeyHash } from '../lib/ids.js';
+import { apiKeyHashCandidates } from '../lib/ids.js';
 import type { Db } from '../lib/db.js';
 
 /** The tenant keys: one function per statement. Only hashes are stored, never a key. */
@@ -65,25 +65,51 @@ export async function revokeTenantKey(db: Db, tenantId: string, name: string, re
 export const LAST_USED_RESOLUTION_SECONDS = 60;
 
 /**
+ * Rewrites the stored hash of `apiKey` (live or revoked) to its current keyed hash when it is
+ * stored under an older one (an older server secret, or the unkeyed SHA-256 of before keyed
+ * hashes): seeding then sees the key as the one it has, and a revoked key stays revoked. The
+ * pre-0020 column follows, so a revocation still clears it. Returns the current hash.
+ */
+export async function rehashTenantKey(db: Db, apiKey: string): Promise<string> {
+  const [current, ...older] = apiKeyHashCandidates(apiKey);
+  await db.query(
+    `WITH k AS (
+       UPDATE tenant_keys SET key_hash = $1 WHERE key_hash = ANY($2::text[]) RETURNING tenant_id
+     )
+     UPDATE tenants SET api_key_hash = $1 WHERE api_key_hash = ANY($2::text[]) AND id IN (SELECT tenant_id FROM k)`,
+    [current, older],
+  );
+  return current!;
+}
+
+/**
  * The tenant of a live bearer key (looked up by its hash; the raw key is never stored), read
  * afresh on every request so that a revocation holds at once in every API process: no cache.
+ *
+ * The key is looked up under every hash it may be stored with (`apiKeyHashCandidates`: the
+ * current secret's, older secrets', the unkeyed SHA-256 of before keyed hashes); a key found
+ * under an older one is rewritten to the current hash by this same statement (first use).
  *
  * The same statement touches `last_used_at` when it is older than a minute, so a busy key
  * costs one row write a minute, not one per request. SKIP LOCKED: a request that finds
  * another one touching the row leaves it to that one instead of waiting for its lock.
  */
 export async function tenantForApiKey(db: pg.Pool, apiKey: string): Promise<string | undefined> {
+  const [current, ...older] = apiKeyHashCandidates(apiKey);
   const r = await db.query<{ tenant_id: string }>(
     `WITH k AS (
-       SELECT id, tenant_id FROM tenant_keys WHERE key_hash = $1 AND revoked_at IS NULL
+       SELECT id, tenant_id, key_hash FROM tenant_keys WHERE key_hash = ANY($1::text[]) AND revoked_at IS NULL
      ), touched AS (
-       UPDATE tenant_keys SET last_used_at = now()
+       UPDATE tenant_keys SET last_used_at = now(), key_hash = $3
         WHERE id IN (SELECT s.id FROM tenant_keys s JOIN k ON k.id = s.id
-                      WHERE s.last_used_at IS NULL OR s.last_used_at < now() - make_interval(secs => $2)
+                      WHERE s.key_hash <> $3 OR s.last_used_at IS NULL OR s.last_used_at < now() - make_interval(secs => $2)
                         FOR UPDATE OF s SKIP LOCKED)
+        RETURNING tenant_id
+     ), legacy AS (
+       UPDATE tenants t SET api_key_hash = $3 FROM k WHERE t.id = k.tenant_id AND t.api_key_hash = k.key_hash AND k.key_hash <> $3
      )
      SELECT tenant_id FROM k`,
-    [apiKeyHash(apiKey), LAST_USED_RESOLUTION_SECONDS],
+    [[current, ...older], LAST_USED_RESOLUTION_SECONDS, current],
   );
   return r.rows[0]?.tenant_id;
 }

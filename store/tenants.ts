@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { apiKeyHash } from '../lib/ids.js';
 import { withTransaction, type Db } from '../lib/db.js';
-import { insertTenantKey, ownerOfKeyHash, replaceLiveKey } from './tenant-keys.js';
+import { insertTenantKey, ownerOfKeyHash, rehashTenantKey, replaceLiveKey } from './tenant-keys.js';
 
 /** The name of the key `SEED_TENANTS` gives its tenant. */
 export const SEED_KEY_NAME = 'seed';
@@ -43,8 +43,10 @@ export async function tenantExists(db: Db, tenantId: string): Promise<boolean> {
  * `highPriority` (SEED_HIGH_PRIORITY_TENANTS) lets the tenant submit `priority: high`.
  */
 export async function upsertTenant(db: pg.Pool, tenantId: string, apiKey: string, opts: { highPriority?: boolean } = {}): Promise<void> {
-  const keyHash = apiKeyHash(apiKey);
   await withTransaction(db, async (tx) => {
+    // A seed key stored under an older hash is this key: rewritten first, it is neither revoked
+    // as "changed" nor inserted again (and one an operator revoked stays revoked).
+    const keyHash = await rehashTenantKey(tx, apiKey);
     await insertTenant(tx, tenantId, SEED_KEY_NAME);
     // Seeding grants high priority, never withdraws it: an operator's grant survives a restart.
     if (opts.highPriority)
@@ -56,7 +58,7 @@ export async function upsertTenant(db: pg.Pool, tenantId: string, apiKey: string
     await replaceLiveKey(tx, tenantId, SEED_KEY_NAME, keyHash);
     await insertTenantKey(tx, { tenantId, name: SEED_KEY_NAME, keyHash, keyPrefix: null, createdBy: SEED_KEY_NAME }, { ifNew: true });
   });
-  const owner = await ownerOfKeyHash(db, keyHash);
+  const owner = await ownerOfKeyHash(db, apiKeyHash(apiKey));
   if (owner !== tenantId) throw new Error(`the seed key of tenant "${tenantId}" is already a key of tenant "${owner}"`);
 }
 

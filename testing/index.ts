@@ -26,6 +26,7 @@ import { createLogger, type Logger } from '../lib/logger.js';
 import { createJobsClient, type JobsClient } from '../services/intake.js';
 import type { JobStatus } from '../services/job-status.js';
 import { prepareStack } from '../services/stack.js';
+import { currentServerSecret, generateSecretValue, hasServerSecret, serverSecretFrom, useServerSecret } from '../lib/secret.js';
 import { startSimulator } from '../simulator/server.js';
 import { createWorker, type DurableWorker, type DurableWorkerOptions } from '../workers/durable-worker.js';
 import { sdkLogger } from '../workers/telemetry.js';
@@ -233,6 +234,12 @@ export async function startTestStack(o: TestStackOptions): Promise<TestStack> {
     const connection = await Connection.connect({ address: temporalServer.address });
     stops.push(() => connection.close());
     const tenantId = 'test-tenant';
+    // The process's server secret, or one of its own for this stack (a fresh database: nothing
+    // to keep it for); spawned workers get it in their environment, so every part derives alike.
+    if (!hasServerSecret()) useServerSecret(serverSecretFrom(generateSecretValue(), undefined)!);
+    const secretValue = currentServerSecret()
+      .keys.map((k) => k.toString('utf8'))
+      .join(',');
     await prepareStack(pool, {
       // A team's tests may submit any priority: the test tenant is granted high (F11).
       tenants: [{ tenantId, apiKey: `test-key-${randomBytes(16).toString('hex')}`, highPriority: true }],
@@ -252,6 +259,7 @@ export async function startTestStack(o: TestStackOptions): Promise<TestStack> {
       TEMPORAL_NAMESPACE: namespace,
       TASK_QUEUE: taskQueue,
       PROVIDER_URL: sim.url,
+      DURABLE_JOBS_SECRET: secretValue,
     };
     // The SDK's own logs through pino (warnings and errors), once per process, before any worker.
     try {

@@ -8,3 +8,4 @@ export { createWorker, queuesFor, type DurableWorker, type DurableWorkerOptions 
 export { runWorker, type RunWorkerOptions } from './run.js';
 export { bundleWorkflows } from './worker.js';
 export type { JobRegistry, JobTypeModule } from '../job-api/registry.js';
+export { AesGcmPayloadCodec, createPayloadCodec, parsePayloadCodecKeys, type PayloadCodecKey } from '../lib/payload-codec.js';

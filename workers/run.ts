@@ -16,6 +16,8 @@ import { allocatorAdvice } from '../lib/worker-allocator.js';
 import { createWorker } from './durable-worker.js';
 import { ConfigError } from '../lib/errors.js';
 import { workerTelemetry } from './telemetry.js';
+import { serverSecretFor } from '../lib/secret.js';
+import { createPayloadCodec } from '../lib/payload-codec.js';
 
 export interface RunWorkerOptions {
   /** The job types this process runs. */
@@ -54,6 +56,10 @@ export async function runWorker(o: RunWorkerOptions): Promise<void> {
     log.fatal(err.message);
     process.exit(2);
   });
+  // The API's secret (the dev stack's own file when none is configured); production refuses to start without one.
+  const secret = await exitOnConfigError('worker', async () =>
+    serverSecretFor(config.serverSecret, config.mode, env.DURABLE_JOBS_DATA_DIR || '.data'),
+  );
   const pool = createPool(config.databaseUrl, log, config.tuning.pgPoolSize);
   // No signal handlers of the SDK's own (one owner of the signals decides when the process
   // exits), its logs through pino, the core's metrics when WORKER_METRICS_PORT is set.
@@ -63,6 +69,8 @@ export async function runWorker(o: RunWorkerOptions): Promise<void> {
   const worker = await exitOnConfigError('worker', () =>
     createWorker({
       env,
+      secret,
+      payloadCodec: createPayloadCodec(config.payloadCodecKeys),
       jobs: o.jobs,
       system: o.system ?? env.DURABLE_JOBS_SYSTEM !== 'false',
       connection,

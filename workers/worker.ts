@@ -14,6 +14,9 @@ import { modulePath, type JobRegistry } from '../job-api/registry.js';
 import { DEFAULT_WORKER_SHUTDOWN_GRACE_SECONDS } from '../lib/config.js';
 import type { Logger } from '../lib/logger.js';
 import { sharedStateFindings } from './module-state.js';
+import type { PayloadCodec } from '@temporalio/common';
+import { dataConverterOf } from '../lib/payload-codec.js';
+import { adoptServerSecret, type ServerSecretOption } from '../lib/secret.js';
 
 /** The product's own workflows (schedule trigger, scan, replay); job types add theirs. */
 export const SYSTEM_WORKFLOWS_PATH = modulePath(new URL('../workflows/index.ts', import.meta.url));
@@ -175,6 +178,17 @@ export interface WorkerOptions {
    * its variable. Default `process.env`.
    */
   env?: NodeJS.ProcessEnv;
+  /**
+   * The server secret (`DURABLE_JOBS_SECRET`; `lib/secret.ts`): the API's, so both derive the
+   * same hashes. Default: the one this process installed; none at all is a ConfigError.
+   */
+  secret?: ServerSecretOption;
+  /**
+   * Encrypts every payload this worker puts in Temporal (step outputs, results, signals) and
+   * decrypts what it reads (`lib/payload-codec.ts`, config `PAYLOAD_CODEC_KEYS`): the API's
+   * client must run the same codec. Default none: payloads in plain.
+   */
+  payloadCodec?: PayloadCodec;
 }
 
 /** The upstream of a worker started without `PROVIDER_URL`: an effect is a configuration error, never retried. */
@@ -196,6 +210,7 @@ export async function createQueueWorker(o: WorkerOptions): Promise<Worker> {
   const graceMs = o.shutdownGraceMs ?? DEFAULT_WORKER_SHUTDOWN_GRACE_SECONDS * 1000;
   // Before anything polls: a worker without its upstream's key must not start taking jobs it can only fail.
   readCredentials(jobs.credentials, o.env ?? process.env);
+  adoptServerSecret(o.secret, 'createWorker');
   const activities = createActivities({
     jobs,
     pool: o.pool,
@@ -223,6 +238,7 @@ export async function createQueueWorker(o: WorkerOptions): Promise<Worker> {
     taskQueue: o.taskQueue,
     workflowBundle: o.workflowBundle ?? (await bundleWorkflows(jobs, o.log)),
     activities,
+    ...dataConverterOf(o.payloadCodec),
     ...(o.identity ? { identity: o.identity } : {}),
     // The code version as the build ID: Temporal lists it per poller (DescribeTaskQueue), so the
     // replay dry run compares a dead letter with the code of the workers that would run its replay

@@ -18,6 +18,7 @@ import { prepareStack } from '../../services/stack.js';
 import { buildApp } from '../../server/app.js';
 import { startSimulator, type Simulator } from '../../simulator/server.js';
 import { bundleWorkflows, createQueueWorker, withWorkflowSourceMap } from '../../workers/worker.js';
+import { scriptServerSecret } from '../../lib/secret.js';
 import type { ConcurrencyLimits, JobType } from '../../contract/job-types.js';
 import type { FastifyInstance } from 'fastify';
 import { startDevServer } from '../lib/dev-server.js';
@@ -91,7 +92,7 @@ export interface BenchStack {
   startWorkerChild(
     kind: ChildSettings['kind'],
     taskQueue: string,
-    o?: { databaseUrl?: string; activitySlots?: number; limits?: Record<JobType, ConcurrencyLimits> },
+    o?: { databaseUrl?: string; activitySlots?: number; limits?: Record<JobType, ConcurrencyLimits>; payloadCodecKeys?: string },
   ): Promise<Child>;
   /** Process IDs for CPU accounting: this process (API, submitters), Postgres's postmaster, the Temporal server. */
   pids(): Promise<{ bench: number; postgres?: number; temporal?: number }>;
@@ -118,6 +119,8 @@ export async function startStack(o: { quick: boolean; log: (msg: string) => void
   const { log } = o;
   // The SDK's own lines (worker state changes) would drown the report.
   Runtime.install({ logger: new DefaultLogger('ERROR') });
+  // Job IDs and key hashes derive from it; the worker children get it in their environment.
+  scriptServerSecret(process.env);
   const config = loadConfig(process.env, { jobTypes: defaultJobRegistry.names, fastPathTypes: defaultJobRegistry.fastPathTypes });
   const closers: Array<() => Promise<unknown>> = [];
   const tmpDir = await fs.mkdtemp(path.join(os.tmpdir(), 'durable-jobs-bench-'));
@@ -301,6 +304,7 @@ export async function startStack(o: { quick: boolean; log: (msg: string) => void
           databaseUrl: w.databaseUrl ?? databaseUrl,
           providerUrl: sim.url,
           limits: w.limits ?? RAISED_LIMITS,
+          ...(w.payloadCodecKeys ? { payloadCodecKeys: w.payloadCodecKeys } : {}),
         });
       },
       async startApp(taskQueue, a = {}) {

@@ -280,7 +280,7 @@ function report(
   return { rows, summarizePerSec: rate('summarize').median, commitsPerJob: commits.median, perJob };
 }
 
-async function runSummarize(
+export async function runSummarize(
   stack: BenchStack,
   jobs: ReturnType<BenchStack['jobsClient']>,
   tenant: string,

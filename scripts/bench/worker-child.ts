@@ -13,6 +13,8 @@ import { createPool } from '../../lib/db.js';
 import { createLogger } from '../../lib/logger.js';
 import type { ConcurrencyLimits, JobType } from '../../contract/job-types.js';
 import { createQueueWorker } from '../../workers/worker.js';
+import { scriptServerSecret } from '../../lib/secret.js';
+import { createPayloadCodec, parsePayloadCodecKeys } from '../../lib/payload-codec.js';
 import { createBareActivities, type BareCounter } from './bare-activities.js';
 import { writeFileSync } from 'node:fs';
 import { captureStatements, installPgProbe, snapshotPg } from './pg-probe.js';
@@ -27,9 +29,12 @@ export interface ChildSettings {
   databaseUrl?: string;
   providerUrl?: string;
   limits?: Record<JobType, ConcurrencyLimits>;
+  /** `PAYLOAD_CODEC_KEYS` of the product worker (the codec section); default none. */
+  payloadCodecKeys?: string;
 }
 
 const s = JSON.parse(process.argv[2] ?? '{}') as ChildSettings;
+scriptServerSecret(process.env); // the parent's (scripts/bench/stack.ts put it in the environment)
 installPgProbe();
 Runtime.install({ logger: new DefaultLogger('ERROR') });
 const log = createLogger('bench-worker', 'silent');
@@ -50,6 +55,7 @@ const worker =
         workflowBundle: { codePath: s.bundlePath },
         maxConcurrentActivityTaskExecutions: s.activitySlots,
         identity: `${process.pid}@bench-child`,
+        payloadCodec: s.payloadCodecKeys ? createPayloadCodec(parsePayloadCodecKeys(s.payloadCodecKeys)) : undefined,
       })
     : await Worker.create({
         connection,

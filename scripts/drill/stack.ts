@@ -21,6 +21,7 @@ import { defaultJobRegistry } from '../../jobs/index.js';
 import { defaultPorts, resolveTemporalServerBinaries, startTemporalServer, type TemporalServer } from '../lib/temporal-server.js';
 import { temporalServerEnv } from '../lib/temporal-server-env.js';
 import { workerProcessEnv } from '../../lib/worker-allocator.js';
+import { scriptServerSecret } from '../../lib/secret.js';
 
 const WORKER_ENTRY = fileURLToPath(new URL('../../workers/main.ts', import.meta.url));
 
@@ -70,6 +71,8 @@ export interface DrillStack {
 }
 
 export async function startDrillStack(say: (m: string) => void): Promise<DrillStack> {
+  // Job IDs and key hashes derive from it; the worker processes get it in their environment.
+  scriptServerSecret(process.env);
   const config = loadConfig(process.env, {
     jobTypes: defaultJobRegistry.names,
     fastPathTypes: defaultJobRegistry.fastPathTypes,

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jobIdFor } from '../../lib/ids.js';
+import { unkeyed } from '../../lib/ids.js';
 import { ensureSchedules, scheduleDeclarations, scheduleIdFor, type JobScheduleDeclaration } from '../../services/schedules.js';
 import { defaultJobRegistry } from '../../jobs/index.js';
 
@@ -46,7 +46,7 @@ async function digestJobIds(): Promise<string[]> {
 
 const expectedJobIds = (w: ScheduleWindow) =>
   Object.values(TENANTS)
-    .map((t) => jobIdFor(t.id, 'digest', windowKey('digest', w)))
+    .map((t) => unkeyed.jobIdFor(t.id, 'digest', windowKey('digest', w)))
     .sort();
 
 describe('Schedules: one job per (job type, window)', () => {
@@ -111,7 +111,7 @@ describe('Schedules: one job per (job type, window)', () => {
 
     // Each job ran once and sent its digest once.
     for (const [name, t] of Object.entries(TENANTS)) {
-      const jobId = jobIdFor(t.id, 'digest', windowKey('digest', window));
+      const jobId = unkeyed.jobIdFor(t.id, 'digest', windowKey('digest', window));
       const job = await h.waitForStatus(jobId, 'succeeded', name as keyof typeof TENANTS);
       expect(job.result).toMatchObject({ periodEnd: window.start });
       expect((await h.simEffects()).byKey[`${jobId}:digest`]).toMatchObject({ applied: 1 });

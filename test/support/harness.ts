@@ -15,6 +15,8 @@ import { startSimulator, type Simulator } from '../../simulator/server.js';
 import { bundleWorkflows, createQueueWorker } from '../../workers/worker.js';
 import { defaultJobRegistry } from '../../jobs/index.js';
 import type { JobRegistry } from '../../job-api/registry.js';
+import type { PayloadCodec } from '@temporalio/common';
+import { dataConverterOf } from '../../lib/payload-codec.js';
 
 /** Tenant a may submit `priority: high` (seeded so, F11); tenant b may not. */
 export const TENANTS = {
@@ -153,6 +155,8 @@ export async function startHarness(
     metricsCacheMs?: number;
     /** Types whose jobs take the fast path (`FAST_PATH_JOB_TYPES`); default none. */
     fastPath?: string[];
+    /** The payload codec of the client, the workers and the API's codec endpoint (`PAYLOAD_CODEC_KEYS`); default none. */
+    payloadCodec?: PayloadCodec;
   } = {},
 ): Promise<Harness> {
   const log = createLogger(`test-${name}`, process.env.TEST_LOG_LEVEL ?? 'silent');
@@ -163,7 +167,7 @@ export async function startHarness(
   });
   const namespace = inject('temporalNamespace');
   const connection = await Connection.connect({ address: opts.temporalAddress ?? inject('temporalAddress') });
-  const temporal = new Client({ connection, namespace });
+  const temporal = new Client({ connection, namespace, ...dataConverterOf(opts.payloadCodec) });
   const taskQueue = `tq-${name}-${uid()}`;
   const jobTypes = opts.jobTypes ?? defaultJobRegistry;
   const fastPath = new Set(opts.fastPath ?? []);
@@ -179,6 +183,7 @@ export async function startHarness(
     temporalUiUrl: 'http://127.0.0.1:8233',
     version: 'test',
     webhookSecrets,
+    ...(opts.payloadCodec ? { payloadCodec: opts.payloadCodec } : {}),
     ...(opts.metricsCacheMs !== undefined ? { metricsCacheMs: opts.metricsCacheMs } : {}),
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
@@ -205,6 +210,7 @@ export async function startHarness(
       workflowBundle: await workflowBundle(jobTypes),
       identity,
       fastPathTypes: fastPath,
+      payloadCodec: opts.payloadCodec,
     });
     workers.push(w);
     runs.push(w.run());
