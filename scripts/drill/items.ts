@@ -2,6 +2,7 @@ import { competingWorkers, crashAfterEffect, intake, restarts, retries } from '.
 import { deadLetters, schedules, webhooks } from './items-ops.js';
 import { degradation, metrics } from './items-health.js';
 import { topology } from './items-topology.js';
+import { bulkCancel } from './items-bulk.js';
 import type { DrillItem } from './support.js';
 
 /** The checklist, in the guide's order. */
@@ -17,4 +18,5 @@ export const coreItems: DrillItem[] = [
   degradation,
   restarts,
   topology,
+  bulkCancel,
 ];
