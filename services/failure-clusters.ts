@@ -21,9 +21,10 @@ const MASKS: Array<[RegExp, string]> = [
   [/\b[a-z]{1,12}_(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{4,}\b/g, '<id>'],
   // Long hex runs (hashes, trace IDs).
   [/\b[0-9a-f]{12,}\b/gi, '<hex>'],
-  // ISO timestamps, then any remaining number (amounts, attempts, durations, ports).
+  // ISO timestamps, then any remaining number (amounts, attempts, durations, ports), but not a
+  // digit that is part of a word (the v1 of /v1/receipts names the endpoint, not an occurrence).
   [/\b\d{4}-\d{2}-\d{2}T[0-9:.]+(?:Z|[+-]\d{2}:?\d{2})?/g, '<time>'],
-  [/\d+(?:\.\d+)?/g, '<n>'],
+  [/(?<![A-Za-z])\d+(?:\.\d+)?/g, '<n>'],
 ];
 
 /** The message with what varies between occurrences of one failure masked; whitespace collapsed. */
