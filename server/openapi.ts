@@ -6,6 +6,7 @@ import { degradationBody } from '../services/degradation.js';
 import { DISCARD_SCHEMA, REPLAY_SCHEMA } from '../services/dead-letters.js';
 import { OUTBOX_DISCARD_SCHEMA, OUTBOX_REPLAY_SCHEMA } from '../services/outbox.js';
 import { tenantPaths } from './openapi-tenants.js';
+import { bulkPaths } from './openapi-bulk.js';
 import { listParameters } from './openapi-lists.js';
 
 /**
@@ -381,6 +382,7 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
         },
       },
       ...tenantPaths(problemResponse),
+      ...bulkPaths(problemResponse),
       '/healthz': { get: { summary: 'process up', security: [], responses: { 200: { description: 'up' } } } },
       '/readyz': {
         get: {
