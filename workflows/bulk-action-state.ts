@@ -19,7 +19,8 @@ export class BulkActionState {
 
   constructor(private readonly a: BulkArgs) {
     const ratePerMinute = a.ratePerMinute ?? 600;
-    this.bucket = new TokenBucket(ratePerMinute, Date.now(), a.carried?.bucket);
+    // A new request's bucket starts full: `burst` items go at once, as a token bucket does.
+    this.bucket = new TokenBucket(ratePerMinute, a.carried?.bucket, (burst) => burst);
     this.opts = { batchSize: a.batchSize ?? 25, concurrency: a.concurrency ?? 2, ratePerMinute, burst: this.bucket.burst };
     const c: BulkCarried | undefined = a.carried;
     this.queue = c ? [...c.queue] : [...new Set(a.targets)];
@@ -53,9 +54,13 @@ export class BulkActionState {
     for (;;) {
       await condition(() => this.stopping() || (!this.paused && this.n.running < this.opts.concurrency));
       if (this.stopping()) return 0;
-      const n = this.bucket.take(Math.min(this.opts.batchSize, this.queue.length), Date.now());
+      // As many tokens as the batch may hold and the bucket has; none: wait for the next one.
+      const want = Math.min(this.opts.batchSize, this.queue.length);
+      let n = 0;
+      let waitMs = 0;
+      while (n < want && (waitMs = this.bucket.take()) === 0) n++;
       if (n > 0) return n;
-      await condition(() => this.stopping(), this.bucket.waitMs());
+      await condition(() => this.stopping(), waitMs);
     }
   }
 
@@ -104,7 +109,7 @@ export class BulkActionState {
       batches: n.batches,
       peak: n.peak,
       paused: this.paused,
-      bucket: this.bucket.carried(),
+      bucket: this.bucket.state(),
       ...(this.stopReason ? { stopReason: this.stopReason } : {}),
     };
   }

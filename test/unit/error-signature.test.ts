@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { clusterIdOf, errorSignature, normalizeMessage } from '../../services/failure-clusters.js';
-import { TokenBucket } from '../../workflows/token-bucket.js';
 
 describe('error signature normalizer', () => {
   it('masks what varies between occurrences of one failure: IDs, UUIDs, hex, times and numbers', () => {
@@ -43,21 +42,5 @@ describe('error signature normalizer', () => {
     expect(clusterIdOf(s, 'purchase', 'tenant-a')).toMatch(/^cl-[0-9a-f]{20}$/);
     expect(clusterIdOf(s, 'purchase', 'tenant-a')).not.toBe(clusterIdOf(s, 'purchase', 'tenant-b'));
     expect(clusterIdOf(s, 'purchase', 'tenant-a')).not.toBe(clusterIdOf(s, 'summarize', 'tenant-a'));
-  });
-});
-
-describe('the bulk actions token bucket', () => {
-  it('starts full, never grants more than burst + t * rate / 60000 in any window, and says how long to wait', () => {
-    const b = new TokenBucket(600, 0); // 10 a second, burst 10
-    expect(b.burst).toBe(10);
-    expect(b.take(25, 0)).toBe(10);
-    expect(b.take(25, 0)).toBe(0);
-    expect(b.waitMs()).toBe(100);
-    expect(b.take(25, 250)).toBe(2);
-    expect(b.take(25, 10_000)).toBe(10); // refilled to burst, not beyond
-    // Carried across continue-as-new: the same state goes on.
-    const c = new TokenBucket(600, 10_000, b.carried());
-    expect(c.take(1, 10_000)).toBe(0);
-    expect(new TokenBucket(30, 0).burst).toBe(1); // below one a second: one at a time
   });
 });
