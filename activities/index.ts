@@ -1,6 +1,7 @@
 import type { JobRegistry } from '../job-api/registry.js';
 import { createAdmissionActivities } from './admission.js';
 import { createBookkeepingActivities } from './bookkeeping.js';
+import { createBulkActionActivities } from './bulk-actions.js';
 import { createDeadLetterActivities } from './dead-letters.js';
 import type { ActivityDeps } from './deps.js';
 import { withLeaseTracking } from './lease-tracking.js';
@@ -23,6 +24,7 @@ export function createSystemActivities(deps: ActivityDeps) {
     ...createScanRepairActivities(deps),
     ...createAdmissionActivities(deps),
     ...createRetentionActivities(deps),
+    ...createBulkActionActivities(deps),
   };
 }
 

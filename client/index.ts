@@ -9,6 +9,12 @@
 import { createJobsClient as createIntake, type JobsClient, type JobsClientDeps } from '../services/intake.js';
 import { defaultJobRegistry } from '../jobs/index.js';
 import { createPausesAdmin as createPauses, type PausesAdmin } from '../services/degradation.js';
+import type { JobRegistry } from '../job-api/registry.js';
+import {
+  createBulkActionsAdmin as createBulkAdmin,
+  type BulkActionsAdmin,
+  type BulkActionsAdminOptions,
+} from '../services/bulk-actions.js';
 
 export type ClientOptions = Omit<JobsClientDeps, 'jobs'> & {
   /** The job types this client may submit. Default: the shipped ones (`summarize`, `purchase`, `transcribe`, `digest`). */
@@ -35,6 +41,20 @@ export function createPausesAdmin(pool: ClientOptions['pool'], jobs: JobsClientD
   return createPauses(pool, jobs.names);
 }
 export type { Pauses, PausesAdmin, PauseTarget } from '../services/degradation.js';
+
+/**
+ * `createBulkActionsAdmin({ pool, temporal, taskQueue, actor })`: bulk cancel, rerun, discard,
+ * retry-now and replay by filter or IDs (preview first with `dryRun`), pause / resume / stop,
+ * progress; `rerun` of one finished job (from a step); failure `clusters` of the dead letters.
+ */
+export function createBulkActionsAdmin(options: Omit<BulkActionsAdminOptions, 'jobs'> & { jobs?: JobRegistry }): BulkActionsAdmin {
+  return createBulkAdmin({ ...options, jobs: options.jobs ?? defaultJobRegistry });
+}
+export type { BulkActionsAdmin, BulkActionsAdminOptions } from '../services/bulk-actions.js';
+export type { BulkRequest, BulkFilter } from '../services/bulk-action-schemas.js';
+export type { BulkProgress, BulkActionKind } from '../contract/bulk-actions.js';
+export type { FailureCluster } from '../services/failure-clusters.js';
+export type { RerunPlan } from '../services/reruns.js';
 export type { JobsClient, JobsClientDeps, SubmitJobRequest, SubmitJobResult } from '../services/intake.js';
 export type { JobProgress, JobStatus, StaleResult } from '../services/job-status.js';
 export type { JobPage, ListJobsFilter } from '../services/job-lists.js';

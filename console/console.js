@@ -375,7 +375,8 @@ let dlListed = false;
 async function showDeadLettersPage(id) {
   if (!dlListed) {
     dlListed = true;
-    await listDeadLetters();
+    // The page opens on the clusters: what keeps failing, and where, before the single letters.
+    await Promise.all([listClusters(), listDeadLetters()]);
   }
   if (id) await openDeadLetter(id);
   if (replayId) every('replay', 1000, renderProgress);
@@ -611,6 +612,88 @@ async function discard(ev) {
   }
 }
 
+// ---------- failure clusters (one bulk action per cluster) ----------
+
+let clusterId = null;
+let clusterBulkId = null;
+
+async function listClusters() {
+  showError('#dl-clusters-error');
+  try {
+    const r = await get('/v1/admin/dead-letters/clusters');
+    const body = clear($('#dl-clusters tbody'));
+    for (const c of r.clusters) {
+      body.append(
+        el(
+          'tr',
+          { dataset: { cluster: c.clusterId } },
+          el('td', {}, String(c.count)),
+          el('td', {}, c.tenantId),
+          el('td', {}, c.jobType),
+          el('td', {}, c.errorClass),
+          el('td', {}, c.statusCode ?? ''),
+          el('td', {}, c.providerCode ?? ''),
+          el('td', { title: c.example }, c.message),
+          el('td', {}, utc(c.firstSeen)),
+          el('td', {}, utc(c.lastSeen)),
+          el('td', {}, el('button', { type: 'button', class: 'cluster-preview', onclick: () => void previewCluster(c) }, 'Preview')),
+        ),
+      );
+    }
+    if (r.clusters.length === 0) body.append(el('tr', {}, el('td', { colspan: 10, class: 'muted' }, 'no open dead letters')));
+  } catch (err) {
+    showError('#dl-clusters-error', err);
+  }
+}
+
+/** The dry run of a discard of the whole cluster: how many dead letters, of which jobs. */
+async function previewCluster(c) {
+  showError('#dl-clusters-error');
+  try {
+    const r = await post('/v1/admin/bulk-actions', { action: 'discard', filter: { cluster: c.clusterId }, dryRun: true });
+    clusterId = c.clusterId;
+    text('#dl-cluster-id', c.clusterId);
+    text('#dl-cluster-preview', `${r.count} open dead letter(s) of ${c.jobType} for ${c.tenantId}`);
+    $('#dl-cluster-action').hidden = false;
+  } catch (err) {
+    showError('#dl-clusters-error', err);
+  }
+}
+
+async function clusterAction(action, reason) {
+  showError('#dl-clusters-error');
+  try {
+    const r = await post('/v1/admin/bulk-actions', { action, filter: { cluster: clusterId }, ...(reason ? { reason } : {}) });
+    clusterBulkId = r.bulkId ?? null;
+    if (r.replayId) {
+      // A replay is the dead-letter replay: follow it in the replay card below.
+      replayId = r.replayId;
+      $('#dl-progress').hidden = false;
+      every('replay', 1000, renderProgress);
+      text('#dl-cluster-bulk', `replay ${r.replayId} started for ${r.count} dead letter(s)`);
+    } else every('cluster-bulk', 1000, renderClusterBulk);
+    await renderClusterBulk();
+  } catch (err) {
+    showError('#dl-clusters-error', err);
+  }
+}
+
+async function renderClusterBulk() {
+  if (!clusterBulkId) return;
+  const b = await get(`/v1/admin/bulk-actions/${encodeURIComponent(clusterBulkId)}?items=0`);
+  const c = b.progress ?? b.counts;
+  text(
+    '#dl-cluster-bulk',
+    `${b.action} ${b.bulkId}: ${b.state}; ${c.applied} applied, ${c.skipped} skipped, ${c.failed} failed of ${b.counts.total}`,
+  );
+  if (b.finishedAt) {
+    clearInterval(timers.get('cluster-bulk'));
+    timers.delete('cluster-bulk');
+    $('#dl-cluster-action').hidden = true;
+    await Promise.all([listClusters(), listDeadLetters()]);
+  }
+}
+
 // ---------- queue health ----------
 
 const plots = {};
@@ -793,6 +876,11 @@ function start() {
   $('#dl-resume').addEventListener('click', () => void steer('resume'));
   $('#dl-stop').addEventListener('click', () => void steer('stop'));
   $('#dl-discard').addEventListener('submit', (ev) => void discard(ev));
+  $('#dl-cluster-action').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    void clusterAction('discard', String(new FormData(ev.target).get('reason') ?? '').trim());
+  });
+  $('#dl-cluster-replay').addEventListener('click', () => void clusterAction('replay'));
   $('#deg-form').addEventListener('submit', (ev) => void applyDegradation(ev));
   window.addEventListener('hashchange', route);
   // Keys kept by an older console are removed: the key lives in no storage any more.

@@ -41,6 +41,11 @@ const COMMANDS: Record<string, Command> = {
     run: () => import('./pause.js'),
   },
   job: { summary: 'one job: status and its timeline across Postgres and Temporal', jobs: 'none', run: () => import('./job.js') },
+  bulk: {
+    summary: 'bulk cancel, rerun, discard, retry-now, replay by filter (preview first); reruns; failure clusters',
+    jobs: 'none',
+    run: () => import('./bulk.js'),
+  },
   health: {
     summary: 'queue health: age, rates, recovery time (--direct reads each type of --jobs)',
     jobs: 'optional',

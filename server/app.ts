@@ -29,6 +29,8 @@ import { applyServerLimits, fastifyLimitOptions } from './limits.js';
 import { noteUnavailable, problem, problemFromError, sendProblem } from './problems.js';
 import { registerOutboxRoutes } from './routes-outbox.js';
 import { registerDeadLetterRoutes } from './routes-dead-letters.js';
+import { registerBulkRoutes } from './routes-bulk.js';
+import { createBulkActionService } from '../services/bulk-actions.js';
 import { registerAdminRoutes } from './routes-admin.js';
 import { registerJobRoutes } from './routes-jobs.js';
 import { registerOperatorRoutes } from './routes-operators.js';
@@ -217,6 +219,14 @@ export function registerDurableJobs(app: FastifyInstance, deps: AppDeps): void {
     codeVersion: deps.version,
   });
   registerDeadLetterRoutes(app, { deadLetters, adminApiKey: admin });
+  const bulk = createBulkActionService({
+    pool: deps.pool,
+    temporal: deps.temporal,
+    jobs: deps.jobTypes,
+    taskQueue: deps.taskQueue ?? deps.jobs.taskQueue,
+    deadLetters,
+  });
+  registerBulkRoutes(app, { pool: deps.pool, bulk, adminApiKey: admin });
   const webhookKeyring =
     typeof (deps.webhookSecrets as Partial<WebhookKeyring>).verifiers === 'function'
       ? (deps.webhookSecrets as WebhookKeyring)

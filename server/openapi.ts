@@ -9,6 +9,7 @@ import { tenantPaths } from './openapi-tenants.js';
 import { opsPaths } from './openapi-ops.js';
 import { sessionPaths } from './openapi-session.js';
 import { pausePaths } from './openapi-pauses.js';
+import { bulkPaths } from './openapi-bulk.js';
 import { listParameters } from './openapi-lists.js';
 
 /**
@@ -393,6 +394,7 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
       ...tenantPaths(problemResponse),
       ...opsPaths(problemResponse),
       ...sessionPaths(problemResponse),
+      ...bulkPaths(problemResponse),
     },
   };
 }

@@ -16,6 +16,9 @@ export interface JobStatus {
   nextAttemptAt?: string;
   notification?: string;
   replayOf?: string;
+  /** A rerun: the finished job it reruns, and the effect step it reran from (the effects before it were reused). */
+  rerunOf?: string;
+  rerunFromStep?: string;
   /** Time spent waiting before the first attempt started executing (created, or a delayed job's time → first started; includes any deferral and any wait for a concurrency slot). */
   queuedMs?: number;
   /** When the first attempt started executing (UTC): queue time ends, execution time begins. */
@@ -104,6 +107,8 @@ export function toJobStatus(
   if (row.next_attempt_at && row.status === 'retrying') s.nextAttemptAt = row.next_attempt_at.toISOString();
   if (row.notification_state) s.notification = row.notification_state;
   if (row.replay_of) s.replayOf = row.replay_of;
+  if (row.rerun_of) s.rerunOf = row.rerun_of;
+  if (row.rerun_from_step) s.rerunFromStep = row.rerun_from_step;
   // A delayed job queues from its time on: the delay it asked for is not queue time.
   const queuedFrom = Math.max(row.created_at.getTime(), row.run_at?.getTime() ?? 0);
   if (row.first_started_at) s.queuedMs = Math.max(0, row.first_started_at.getTime() - queuedFrom);

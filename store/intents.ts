@@ -42,6 +42,9 @@ export interface IntentRow {
   /** The latest progress a step reported (migration 0037); NULL: none yet. */
   progress?: StoredProgress | null;
   progress_at?: Date | null;
+  /** A rerun's original job and the step it reran from (migration 0032); absent where a statement does not read them. */
+  rerun_of?: string | null;
+  rerun_from_step?: string | null;
 }
 
 export interface NewIntent {
@@ -342,7 +345,7 @@ export async function operatorIntent(db: Db, jobId: string): Promise<FoundIntent
   const r = await db.query<FoundIntent>(
     `SELECT job_id, tenant_id, job_type, input_hash, priority, status, status_reason, attempts, last_error, next_attempt_at,
             result, notification_state, replay_of, workflow_started_at, first_started_at, execution_ms, finished_at, created_at, updated_at,
-            dead_letter_id, deferred_at, admitted_at, upstream, upstream_reason, run_at, tags, progress, progress_at
+            dead_letter_id, deferred_at, admitted_at, upstream, upstream_reason, run_at, tags, progress, progress_at, rerun_of, rerun_from_step
        FROM job_intents WHERE job_id = $1`,
     [jobId],
   );

@@ -34,7 +34,7 @@ const STATE_SQL: Partial<Record<JobState, string>> = {
 
 const COLUMNS = `job_id, tenant_id, job_type, input_hash, priority, status, status_reason, attempts, last_error, next_attempt_at,
        result, notification_state, replay_of, workflow_started_at, first_started_at, execution_ms, finished_at, created_at,
-       updated_at, dead_letter_id, deferred_at, admitted_at, upstream, upstream_reason, run_at, tags, progress, progress_at,
+       updated_at, dead_letter_id, deferred_at, admitted_at, upstream, upstream_reason, run_at, tags, progress, progress_at, rerun_of, rerun_from_step,
        (extract(epoch FROM created_at) * 1000000)::bigint::text AS created_us`;
 
 /**

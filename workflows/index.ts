@@ -5,3 +5,4 @@ export { compensationScan } from './scan.js';
 export { replayDeadLetters } from './replay.js';
 export { redeliverOutbox } from './outbox-replay.js';
 export { retentionCleanup } from './retention.js';
+export { bulkAction } from './bulk-action.js';

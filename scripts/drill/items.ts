@@ -3,6 +3,7 @@ import { deadLetters, schedules, webhooks } from './items-ops.js';
 import { degradation, metrics } from './items-health.js';
 import { topology } from './items-topology.js';
 import { fairness } from './items-flow.js';
+import { bulkCancel } from './items-bulk.js';
 import type { DrillItem } from './support.js';
 
 /** The checklist, in the guide's order. */
@@ -19,4 +20,5 @@ export const coreItems: DrillItem[] = [
   restarts,
   topology,
   fairness,
+  bulkCancel,
 ];
