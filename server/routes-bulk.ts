@@ -6,6 +6,7 @@ import { listClusters } from '../services/failure-clusters.js';
 import type pg from 'pg';
 import { operatorOf, requireAdmin, type AdminKeys } from './auth.js';
 import { parseOr400 } from './problems.js';
+import { access } from './roles.js';
 
 export interface BulkRouteDeps {
   pool: pg.Pool;
@@ -25,7 +26,7 @@ const SHOW_QUERY = z.object({ items: z.coerce.number().int().min(0).max(1_000).d
 export function registerBulkRoutes(app: FastifyInstance, deps: BulkRouteDeps): void {
   const admin = (req: FastifyRequest, reply: FastifyReply) => requireAdmin(deps.adminApiKey, req, reply);
 
-  app.post('/v1/admin/bulk-actions', async (req, reply) => {
+  app.post('/v1/admin/bulk-actions', access('operator'), async (req, reply) => {
     if (!admin(req, reply)) return reply;
     const actor = operatorOf(req);
     const r = await deps.bulk.request(req.body ?? {}, actor);
@@ -37,31 +38,35 @@ export function registerBulkRoutes(app: FastifyInstance, deps: BulkRouteDeps): v
     return reply.code(202).header('Location', r.statusUrl).send(r);
   });
 
-  app.get('/v1/admin/bulk-actions', async (req, reply) => {
+  app.get('/v1/admin/bulk-actions', access('viewer'), async (req, reply) => {
     if (!admin(req, reply)) return reply;
     const q = parseOr400(LIST_QUERY, req.query, 'query');
     return { bulkActions: await deps.bulk.list(q.limit) };
   });
 
-  app.get<{ Params: { bulkId: string } }>('/v1/admin/bulk-actions/:bulkId', async (req, reply) => {
+  app.get<{ Params: { bulkId: string } }>('/v1/admin/bulk-actions/:bulkId', access('viewer'), async (req, reply) => {
     if (!admin(req, reply)) return reply;
     if (!BULK_ID.test(req.params.bulkId)) throw new NotFoundError(`bulk action ${req.params.bulkId} not found`);
     const q = parseOr400(SHOW_QUERY, req.query, 'query');
     return deps.bulk.show(req.params.bulkId, { items: q.items });
   });
 
-  app.post<{ Params: { bulkId: string; command: string } }>('/v1/admin/bulk-actions/:bulkId/:command', async (req, reply) => {
-    if (!admin(req, reply)) return reply;
-    const { bulkId, command } = req.params;
-    if (!BULK_ID.test(bulkId) || !['pause', 'resume', 'stop'].includes(command)) throw new NotFoundError(`no route POST ${req.url}`);
-    const actor = operatorOf(req);
-    const reason = command === 'stop' ? parseOr400(STOP_REQUEST, req.body ?? {}, 'stop request').reason : undefined;
-    await deps.bulk.steer(bulkId, { command: command as 'pause' | 'resume' | 'stop', ...(reason ? { reason } : {}) }, actor);
-    req.log.info({ bulkId, command, actor }, 'bulk action signalled');
-    return reply.code(202).send({ bulkId, command, accepted: true });
-  });
+  app.post<{ Params: { bulkId: string; command: string } }>(
+    '/v1/admin/bulk-actions/:bulkId/:command',
+    access('operator'),
+    async (req, reply) => {
+      if (!admin(req, reply)) return reply;
+      const { bulkId, command } = req.params;
+      if (!BULK_ID.test(bulkId) || !['pause', 'resume', 'stop'].includes(command)) throw new NotFoundError(`no route POST ${req.url}`);
+      const actor = operatorOf(req);
+      const reason = command === 'stop' ? parseOr400(STOP_REQUEST, req.body ?? {}, 'stop request').reason : undefined;
+      await deps.bulk.steer(bulkId, { command: command as 'pause' | 'resume' | 'stop', ...(reason ? { reason } : {}) }, actor);
+      req.log.info({ bulkId, command, actor }, 'bulk action signalled');
+      return reply.code(202).send({ bulkId, command, accepted: true });
+    },
+  );
 
-  app.post<{ Params: { jobId: string } }>('/v1/admin/jobs/:jobId/rerun', async (req, reply) => {
+  app.post<{ Params: { jobId: string } }>('/v1/admin/jobs/:jobId/rerun', access('operator'), async (req, reply) => {
     if (!admin(req, reply)) return reply;
     const body = parseOr400(RERUN_REQUEST, req.body ?? {}, 'rerun request');
     const actor = operatorOf(req);
@@ -71,7 +76,7 @@ export function registerBulkRoutes(app: FastifyInstance, deps: BulkRouteDeps): v
     return reply.code(202).header('Location', `/v1/admin/jobs/${r.rerunJobId}`).send(r);
   });
 
-  app.get('/v1/admin/dead-letters/clusters', async (req, reply) => {
+  app.get('/v1/admin/dead-letters/clusters', access('viewer'), async (req, reply) => {
     if (!admin(req, reply)) return reply;
     const q = parseOr400(CLUSTER_QUERY, req.query, 'query');
     return listClusters(deps.pool, {

@@ -4,11 +4,11 @@ import type { DrillStack } from './stack.js';
 const admin = (s: DrillStack, path: string, body?: unknown) => http(s, path, { admin: true, body });
 
 /**
- * Item 12 (issue 38 §3): a bulk cancel by filter touches exactly what its filter matches, refuses
+ * Item 13 (issue 38 §3): a bulk cancel by filter touches exactly what its filter matches, refuses
  * a filter matching more than its limit, holds its rate, and leaves an audit row per job.
  */
 export const bulkCancel: DrillItem = {
-  item: '12 bulk cancel by filter',
+  item: '13 bulk cancel by filter',
   about: 'a bulk cancel by tag previews, refuses more than its limit, cancels exactly its jobs at its rate; others untouched',
   async run(s) {
     const batch = `drill-${uid()}`;

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../lib/errors.js';
-import { inputHash } from '../../lib/ids.js';
+import { unkeyed } from '../../lib/ids.js';
 import { decodeCursor, encodeCursor, parseListQuery, TENANT_LIST_QUERY } from '../../services/job-lists.js';
 import { visibleState } from '../../services/job-status.js';
 import { MAX_DELAY_SECONDS, resolveTerms } from '../../services/submit-options.js';
@@ -59,16 +59,16 @@ describe('a submit with runAt, delaySeconds or tags', () => {
 });
 
 describe('the input hash with terms', () => {
-  it('is unchanged for a submit without them, and differs with each term', () => {
+  it('is unchanged for a submit without them, and differs with each term (the unkeyed derivation: the keyed one wraps the same text)', () => {
     const before = createHash('sha256').update(['input', 'summarize', '{"text":"a"}'].join('\u0000')).digest('hex');
-    expect(inputHash('summarize', { text: 'a' })).toBe(before);
-    expect(inputHash('summarize', { text: 'a' }, {})).toBe(before);
-    expect(inputHash('summarize', { text: 'a' }, { runAt: undefined })).toBe(before);
-    const delayed = inputHash('summarize', { text: 'a' }, { delaySeconds: 60 });
+    expect(unkeyed.inputHash('summarize', { text: 'a' })).toBe(before);
+    expect(unkeyed.inputHash('summarize', { text: 'a' }, {})).toBe(before);
+    expect(unkeyed.inputHash('summarize', { text: 'a' }, { runAt: undefined })).toBe(before);
+    const delayed = unkeyed.inputHash('summarize', { text: 'a' }, { delaySeconds: 60 });
     expect(delayed).not.toBe(before);
-    expect(inputHash('summarize', { text: 'a' }, { delaySeconds: 61 })).not.toBe(delayed);
-    expect(inputHash('summarize', { text: 'a' }, { runAt: '2030-01-01T00:00:00.000Z' })).not.toBe(delayed);
-    expect(inputHash('summarize', { text: 'a' }, { tags: { a: 'b' } })).not.toBe(before);
+    expect(unkeyed.inputHash('summarize', { text: 'a' }, { delaySeconds: 61 })).not.toBe(delayed);
+    expect(unkeyed.inputHash('summarize', { text: 'a' }, { runAt: '2030-01-01T00:00:00.000Z' })).not.toBe(delayed);
+    expect(unkeyed.inputHash('summarize', { text: 'a' }, { tags: { a: 'b' } })).not.toBe(before);
   });
 });
 
