@@ -636,7 +636,15 @@ async function listClusters() {
           el('td', { title: c.example }, c.message),
           el('td', {}, utc(c.firstSeen)),
           el('td', {}, utc(c.lastSeen)),
-          el('td', {}, el('button', { type: 'button', class: 'cluster-preview', onclick: () => void previewCluster(c) }, 'Preview')),
+          el(
+            'td',
+            {},
+            el(
+              'button',
+              { type: 'button', class: 'cluster-preview', 'data-needs': 'operator', onclick: () => void previewCluster(c) },
+              'Preview',
+            ),
+          ),
         ),
       );
     }

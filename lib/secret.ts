@@ -135,10 +135,16 @@ const sameSecret = (a: ServerSecret, b: ServerSecret) => a.keys.length === b.key
  * A library face's `secret` option (`createJobsClient`, `createWorker`, `createServer`): installs
  * it for the process. A process derives with one secret, so a different one than the installed
  * is refused (two clients with two secrets would give one intent two job IDs). Without the
- * option the installed secret is used; none at all is a ConfigError now, not at the first submit.
+ * option the installed secret is used, else `DURABLE_JOBS_SECRET` (or `_FILE`) from the
+ * environment; none at all is a ConfigError now, not at the first submit.
  */
 export function adoptServerSecret(option: ServerSecretOption | undefined, who: string): void {
   if (option === undefined) {
+    // A team's own process: the same variable the durable-jobs commands read.
+    if (!installed) {
+      const fromEnv = serverSecretFrom(process.env[SECRET_ENV], process.env[SECRET_FILE_ENV]);
+      if (fromEnv) installed = fromEnv;
+    }
     currentServerSecret();
     return;
   }

@@ -216,6 +216,10 @@ export function authorizeAdminRoutes(app: FastifyInstance, admin: AdminKeys): vo
   app.addHook('onRequest', async (req, reply) => {
     const a = req.routeOptions.config?.access;
     if (!a) return;
+    // A refusal here answers before the body is read: the connection closes with it, so a body
+    // still arriving (a slow one) is never read as a next request, and the request timeout writes
+    // no second answer after this one (server/limits.ts).
+    reply.header('connection', 'close');
     const p = await authenticate(ring, req, reply, a.via === 'key');
     if (!p) return reply;
     const refused = refusal(p, a, req);
@@ -223,6 +227,7 @@ export function authorizeAdminRoutes(app: FastifyInstance, admin: AdminKeys): vo
       req.log.info({ operator: p.operator, role: p.role, requiredRole: a.role, route: req.routeOptions.url }, 'admin request refused');
       return sendProblem(reply, refused);
     }
+    reply.removeHeader('connection');
     setPrincipal(req, p);
   });
 }

@@ -95,7 +95,8 @@ describe('a body trickled after complete headers', () => {
     const t0 = Date.now();
     const clients = await Promise.all([
       slowBody(port, '/v1/jobs', { authorization: `Bearer ${TENANTS.a.key}`, 'idempotency-key': `slow-${uid()}` }),
-      slowBody(port, '/v1/dead-letters/replay'), // no key: the body is read before any route checks one
+      // No key on a tenant route: its key is checked in the handler, after the body is read.
+      slowBody(port, '/v1/jobs', { 'idempotency-key': `slow-${uid()}` }),
     ]);
     // Bounded far above the 2 s timeout (a loaded machine), far below forever: without a request
     // timeout these connections stay open as long as the client trickles.
@@ -109,6 +110,16 @@ describe('a body trickled after complete headers', () => {
     }
     // Nothing was recorded for the submit that never arrived.
     expect(await intents()).toBe(before);
+  });
+
+  it('on an admin route without a key: 401 before the body is read, and the connection closes with it (no second answer)', async () => {
+    const { port } = await api({ requestTimeoutMs: 2_000, headersTimeoutMs: 1_000 });
+    const c = await slowBody(port, '/v1/dead-letters/replay');
+    await waitFor('the server to close the slow connection', async () => c.isClosed(), 60_000);
+    const r = parse(c.received());
+    expect(r.status, c.received().slice(0, 300)).toBe(401);
+    expect(r.headers).toContain('connection: close');
+    expect(r.body).toMatchObject({ status: 401 });
   });
 });
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createJobRegistry } from '../../job-api/registry.js';
-import { jobIdFor } from '../../lib/ids.js';
+import { unkeyed } from '../../lib/ids.js';
 import { ensureSchedules, jobScheduleDeclarations, scanInputFor, scheduleIdFor } from '../../services/schedules.js';
 import { windowKey } from '../../contract/schedule-window.js';
 import type { ScanReport } from '../../contract/scan.js';
@@ -64,7 +64,7 @@ describe('defineJob({ schedule }): a user-defined scheduled type', () => {
       expect(w.jobs).toBe(Object.keys(TENANTS).length);
       for (const [name, t] of Object.entries(TENANTS)) {
         const window = { start: w.window_start.toISOString(), end: w.window_end.toISOString() };
-        const jobId = jobIdFor(t.id, TYPE, windowKey(TYPE, window));
+        const jobId = unkeyed.jobIdFor(t.id, TYPE, windowKey(TYPE, window)); // windows are unkeyed (lib/ids.ts)
         const job = await h.waitForStatus(jobId, 'succeeded', name as keyof typeof TENANTS);
         // The input is the definition's input(window), validated by its schema.
         expect(job.result).toMatchObject({ day: window.start, until: window.end, format: 'csv' });
