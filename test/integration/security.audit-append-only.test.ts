@@ -1,5 +1,5 @@
 // Audit rows are append-only for the application's database role (issue 39 §4, F9): UPDATE,
-// DELETE and TRUNCATE of dead_letter_actions, replay_actions and degradation_audit are refused,
+// DELETE and TRUNCATE of dead_letter_actions, replay_actions, degradation_audit and the bulk actions' item and command rows are refused,
 // even for the role that owns the tables (the app, as migrations and the app share DATABASE_URL
 // by default). Only the retention cleanup's own function prunes old degradation audit.
 import type pg from 'pg';
@@ -13,7 +13,7 @@ import { withTransaction } from '../../lib/db.js';
 import { createTestDatabase } from '../support/harness.js';
 
 let pool: pg.Pool;
-const TABLES = ['dead_letter_actions', 'replay_actions', 'degradation_audit'] as const;
+const TABLES = ['dead_letter_actions', 'replay_actions', 'degradation_audit', 'bulk_action_items', 'bulk_action_commands'] as const;
 
 beforeAll(async () => {
   const url = await createTestDatabase('audit');
@@ -30,6 +30,13 @@ beforeAll(async () => {
   await pool.query("INSERT INTO dead_letter_actions (dead_letter_id, action, actor) VALUES ('dl-audit', 'recorded', 'system')");
   await insertReplayAction(pool, { replayId: 'replay-audit', action: 'paused', actor: 'alice' });
   await pool.query(`INSERT INTO degradation_audit (actor, key_id, before, after) VALUES ('alice', 'k', '{}', '{}')`);
+  await pool.query(
+    `INSERT INTO bulk_actions (id, action, requested_by, selector, options, total) VALUES ('bulk-audit', 'cancel', 'alice', '{}', '{}', 1)`,
+  );
+  await pool.query(
+    `INSERT INTO bulk_action_items (bulk_id, target_id, outcome, actor, granted_at) VALUES ('bulk-audit', 'job-audit', 'applied', 'alice', now())`,
+  );
+  await pool.query(`INSERT INTO bulk_action_commands (bulk_id, command, actor) VALUES ('bulk-audit', 'paused', 'alice')`);
 });
 afterAll(async () => {
   await pool?.end();
