@@ -15,7 +15,7 @@
  * (dead letters); --limit N (refused above it), --rate N (per minute), --concurrency N,
  * --batch-size N, --reason TEXT, --from-step STEP (rerun). Every command takes `--json`.
  */
-import { adminApiFromEnv, createApi, table, UsageError, type Api } from './lib/admin-api.js';
+import { runAdminCli, table, UsageError, type Api } from './lib/admin-api.js';
 import { defaultJobRegistry } from '../jobs/index.js';
 
 const USAGE = `usage: durable-jobs bulk <command> [options] [--json]
@@ -211,12 +211,4 @@ async function run(argv: string[], api: () => Api): Promise<void> {
   }
 }
 
-function adminApi(): Api {
-  const { apiUrl, adminKey } = adminApiFromEnv(defaultJobRegistry);
-  return createApi(apiUrl, adminKey);
-}
-
-run(process.argv.slice(2), adminApi).catch((err: Error) => {
-  console.error(err instanceof UsageError ? `${err.message}\n\n${USAGE}` : `error: ${err.message}`);
-  process.exit(err instanceof UsageError ? 2 : 1);
-});
+runAdminCli(run, USAGE, defaultJobRegistry);

@@ -10,7 +10,7 @@
  *
  * Every command takes `--json` (the API's JSON, unchanged) instead of the table.
  */
-import { adminApiFromEnv, createApi, table, UsageError, type Api } from './lib/admin-api.js';
+import { runAdminCli, table, UsageError, type Api } from './lib/admin-api.js';
 import { defaultJobRegistry } from '../jobs/index.js';
 
 const USAGE = `usage: npm run tenants -- <command> [--json]
@@ -92,12 +92,4 @@ async function run(argv: string[], api: () => Api): Promise<void> {
   }
 }
 
-function adminApi(): Api {
-  const { apiUrl, adminKey } = adminApiFromEnv(defaultJobRegistry);
-  return createApi(apiUrl, adminKey);
-}
-
-run(process.argv.slice(2), adminApi).catch((err: Error) => {
-  console.error(err instanceof UsageError ? `${err.message}\n\n${USAGE}` : `error: ${err.message}`);
-  process.exit(err instanceof UsageError ? 2 : 1);
-});
+runAdminCli(run, USAGE, defaultJobRegistry);

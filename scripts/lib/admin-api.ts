@@ -62,3 +62,23 @@ export function table(headers: string[], rows: unknown[][]): string {
       .trimEnd();
   return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n');
 }
+
+/**
+ * Runs an operator CLI (`tenants`, `pause`, `bulk`): its `run` gets the arguments and the admin
+ * API of the environment, made at its first request (so a usage error comes before a missing
+ * key). A usage error prints the message and the usage and exits 2; any other error exits 1.
+ */
+export function runAdminCli(
+  run: (argv: string[], api: () => Api) => Promise<void>,
+  usage: string,
+  jobs: Parameters<typeof adminApiFromEnv>[0],
+): void {
+  const api = (): Api => {
+    const { apiUrl, adminKey } = adminApiFromEnv(jobs);
+    return createApi(apiUrl, adminKey);
+  };
+  run(process.argv.slice(2), api).catch((err: Error) => {
+    console.error(err instanceof UsageError ? `${err.message}\n\n${usage}` : `error: ${err.message}`);
+    process.exit(err instanceof UsageError ? 2 : 1);
+  });
+}
