@@ -9,7 +9,7 @@ import path from 'node:path';
 import { upsertTenant } from '../../store/tenants.js';
 import { workerProcessEnv } from '../../lib/worker-allocator.js';
 import { cleanNpmEnv, prepareExampleScratch } from '../lib/example-scratch.js';
-import { runBare } from './throughput.js';
+import { runBare, tenantJobsDone } from './throughput.js';
 import { ACTIVITY_SLOTS, uid, type BenchStack } from './stack.js';
 import { alternate, row, spread, waitUntil, type BenchRow } from './stats.js';
 
@@ -62,27 +62,7 @@ export async function measureExampleType(stack: BenchStack): Promise<BenchRow[]>
       const tenant = `bench-acme-${tag}-${uid()}`;
       await upsertTenant(stack.pool, tenant, `key-${tenant}-0123456789abcdef`);
       await submitFromService(scratch.app, env, tenant, count);
-      await waitUntil(
-        `${count} invoice jobs of ${tenant} to succeed`,
-        async () => {
-          const r = await stack.pool.query<{ ok: number; bad: number }>(
-            `SELECT count(*) FILTER (WHERE status = 'succeeded')::int AS ok,
-                    count(*) FILTER (WHERE status IN ('dead_lettered', 'cancelled'))::int AS bad
-               FROM job_intents WHERE tenant_id = $1`,
-            [tenant],
-          );
-          const c = r.rows[0]!;
-          if (c.bad > 0) throw new Error(`${c.bad} invoice jobs of ${tenant} ended dead_lettered/cancelled: ${w.tail()}`);
-          return c.ok >= count;
-        },
-        120_000 + count * 1_000,
-        100,
-      );
-      const span = await stack.pool.query<{ s: number }>(
-        'SELECT extract(epoch FROM max(finished_at) - min(created_at))::float8 AS s FROM job_intents WHERE tenant_id = $1',
-        [tenant],
-      );
-      return count / Math.max(span.rows[0]!.s, 1e-3);
+      return (await tenantJobsDone(stack, tenant, count, 'invoice', w.tail)).perSec;
     };
     for (const side of SIDES) await once(side, 'warm', Math.min(5, n));
     for (let r = 0; r < repeats; r++) {

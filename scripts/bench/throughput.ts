@@ -298,8 +298,23 @@ export async function runSummarize(
   });
   // The intake's own round trips: nothing else in this process talks to Postgres meanwhile.
   const benchPg = diffPg(benchPg0, snapshotPg());
+  const { wallSec } = await tenantJobsDone(stack, tenant, n, 'summarize');
+  return { perSec: n / wallSec, wallSec, ids, benchPg };
+}
+
+/**
+ * Waits until `n` jobs of `tenant` succeeded (any dead-lettered or cancelled one is an error:
+ * the product is broken) and returns first intake to last success, by the database clock.
+ */
+export async function tenantJobsDone(
+  stack: Pick<BenchStack, 'pool'>,
+  tenant: string,
+  n: number,
+  what: string,
+  context: () => string = () => '',
+): Promise<{ perSec: number; wallSec: number }> {
   await waitUntil(
-    `${n} summarize jobs of ${tenant} to succeed`,
+    `${n} ${what} jobs of ${tenant} to succeed`,
     async () => {
       const r = await stack.pool.query<{ ok: number; bad: number }>(
         `SELECT count(*) FILTER (WHERE status = 'succeeded')::int AS ok,
@@ -308,7 +323,8 @@ export async function runSummarize(
         [tenant],
       );
       const c = r.rows[0]!;
-      if (c.bad > 0) throw new Error(`${c.bad} summarize jobs of ${tenant} ended dead_lettered/cancelled: the product is broken`);
+      if (c.bad > 0)
+        throw new Error(`${c.bad} ${what} jobs of ${tenant} ended dead_lettered/cancelled: the product is broken ${context()}`);
       return c.ok >= n;
     },
     120_000 + n * 1_000,
@@ -319,7 +335,7 @@ export async function runSummarize(
     [tenant],
   );
   const wallSec = Math.max(span.rows[0]!.s, 1e-3);
-  return { perSec: n / wallSec, wallSec, ids, benchPg };
+  return { perSec: n / wallSec, wallSec };
 }
 
 /** Starts n bare or twin workflows and waits until visibility shows them all completed. */
