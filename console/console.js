@@ -8,7 +8,7 @@
 // The Content-Security-Policy allows no inline script or style.
 
 const CONSOLE_HEADER = 'x-durable-jobs-console';
-const $ = (sel) => document.querySelector(sel);
+export const $ = (sel) => document.querySelector(sel);
 const STOPPED = new Set(['completed', 'stopped', 'halted']);
 const FINISHED = new Set(['succeeded', 'dead_lettered', 'cancelled']);
 
@@ -18,7 +18,7 @@ const timers = new Map(); // name → interval id, cleared on page change or sig
 // ---------- DOM helpers (text only) ----------
 
 /** el('td', { class: 'x' }, 'text', child): strings become text nodes, never markup. */
-function el(tag, attrs = {}, ...children) {
+export function el(tag, attrs = {}, ...children) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) {
     if (v === undefined || v === null || v === false) continue;
@@ -33,27 +33,27 @@ function el(tag, attrs = {}, ...children) {
   }
   return e;
 }
-const clear = (node) => {
+export const clear = (node) => {
   node.replaceChildren();
   return node;
 };
-const text = (sel, value) => {
+export const text = (sel, value) => {
   $(sel).textContent = value ?? '';
 };
-const utc = (iso) =>
+export const utc = (iso) =>
   iso
     ? String(iso)
         .replace('T', ' ')
         .replace(/\.\d+Z$/, 'Z')
     : '';
 /** HH:MM:SS.mmmZ: one UTC time base, to the millisecond, for ordering the timeline. */
-const clock = (iso) => (iso ? String(iso).slice(11) : '');
-const json = (v) => (v === undefined ? '' : JSON.stringify(v, null, 2));
-const badge = (s) => el('span', { class: `badge s-${s}` }, s);
-const ms = (n) => (n === undefined || n === null ? '' : n < 1000 ? `${n} ms` : `${(n / 1000).toFixed(1)} s`);
+export const clock = (iso) => (iso ? String(iso).slice(11) : '');
+export const json = (v) => (v === undefined ? '' : JSON.stringify(v, null, 2));
+export const badge = (s) => el('span', { class: `badge s-${s}` }, s);
+export const ms = (n) => (n === undefined || n === null ? '' : n < 1000 ? `${n} ms` : `${(n / 1000).toFixed(1)} s`);
 
 /** A key/value table; values may be nodes or text. */
-function kv(table, rows) {
+export function kv(table, rows) {
   clear(table);
   for (const [k, v] of rows) {
     if (v === undefined || v === null || v === '') continue;
@@ -62,18 +62,18 @@ function kv(table, rows) {
 }
 
 /** A link only to http(s) URLs; anything else renders as text. */
-function externalLink(href, label) {
+export function externalLink(href, label) {
   if (!/^https?:\/\//.test(href)) return document.createTextNode(label);
   return el('a', { href, target: '_blank', rel: 'noopener noreferrer' }, label);
 }
 
-function problemText(err) {
+export function problemText(err) {
   if (!(err instanceof ApiError)) return String(err?.message ?? err);
   const p = err.problem ?? {};
   const fields = Array.isArray(p.errors) ? ` (${p.errors.map((e) => `${e.path}: ${e.message}`).join('; ')})` : '';
   return `${err.status} ${p.title ?? 'error'}${p.detail ? `: ${p.detail}` : ''}${fields}`;
 }
-function showError(sel, err) {
+export function showError(sel, err) {
   text(sel, err ? problemText(err) : '');
 }
 
@@ -92,7 +92,7 @@ class ApiError extends Error {
 const BASE = location.pathname.replace(/\/console\/?$/, '');
 
 /** `key`: only to open the session; every other call goes through the session cookie. */
-async function api(method, path, body, key) {
+export async function api(method, path, body, key) {
   const headers = { accept: 'application/json', [CONSOLE_HEADER]: '1' };
   if (key) headers.authorization = `Bearer ${key}`;
   if (body !== undefined) headers['content-type'] = 'application/json';
@@ -114,9 +114,9 @@ async function api(method, path, body, key) {
   if (!res.ok) throw new ApiError(res.status, data);
   return data;
 }
-const get = (path) => api('GET', path);
-const post = (path, body) => api('POST', path, body ?? {});
-const qs = (form) => {
+export const get = (path) => api('GET', path);
+export const post = (path, body) => api('POST', path, body ?? {});
+export const qs = (form) => {
   const p = new URLSearchParams();
   for (const [k, v] of new FormData(form)) if (String(v).trim() !== '') p.set(k, String(v).trim());
   return p.toString();
@@ -160,14 +160,14 @@ function signedOut(message) {
   text('#sign-in-error', message);
 }
 
-function stopTimers(except) {
+export function stopTimers(except) {
   for (const [name, id] of timers)
     if (name !== except) {
       clearInterval(id);
       timers.delete(name);
     }
 }
-function every(name, msEvery, fn) {
+export function every(name, msEvery, fn) {
   clearInterval(timers.get(name));
   timers.set(name, setInterval(fn, msEvery));
 }
@@ -175,6 +175,19 @@ function every(name, msEvery, fn) {
 // ---------- routing: #page or #page/<id> ----------
 
 const PAGES = { jobs: showJobsPage, 'dead-letters': showDeadLettersPage, health: showHealthPage, degradation: showDegradationPage };
+
+/**
+ * A page of its own module (console/<page>.js, loaded after this one by index.html): its
+ * `<section id="page-NAME" class="page">` and nav link live in index.html; `show(arg)` runs
+ * when #NAME or #NAME/<arg> is opened. Timers it starts with every() stop on a page change.
+ */
+export function registerPage(name, show) {
+  PAGES[name] = show;
+  if (me) route();
+}
+
+/** The signed-in operator: { operator, keyId, role, tenants, temporalUi }, or null. */
+export const session = () => me;
 
 function route() {
   if (!me) return;

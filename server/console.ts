@@ -5,7 +5,7 @@
  * server/sessions.ts) and forgets it; changes through the session also need the console's own
  * header, which another site cannot send.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 
@@ -32,7 +32,10 @@ interface Asset {
 function assets(): Map<string, Asset> {
   const files: Array<[string, URL | string, string]> = [
     ['/console', own('index.html'), 'text/html; charset=utf-8'],
-    ['/console/console.js', own('console.js'), 'text/javascript; charset=utf-8'],
+    // console.js and each page's own module (console/<page>.js, loaded by index.html).
+    ...readdirSync(own(''))
+      .filter((f) => f.endsWith('.js'))
+      .map((f): [string, URL, string] => [`/console/${f}`, own(f), 'text/javascript; charset=utf-8']),
     ['/console/console.css', own('console.css'), 'text/css; charset=utf-8'],
     // A file of its own, not a data: URI: img-src 'self' (which favicons fall under) stays as is.
     ['/console/favicon.svg', own('favicon.svg'), 'image/svg+xml'],

@@ -33,6 +33,8 @@ export interface GoBinarySpec {
   buildHint: string;
   /** Extra `go install` flags (e.g. -ldflags). */
   goFlags?: string[];
+  /** The arguments that make it print its version and exit 0 (default `--version`). */
+  versionArgs?: string[];
 }
 
 export interface ResolveGoBinaryOptions {
@@ -71,7 +73,7 @@ export async function resolveGoBinary(spec: GoBinarySpec, opts: ResolveGoBinaryO
   if (opts.explicitPath !== undefined && opts.explicitPath !== '') {
     const p = path.resolve(opts.explicitPath);
     if (!(await isExecutableFile(p))) throw new Error(`${spec.envVar}=${opts.explicitPath}: not an executable file`);
-    const version = await binaryVersion(p);
+    const version = await binaryVersion(p, spec);
     if (version === null) throw new Error(`${spec.envVar}=${opts.explicitPath}: \`${spec.name} --version\` failed`);
     log(`${label}: ${p} (${version}, from ${spec.envVar})`);
     return p;
@@ -79,7 +81,7 @@ export async function resolveGoBinary(spec: GoBinarySpec, opts: ResolveGoBinaryO
 
   const onPath = await whichExecutable(spec.name);
   if (onPath) {
-    const version = await binaryVersion(onPath);
+    const version = await binaryVersion(onPath, spec);
     if (version !== null) {
       log(`${label}: ${onPath} (${version}, from PATH)`);
       return onPath;
@@ -104,7 +106,7 @@ export async function resolveGoBinary(spec: GoBinarySpec, opts: ResolveGoBinaryO
 
 async function usableCached(spec: GoBinarySpec, cached: string, log: (msg: string) => void): Promise<string | null> {
   if (!(await isExecutableFile(cached))) return null;
-  const version = await binaryVersion(cached);
+  const version = await binaryVersion(cached, spec);
   if (version !== null) {
     log(`${labelOf(spec)}: ${cached} (${version}, cached build)`);
     return cached;
@@ -144,7 +146,7 @@ async function buildWithGo(spec: GoBinarySpec, go: string, cached: string, log: 
     try {
       await runGoInstall(spec, go, gobin, log);
       const built = path.join(gobin, path.basename(spec.goPackage));
-      const version = await binaryVersion(built);
+      const version = await binaryVersion(built, spec);
       if (version === null) throw new Error(`the freshly built ${built} does not run`);
       await fs.rename(built, cached); // atomic publish: a reader never sees a half-written file
       log(`${labelOf(spec)} ${version} built in ${Math.round((Date.now() - started) / 1000)}s: ${cached}`);
@@ -266,9 +268,9 @@ async function whichExecutable(name: string): Promise<string | null> {
 }
 
 /** `<binary> --version` (first line), or null if the binary does not run. */
-function binaryVersion(p: string): Promise<string | null> {
+function binaryVersion(p: string, spec: GoBinarySpec): Promise<string | null> {
   return new Promise((resolve) => {
-    execFile(p, ['--version'], { timeout: 30_000 }, (err, stdout) => {
+    execFile(p, spec.versionArgs ?? ['--version'], { timeout: 30_000 }, (err, stdout) => {
       if (err) resolve(null);
       else resolve(stdout.trim().split('\n')[0] ?? '');
     });
