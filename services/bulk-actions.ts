@@ -348,7 +348,7 @@ export function createBulkActionService(deps: BulkActionServiceDeps) {
   /** One rerun (or its preview): a job still running is refused (409), an unknown step named (400 `fromStep`). */
   async function rerun(jobId: string, o: { fromStep?: string; dryRun?: boolean }, actor: string) {
     if (o.dryRun) return { dryRun: true as const, ...(await planRerun(deps.pool, deps.jobs, jobId, o.fromStep)) };
-    const plan = await startRerun(deps, jobId, o.fromStep !== undefined ? { fromStep: o.fromStep } : {});
+    const plan = await startRerun(deps, jobId, { actor, ...(o.fromStep !== undefined ? { fromStep: o.fromStep } : {}) });
     return { dryRun: false as const, requestedBy: actor, ...plan };
   }
 

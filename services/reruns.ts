@@ -15,7 +15,7 @@ import { NotFoundError, StateConflictError, ValidationError } from '../lib/error
 import { effectKeyFor } from '../lib/ids.js';
 import { effectsForJob } from '../store/effects.js';
 import { getIntent, insertIntent, loadInput, markWorkflowStarted, type IntentRow } from '../store/intents.js';
-import { copySucceededEffects, lockIntentForRerun, markRerun, rerunCount } from '../store/reruns.js';
+import { copySucceededEffects, insertRerunAction, lockIntentForRerun, markRerun, rerunCount } from '../store/reruns.js';
 import { onStartPath, startJobWorkflow } from './start-job.js';
 
 export interface RerunDeps {
@@ -119,14 +119,15 @@ export async function planRerun(
 /**
  * Writes the rerun (its intent row, linked; the reused effects copied) in one transaction under
  * the original's row lock, and calls `inTx` inside it (a bulk action records its audit row there,
- * so a retried activity finds it and never makes a second rerun). Then starts its workflow, as
+ * so a retried activity finds it and never makes a second rerun). A single rerun names its
+ * operator (`actor`): its audit row (`job_actions`) is written in the same transaction. Then starts its workflow, as
  * the intake does: a failed start leaves an intent without a workflow, which the compensation
  * scan starts (services/start-job.ts).
  */
 export async function startRerun(
   deps: RerunDeps,
   jobId: string,
-  o: { fromStep?: string; inTx?: (tx: pg.PoolClient, plan: RerunPlan) => Promise<void> } = {},
+  o: { fromStep?: string; actor?: string; inTx?: (tx: pg.PoolClient, plan: RerunPlan) => Promise<void> } = {},
 ): Promise<RerunPlan> {
   const plan = await withTransaction(deps.pool, async (tx) => {
     if (!(await lockIntentForRerun(tx, jobId))) throw new NotFoundError(`job ${jobId} not found`);
@@ -145,6 +146,7 @@ export async function startRerun(
     await markRerun(tx, p.rerunJobId, jobId, p.fromStep);
     const reused = p.effects.filter((e) => e.action === 'reuse').map((e) => e.step);
     await copySucceededEffects(tx, scopeOf(original), p.rerunJobId, reused);
+    if (o.actor !== undefined) await insertRerunAction(tx, { jobId, rerunJobId: p.rerunJobId, actor: o.actor, fromStep: p.fromStep });
     await o.inTx?.(tx, p);
     return p;
   });

@@ -12,6 +12,7 @@ import { duration, stageTimings, stageVerdict, type StageFacts } from '../lib/jo
 import type { IntentRow } from '../store/intents.js';
 import { holdingScope, type PauseScope } from '../store/degradation.js';
 import * as q from '../store/timeline.js';
+import { jobActionsOf } from '../store/reruns.js';
 import { taskQueueHealth } from './queue-health.js';
 import { visibleState } from './job-status.js';
 import { iso, temporalSide } from './timeline-temporal.js';
@@ -41,7 +42,7 @@ async function postgresEvents(
   lineage: JobTimeline['lineage'];
 }> {
   const scope = job.replay_of ?? job.job_id;
-  const [duplicates, attempts, leases, effects, outbox, deadLetters, replays, admissions, audit] = await Promise.all([
+  const [duplicates, attempts, leases, effects, outbox, deadLetters, replays, admissions, audit, jobActions] = await Promise.all([
     q.duplicatesOf(pool, job.job_id),
     q.attemptsOf(pool, job.job_id),
     q.leasesOf(pool, job.job_id),
@@ -51,6 +52,7 @@ async function postgresEvents(
     q.replayJobsOf(pool, job.job_id),
     q.admissionsOf(pool, job.job_id),
     q.degradationChangesBetween(pool, job.created_at, job.finished_at),
+    jobActionsOf(pool, job.job_id),
   ]);
   const providerIds = effects.map((e) => e.provider_id).filter((x): x is string => !!x);
   const [deliveries, actions] = await Promise.all([
@@ -215,6 +217,12 @@ async function postgresEvents(
       .map((k) => `${k} ${String(a.details[k])}`)
       .join(', ');
     add(a.at, 'dead_letter_actions', `${a.action.replace(/_/g, ' ')} by ${a.actor}`, extra || undefined);
+  }
+  // Single operator actions (a rerun): on the original's timeline and on the rerun's.
+  for (const a of jobActions) {
+    const from = typeof a.details.fromStep === 'string' ? ` from step ${a.details.fromStep}` : '';
+    if (a.job_id === job.job_id) add(a.at, 'job_actions', `rerun requested by ${a.actor}`, `new job ${a.result_job_id}${from}`);
+    else add(a.at, 'job_actions', `rerun of ${a.job_id} requested by ${a.actor}`, `this job${from}`);
   }
   for (const r of replays) {
     add(r.created_at, 'job_intents', `replay job ${r.job_id} accepted`, `replay of this job; now ${r.status}`);

@@ -38,3 +38,36 @@ export async function copySucceededEffects(db: Db, fromScope: string, toScope: s
   );
   return r.rowCount ?? 0;
 }
+
+/** An operator's action on one job outside a bulk action (schema/0046_job_actions_audit.sql). */
+export interface JobActionRow {
+  job_id: string;
+  action: string;
+  actor: string;
+  result_job_id: string | null;
+  details: Record<string, unknown>;
+  at: Date;
+}
+
+/** The audit row of a single rerun, under the operator's name, in the rerun's own transaction. */
+export async function insertRerunAction(
+  db: Db,
+  a: { jobId: string; rerunJobId: string; actor: string; fromStep: string | null },
+): Promise<void> {
+  await db.query(`INSERT INTO job_actions (job_id, action, actor, result_job_id, details) VALUES ($1, 'rerun', $2, $3, $4)`, [
+    a.jobId,
+    a.actor,
+    a.rerunJobId,
+    a.fromStep !== null ? { fromStep: a.fromStep } : {},
+  ]);
+}
+
+/** The actions taken on a job, or that made it (a rerun's row, on the rerun's own timeline), oldest first. */
+export async function jobActionsOf(db: Db, jobId: string): Promise<JobActionRow[]> {
+  const r = await db.query<JobActionRow>(
+    `SELECT job_id, action, actor, result_job_id, details, at FROM job_actions
+      WHERE job_id = $1 OR result_job_id = $1 ORDER BY at, id`,
+    [jobId],
+  );
+  return r.rows;
+}

@@ -59,6 +59,14 @@ describe('rerun', () => {
     expect(sim.byKey[`${rerun1}:receipt`]).toMatchObject({ applied: 1, requests: 1 });
     expect(sim.byKey[`${jobId}:charge`]).toMatchObject({ applied: 1, requests: 1 }); // the original's, untouched
 
+    // The single rerun's audit row, under the operator's name, like a bulk action's items; both timelines show it.
+    const audit = await h.pool.query('SELECT job_id, action, actor, result_job_id, details FROM job_actions WHERE job_id = $1', [jobId]);
+    expect(audit.rows).toEqual([{ job_id: jobId, action: 'rerun', actor: 'olive', result_job_id: rerun1, details: {} }]);
+    const events = async (id: string) =>
+      ((await admin(`/v1/admin/jobs/${id}/timeline`)).body.events as any[]).filter((e) => e.kind === 'job_actions');
+    expect(await events(jobId)).toMatchObject([{ event: 'rerun requested by olive', detail: `new job ${rerun1}` }]);
+    expect(await events(rerun1)).toMatchObject([{ event: `rerun of ${jobId} requested by olive` }]);
+
     // From the receipt, through the client's operator face: the charge is reused (no request
     // at all under the new job's key), the receipt executed again.
     const bulkAdmin = createBulkActionsAdmin({ pool: h.pool, temporal: h.temporal, taskQueue: h.taskQueue, actor: 'olive' });
@@ -66,6 +74,8 @@ describe('rerun', () => {
     expect(p2).toMatchObject({ dryRun: false, rerunJobId: `${jobId}-rerun-2`, fromStep: 'receipt' });
     const s2 = await h.waitForStatus(`${jobId}-rerun-2`, 'succeeded');
     expect(s2).toMatchObject({ rerunOf: jobId, rerunFromStep: 'receipt' });
+    const second = await h.pool.query('SELECT actor, details FROM job_actions WHERE result_job_id = $1', [`${jobId}-rerun-2`]);
+    expect(second.rows).toEqual([{ actor: 'olive', details: { fromStep: 'receipt' } }]);
     sim = await h.simEffects();
     expect(sim.byKey[`${jobId}-rerun-2:charge`]).toBeUndefined();
     expect(sim.byKey[`${jobId}-rerun-2:receipt`]).toMatchObject({ applied: 1, requests: 1 });

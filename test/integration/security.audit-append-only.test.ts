@@ -1,5 +1,5 @@
 // Audit rows are append-only for the application's database role (issue 39 §4, F9): UPDATE,
-// DELETE and TRUNCATE of dead_letter_actions, replay_actions, degradation_audit and the bulk actions' item and command rows are refused,
+// DELETE and TRUNCATE of dead_letter_actions, replay_actions, degradation_audit, the bulk actions' item and command rows and job_actions are refused,
 // even for the role that owns the tables (the app, as migrations and the app share DATABASE_URL
 // by default). Only the retention cleanup's own function prunes old degradation audit.
 import type pg from 'pg';
@@ -13,7 +13,14 @@ import { withTransaction } from '../../lib/db.js';
 import { createTestDatabase } from '../support/harness.js';
 
 let pool: pg.Pool;
-const TABLES = ['dead_letter_actions', 'replay_actions', 'degradation_audit', 'bulk_action_items', 'bulk_action_commands'] as const;
+const TABLES = [
+  'dead_letter_actions',
+  'replay_actions',
+  'degradation_audit',
+  'bulk_action_items',
+  'bulk_action_commands',
+  'job_actions',
+] as const;
 
 beforeAll(async () => {
   const url = await createTestDatabase('audit');
@@ -37,6 +44,9 @@ beforeAll(async () => {
     `INSERT INTO bulk_action_items (bulk_id, target_id, outcome, actor, granted_at) VALUES ('bulk-audit', 'job-audit', 'applied', 'alice', now())`,
   );
   await pool.query(`INSERT INTO bulk_action_commands (bulk_id, command, actor) VALUES ('bulk-audit', 'paused', 'alice')`);
+  await pool.query(
+    `INSERT INTO job_actions (job_id, action, actor, result_job_id) VALUES ('job-audit', 'rerun', 'alice', 'job-audit-rerun-1')`,
+  );
 });
 afterAll(async () => {
   await pool?.end();
