@@ -1,12 +1,13 @@
-// The cumulative counters and histograms derived from durable rows (services/metric-totals.ts):
-// monotonic, the same in every API process, so `rate()` and `increase()` work.
-import { Counter, type Metric, type Registry } from 'prom-client';
+// The cumulative figures and histograms derived from durable rows (services/metric-totals.ts):
+// monotonic, the same in every API process. Global figures, not per-process counters: gauges
+// named `_recorded` (aggregate with max() across processes; increase() or delta() over time).
+import { Gauge, type Metric, type Registry } from 'prom-client';
 import type pg from 'pg';
 import { cachedRead } from '../lib/cached-read.js';
 import type { Logger } from '../lib/logger.js';
 import { collectTotals, HISTOGRAMS, SCAN_REPAIR_KINDS, TIME_BUCKETS, TOTAL_METRICS, type TotalRow } from '../services/metric-totals.js';
 
-/** Label names of each cumulative counter (store/metric-totals.ts builds the same label sets). */
+/** Label names of each cumulative figure (store/metric-totals.ts builds the same label sets). */
 const TOTAL_LABELS: Record<keyof typeof TOTAL_METRICS, string[]> = {
   accepted: ['job_type'],
   completed: ['job_type', 'outcome'],
@@ -36,9 +37,9 @@ const SEEDED: Partial<Record<keyof typeof TOTAL_METRICS, (t: string) => Array<Re
 };
 
 /**
- * Monotonic counters and histograms derived from durable rows at scrape time (schema 0013:
+ * Monotonic figures and histograms derived from durable rows at scrape time (schema 0013:
  * stored totals up to a checkpoint, plus the rows after it through the timestamp indexes), so
- * rate() works and every API process reports the same value: aggregate them across
+ * increase() works and every API process reports the same value: aggregate them across
  * instances with max(), never sum(). Postgres down: no samples, the families stay declared.
  */
 export function registerTotalMetrics(
@@ -52,17 +53,17 @@ export function registerTotalMetrics(
     cacheMs,
   );
   for (const [key, name] of Object.entries(TOTAL_METRICS) as Array<[keyof typeof TOTAL_METRICS, string]>) {
-    new Counter({
+    new Gauge({
       name,
-      help: TOTAL_HELP[key],
+      help: `${TOTAL_HELP[key]} Since the start, from Postgres: the same in every API process (max() across processes).`,
       labelNames: TOTAL_LABELS[key],
       registers: [registry],
       async collect() {
         this.reset();
         const rows = await totals().catch(() => undefined);
         if (!rows) return;
-        for (const t of deps.jobTypes) for (const labels of SEEDED[key]?.(t) ?? []) this.inc(labels, 0);
-        for (const r of rows) if (r.metric === name) this.inc(r.labels, r.value);
+        for (const t of deps.jobTypes) for (const labels of SEEDED[key]?.(t) ?? []) this.set(labels, 0);
+        for (const r of rows) if (r.metric === name) this.set(r.labels, r.value);
       },
     });
   }

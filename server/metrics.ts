@@ -77,18 +77,6 @@ const HEALTH_METRICS: Array<[name: string, help: string, labels: string[], fill:
       (h, set) => eachQueue(h, set, (s) => s.pollers),
     ],
     [
-      'durable_jobs_arrivals_per_minute',
-      'Jobs accepted per minute over the window.',
-      ['job_type', 'window'],
-      (h, set) => eachRate(h, set, (f) => f.arrivalsPerMinute),
-    ],
-    [
-      'durable_jobs_completions_per_minute',
-      'Jobs finished (any final state) per minute over the window.',
-      ['job_type', 'window'],
-      (h, set) => eachRate(h, set, (f) => f.completionsPerMinute),
-    ],
-    [
       'durable_jobs_net_drain_per_minute',
       'Completions minus admitted arrivals per minute; negative: the backlog grows.',
       ['job_type', 'window'],
@@ -106,27 +94,10 @@ const HEALTH_METRICS: Array<[name: string, help: string, labels: string[], fill:
       },
     ],
     [
-      'durable_jobs_lease_expirations',
-      'Attempts that lost their lease (worker died, heartbeat or start-to-close timeout) detected in the window.',
-      ['job_type', 'window'],
-      (h, set) => {
-        for (const [t, j] of Object.entries(h.jobTypes))
-          for (const w of WINDOWS) set({ job_type: t, window: w.key }, j.leaseExpirations[w.key]);
-      },
-    ],
-    [
       'durable_jobs_lease_overdue_attempts',
       'Attempts past their start-to-close deadline with no end and no successor (last hour).',
       [],
       (h, set) => set({}, h.leaseExpirations.overdue),
-    ],
-    [
-      'durable_jobs_attempts',
-      'Recorded attempts by outcome in the window.',
-      ['outcome', 'window'],
-      (h, set) => {
-        for (const [o, pw] of Object.entries(h.attempts.byOutcome)) for (const w of WINDOWS) set({ outcome: o, window: w.key }, pw[w.key]);
-      },
     ],
     [
       'durable_jobs_attempts_per_job',
@@ -162,28 +133,12 @@ const HEALTH_METRICS: Array<[name: string, help: string, labels: string[], fill:
       },
     ],
     [
-      'durable_jobs_reconciliations',
-      'Effects reconciled with the upstream (a previous attempt was in doubt) in the window.',
-      ['window'],
-      (h, set) => {
-        for (const w of WINDOWS) set({ window: w.key }, h.reconciliations.perWindow[w.key]);
-      },
-    ],
-    [
       'durable_jobs_effects_in_doubt',
       'Pending effects that may have reached the upstream unseen.',
       [],
       (h, set) => set({}, h.reconciliations.effectsInDoubt),
     ],
     ['durable_jobs_dead_letters_open', 'Open dead letters.', [], (h, set) => set({}, h.deadLetters.open)],
-    [
-      'durable_jobs_dead_letters_created',
-      'Dead letters created in the window.',
-      ['window'],
-      (h, set) => {
-        for (const w of WINDOWS) set({ window: w.key }, h.deadLetters.newPerWindow[w.key]);
-      },
-    ],
     [
       'durable_jobs_dead_letter_oldest_open_age_seconds',
       'Age of the oldest open dead letter (0: none).',
@@ -314,7 +269,7 @@ export function registerHealthMetrics(
   }
   const rejectionsTotal = new Counter({
     name: 'durable_jobs_intake_rejections_total',
-    help: 'Submissions this process answered 503 (nothing persisted).',
+    help: 'Submissions this process answered 503 (nothing persisted). Per process: sum(rate()) across processes; durable_jobs_intake_rejections{window} is the global figure.',
     labelNames: ['cause'],
     registers: [registry],
   });
@@ -349,7 +304,7 @@ export function registerHealthMetrics(
 
 /**
  * When the compensation scan last finished. Its repairs are a cumulative counter among the
- * checkpointed totals (`durable_jobs_scan_repairs_total`, server/metrics-totals.ts), so that
+ * checkpointed totals (`durable_jobs_scan_repairs_recorded`, server/metrics-totals.ts), so that
  * retention pruning old `scan_runs` never makes it drop.
  */
 export function registerScanMetrics(registry: Registry, pool: pg.Pool): void {
@@ -369,8 +324,8 @@ export function registerScanMetrics(registry: Registry, pool: pg.Pool): void {
 /** Inbound webhook requests by source and result: counted by this process (its own requests). */
 export function registerWebhookMetrics(registry: Registry): Counter<'source' | 'result'> {
   return new Counter({
-    name: 'webhook_deliveries_total',
-    help: 'Inbound webhook requests by source and result (an outcome, duplicate, conflict, unauthorized or malformed)',
+    name: 'durable_jobs_webhook_deliveries_total',
+    help: 'Inbound webhook requests this process answered, by source and result (an outcome, duplicate, conflict, unauthorized or malformed). Per process: sum(rate()) across processes.',
     labelNames: ['source', 'result'] as const,
     registers: [registry],
   });

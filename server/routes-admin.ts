@@ -53,7 +53,7 @@ export function registerAdminRoutes(app: FastifyInstance, registry: Registry, de
   // is in the API's log line of the 429 and in the tenant's settings.
   const rateLimited = new Counter({
     name: 'durable_jobs_intake_rate_limited_total',
-    help: 'Submits answered 429 because their tenant exceeded its intake rate limit (nothing was accepted)',
+    help: 'Submits this process answered 429 because their tenant exceeded its intake rate limit (nothing was accepted). Per process: sum(rate()) across processes.',
     registers: [registry],
   });
   // Intake that could not persist: counted (durably, best-effort) so the health report shows it.

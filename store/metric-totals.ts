@@ -10,14 +10,20 @@ import type { Db } from '../lib/db.js';
 /** Histogram upper bounds in seconds (queue and execution time); `+Inf` is added. */
 export const TIME_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600] as const;
 
+/**
+ * The cumulative figures, exported as gauges (the same value in every API process: max() across
+ * processes, `increase()`/`delta()` over time); `_recorded`, not `_total`, which names the
+ * per-process counters (docs/operating.md "How to aggregate each series"; schema/0047 renamed
+ * the stored totals).
+ */
 export const TOTAL_METRICS = {
-  accepted: 'durable_jobs_jobs_accepted_total',
-  completed: 'durable_jobs_jobs_completed_total',
-  attempts: 'durable_jobs_attempts_total',
-  reconciliations: 'durable_jobs_reconciliations_total',
-  deadLetters: 'durable_jobs_dead_letters_created_total',
-  leaseExpirations: 'durable_jobs_lease_expirations_total',
-  scanRepairs: 'durable_jobs_scan_repairs_total',
+  accepted: 'durable_jobs_jobs_accepted_recorded',
+  completed: 'durable_jobs_jobs_completed_recorded',
+  attempts: 'durable_jobs_attempts_recorded',
+  reconciliations: 'durable_jobs_reconciliations_recorded',
+  deadLetters: 'durable_jobs_dead_letters_created_recorded',
+  leaseExpirations: 'durable_jobs_lease_expirations_recorded',
+  scanRepairs: 'durable_jobs_scan_repairs_recorded',
 } as const;
 
 /** The compensation scan's repair kinds (metric label) and the `scan_runs` column that counts each. */

@@ -61,7 +61,7 @@ export const metrics: DrillItem = {
         async () =>
           (
             await prom.query(
-              'min(count_over_time(durable_jobs_dead_letters_created_total[1m])) >= 3 and on () min(count_over_time(durable_jobs_lease_expirations_total[1m])) >= 3',
+              'min(count_over_time(durable_jobs_dead_letters_created_recorded[1m])) >= 3 and on () min(count_over_time(durable_jobs_lease_expirations_recorded[1m])) >= 3',
             )
           ).length === 1,
         60_000,
@@ -75,7 +75,7 @@ export const metrics: DrillItem = {
       for (const r of bad) await waitForStatus(s, r.body.jobId, 'dead_lettered');
       const dl = await firing(prom, 'DeadLetterGrowth', 60_000).catch(async (e: Error) => {
         throw new DrillCheckFailed(
-          `${e.message}; its expression is ${JSON.stringify(await prom.query('sum(max by (job_type) (increase(durable_jobs_dead_letters_created_total[15m])))'))}`,
+          `${e.message}; its expression is ${JSON.stringify(await prom.query('sum(max by (job_type) (increase(durable_jobs_dead_letters_created_recorded[15m])))'))}`,
         );
       });
 
@@ -102,16 +102,14 @@ export const metrics: DrillItem = {
       const text = await (await fetch(`${s.ops}/metrics`)).text();
       const needed = [
         'durable_jobs_backlog_oldest_waiting_age_seconds',
-        'durable_jobs_arrivals_per_minute',
-        'durable_jobs_completions_per_minute',
-        'durable_jobs_lease_expirations',
-        'durable_jobs_attempts',
-        'durable_jobs_reconciliations',
+        'durable_jobs_net_drain_per_minute',
+        'durable_jobs_attempts_recorded',
+        'durable_jobs_reconciliations_recorded',
         'durable_jobs_dead_letters_open',
-        'durable_jobs_jobs_accepted_total',
-        'durable_jobs_jobs_completed_total',
-        'durable_jobs_dead_letters_created_total',
-        'durable_jobs_lease_expirations_total',
+        'durable_jobs_jobs_accepted_recorded',
+        'durable_jobs_jobs_completed_recorded',
+        'durable_jobs_dead_letters_created_recorded',
+        'durable_jobs_lease_expirations_recorded',
         'durable_jobs_job_queue_time_seconds_bucket',
         'durable_jobs_job_execution_time_seconds_bucket',
       ];

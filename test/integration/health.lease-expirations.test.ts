@@ -75,7 +75,7 @@ describe('lease expirations', () => {
     expect(f.leaseExpirations.perWindow).toEqual({ '1m': 1, '5m': 1, '15m': 1 });
     expect(f.jobTypes.summarize.leaseExpirations['1m']).toBe(1);
     const m = await fetch(`${h.opsUrl}/metrics`).then((r) => r.text());
-    expect(m).toContain('durable_jobs_lease_expirations{job_type="summarize",window="5m"} 1');
+    expect(m).toContain('durable_jobs_lease_expirations_recorded{job_type="summarize"} 1');
   });
 
   it('does not track activities without a lease (no heartbeat timeout)', async () => {

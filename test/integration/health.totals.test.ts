@@ -7,7 +7,7 @@ import { defaultJobRegistry } from '../../jobs/index.js';
 import { ADMIN_KEY, startHarness, waitFor, type Harness } from '../support/harness.js';
 import { declaredFamilies, parseSamples, sampleValue, type Sample } from '../support/metrics-text.js';
 
-// Cumulative counters and histograms derived from rows: the same values before and after the
+// Cumulative figures and histograms derived from rows: the same values before and after the
 // checkpoint moves, from any API process, never going down, and no row lost to a late commit.
 let h: Harness;
 beforeAll(async () => {
@@ -26,7 +26,7 @@ const scrape = async () => {
 const cumulative = (text: string): Sample[] =>
   parseSamples(text).filter(
     (s) =>
-      /^durable_jobs_.*(_total|_bucket|_sum|_count)$/.test(s.name) &&
+      /^durable_jobs_.*(_recorded|_bucket|_sum|_count)$/.test(s.name) &&
       !s.name.startsWith('durable_jobs_intake_rejections') &&
       !s.name.startsWith('durable_jobs_scan_'),
   );
@@ -41,15 +41,31 @@ describe('cumulative metrics from durable rows', () => {
     const text = await scrape();
     const families = declaredFamilies(text);
     for (const c of ['jobs_accepted', 'jobs_completed', 'attempts', 'reconciliations', 'dead_letters_created', 'lease_expirations']) {
-      expect(families.get(`durable_jobs_${c}_total`), c).toBe('counter');
+      // Global figures read from Postgres: gauges without `_total` (issue 40 §4); `_total` is per process.
+      expect(families.get(`durable_jobs_${c}_recorded`), c).toBe('gauge');
+      expect(families.has(`durable_jobs_${c}_total`), c).toBe(false);
     }
     expect(families.get(Q)).toBe('histogram');
     expect(families.get(E)).toBe('histogram');
     const s = parseSamples(text);
-    expect(sampleValue(s, 'durable_jobs_jobs_accepted_total', { job_type: 'summarize' })).toBe(0);
-    expect(sampleValue(s, 'durable_jobs_jobs_completed_total', { job_type: 'summarize', outcome: 'succeeded' })).toBe(0);
-    expect(sampleValue(s, 'durable_jobs_dead_letters_created_total', { job_type: 'summarize' })).toBe(0);
+    expect(sampleValue(s, 'durable_jobs_jobs_accepted_recorded', { job_type: 'summarize' })).toBe(0);
+    expect(sampleValue(s, 'durable_jobs_jobs_completed_recorded', { job_type: 'summarize', outcome: 'succeeded' })).toBe(0);
+    expect(sampleValue(s, 'durable_jobs_dead_letters_created_recorded', { job_type: 'summarize' })).toBe(0);
     expect(sampleValue(s, `${Q}_bucket`, { job_type: 'summarize', le: '+Inf' })).toBe(0);
+  });
+
+  it('names say how to aggregate: `_total` only on per-process counters (their HELP says so), every series prefixed', async () => {
+    const text = await scrape();
+    const families = declaredFamilies(text);
+    const help = new Map([...text.matchAll(/^# HELP (\S+) (.*)$/gm)].map((m) => [m[1]!, m[2]!]));
+    const ours = [...families.keys()].filter((n) => !/^(process|nodejs)_/.test(n));
+    expect(ours.filter((n) => !n.startsWith('durable_jobs_'))).toEqual([]);
+    expect(ours).toContain('durable_jobs_webhook_deliveries_total');
+    for (const n of ours) {
+      // A counter is per process; a global figure read from Postgres is a gauge (or a histogram) without `_total`.
+      expect(families.get(n) === 'counter', n).toBe(n.endsWith('_total'));
+      if (n.endsWith('_total')) expect(help.get(n), n).toMatch(/this (API )?process/);
+    }
   });
 
   it('counts jobs, outcomes, attempts and dead letters, with histograms of the finished jobs', async () => {
@@ -69,15 +85,15 @@ describe('cumulative metrics from durable rows', () => {
     // The rows are durable before the answers; a scrape counts them at once (no scrape cache).
     const s = await waitFor('a scrape that counts the six jobs', async () => {
       const samples = parseSamples(await scrape());
-      return sampleValue(samples, 'durable_jobs_jobs_accepted_total', { job_type: 'summarize' }) === 6 ? samples : undefined;
+      return sampleValue(samples, 'durable_jobs_jobs_accepted_recorded', { job_type: 'summarize' }) === 6 ? samples : undefined;
     });
     const v = (name: string, labels: Record<string, string> = {}) => sampleValue(s, name, { job_type: 'summarize', ...labels });
-    expect(v('durable_jobs_jobs_accepted_total')).toBe(6);
-    expect(v('durable_jobs_jobs_completed_total', { outcome: 'succeeded' })).toBe(4);
-    expect(v('durable_jobs_jobs_completed_total', { outcome: 'dead_lettered' })).toBe(2);
-    expect(v('durable_jobs_jobs_completed_total', { outcome: 'cancelled' })).toBe(0);
-    expect(v('durable_jobs_dead_letters_created_total')).toBe(2);
-    const attempts = s.filter((x) => x.name === 'durable_jobs_attempts_total' && x.labels.job_type === 'summarize');
+    expect(v('durable_jobs_jobs_accepted_recorded')).toBe(6);
+    expect(v('durable_jobs_jobs_completed_recorded', { outcome: 'succeeded' })).toBe(4);
+    expect(v('durable_jobs_jobs_completed_recorded', { outcome: 'dead_lettered' })).toBe(2);
+    expect(v('durable_jobs_jobs_completed_recorded', { outcome: 'cancelled' })).toBe(0);
+    expect(v('durable_jobs_dead_letters_created_recorded')).toBe(2);
+    const attempts = s.filter((x) => x.name === 'durable_jobs_attempts_recorded' && x.labels.job_type === 'summarize');
     expect(attempts.filter((x) => x.labels.outcome === 'non_retryable').reduce((a, x) => a + x.value, 0)).toBe(2);
     expect(attempts.find((x) => x.labels.outcome === 'non_retryable')!.labels.error_class).not.toBe('none');
     expect(attempts.filter((x) => x.labels.outcome === 'succeeded').every((x) => x.labels.error_class === 'none')).toBe(true);
@@ -131,7 +147,7 @@ describe('cumulative metrics from durable rows', () => {
     await h.waitForStatus(more.body.jobId, 'succeeded');
     const later = new Map(cumulative(await scrape()).map((x) => [key(x), x.value]));
     for (const x of after) expect(later.get(key(x)), key(x)).toBeGreaterThanOrEqual(x.value);
-    expect(sampleValue(parseSamples(await scrape()), 'durable_jobs_jobs_accepted_total', { job_type: 'summarize' })).toBe(7);
+    expect(sampleValue(parseSamples(await scrape()), 'durable_jobs_jobs_accepted_recorded', { job_type: 'summarize' })).toBe(7);
   });
 
   it('does not lose a row whose transaction was open when the checkpoint moved', async () => {
@@ -152,7 +168,7 @@ describe('cumulative metrics from durable rows', () => {
       client.release();
     }
     expect(
-      sampleValue(parseSamples(await scrape()), 'durable_jobs_attempts_total', {
+      sampleValue(parseSamples(await scrape()), 'durable_jobs_attempts_recorded', {
         job_type: 'other',
         outcome: 'retryable',
         error_class: 'late_commit',
@@ -160,7 +176,7 @@ describe('cumulative metrics from durable rows', () => {
     ).toBe(1);
     expect(await advanceNow()).toBe(true);
     expect(
-      sampleValue(parseSamples(await scrape()), 'durable_jobs_attempts_total', {
+      sampleValue(parseSamples(await scrape()), 'durable_jobs_attempts_recorded', {
         job_type: 'other',
         outcome: 'retryable',
         error_class: 'late_commit',

@@ -132,9 +132,9 @@ describe('compensation scan: repairs', () => {
     registerTotalMetrics(registry, { pool: h.pool, jobTypes: ['summarize'], log: h.log });
     const text = await registry.metrics();
     for (const kind of ['intent_started', 'outbox_redelivered', 'effect_reconciled', 'effect_not_applied']) {
-      expect(text).toContain(`durable_jobs_scan_repairs_total{kind="${kind}"} 1`);
+      expect(text).toContain(`durable_jobs_scan_repairs_recorded{kind="${kind}"} 1`);
     }
-    expect(text).toContain('durable_jobs_scan_repairs_total{kind="missed_window"} 0');
+    expect(text).toContain('durable_jobs_scan_repairs_recorded{kind="missed_window"} 0');
     expect(text).toMatch(/durable_jobs_scan_last_run_timestamp_seconds [1-9]/);
 
     // Retention prunes old scan runs: the counter folds them first and never drops.
@@ -144,7 +144,7 @@ describe('compensation scan: repairs', () => {
     registerTotalMetrics(fresh, { pool: h.pool, jobTypes: ['summarize'], log: h.log });
     const after = await fresh.metrics();
     for (const kind of ['intent_started', 'outbox_redelivered', 'effect_reconciled', 'effect_not_applied']) {
-      expect(after).toContain(`durable_jobs_scan_repairs_total{kind="${kind}"} 1`);
+      expect(after).toContain(`durable_jobs_scan_repairs_recorded{kind="${kind}"} 1`);
     }
   });
 });
