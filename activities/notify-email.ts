@@ -9,7 +9,7 @@
  * `POST /v1/notifications`, itself an `httpUpstream` declaration) takes the e-mail.
  */
 import { createHash } from 'node:crypto';
-import nodemailer from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import { NonRetryableError, RetryableError } from '../lib/errors.js';
 import { defineUpstream, type EffectCall, type Upstream } from '../job-api/upstream.js';
 import type { Provider } from './provider.js';
@@ -46,26 +46,33 @@ export function classifySmtp(err: unknown): RetryableError | NonRetryableError {
 
 export const smtpUpstream = defineUpstream({ name: 'smtp', semantics: 'none', classify: classifySmtp, credentials: [SMTP_URL] });
 
-type Transport = ReturnType<typeof nodemailer.createTransport>;
-let transport: { url: string; t: Transport } | undefined;
+let transport: { url: string; t: Transporter } | undefined;
 
-/** One transport per process (its URL is read once); no pooling: one connection per send keeps the doubt window per message. */
-function transportFor(url: string): Transport {
-  if (transport?.url !== url) transport = { url, t: nodemailer.createTransport(url) };
+/**
+ * One transport per process (its URL is read once); no pooling: one connection per send keeps
+ * the doubt window per message. nodemailer is an optional peer, loaded only where SMTP is set.
+ */
+async function transportFor(url: string): Promise<Transporter> {
+  if (transport?.url !== url) {
+    const nodemailer = (await import('nodemailer')).default;
+    transport = { url, t: nodemailer.createTransport(url) };
+  }
   return transport.t;
 }
 
 function smtpCall(smtp: NonNullable<NotifyConfig['smtp']>, m: StoredEmail): EffectCall {
   return async (c) => {
     const messageId = messageIdFor(c.effectKey, smtp.domain);
-    const info = await transportFor(smtp.url.value()).sendMail({
+    const info = await (
+      await transportFor(smtp.url.value())
+    ).sendMail({
       from: smtp.from,
       to: m.to,
       subject: m.subject ?? '',
       text: m.text ?? m.body ?? '',
       messageId,
     });
-    return { response: { messageId, accepted: info.accepted.length }, providerId: messageId, status: 250 };
+    return { response: { messageId, accepted: info.accepted?.length ?? 0 }, providerId: messageId, status: 250 };
   };
 }
 

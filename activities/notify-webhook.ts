@@ -6,7 +6,6 @@
  * opened for the call only and never logged.
  */
 import { createHash } from 'node:crypto';
-import { Webhook } from 'standardwebhooks';
 import type pg from 'pg';
 import { NonRetryableError, RetryableError } from '../lib/errors.js';
 import { classifyStatus, errorClassForStatus, parseRetryAfter } from '../lib/retry.js';
@@ -61,6 +60,8 @@ export function completionWebhookCall(
     const id = webhookIdFor(c.effectKey);
     const at = new Date();
     const body = JSON.stringify(o.event);
+    // Loaded on first use: an optional peer, needed only by a worker that delivers webhooks.
+    const { Webhook } = await import('standardwebhooks');
     const signature = new Webhook(openSecret(hook.secret_sealed, WEBHOOK_SECRET_PURPOSE)).sign(id, at, body);
     const res = await fetch(hook.url, {
       method: 'POST',

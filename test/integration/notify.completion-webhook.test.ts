@@ -116,7 +116,9 @@ describe('the completion webhook', () => {
       { kind: 'email', state: 'delivered', error_class: null, status_code: null },
     ]);
     expect((await h.simEffects()).byKey[`${jobId}:notify-email`]).toMatchObject({ applied: 1 });
-    const attempts = await h.pool.query(`SELECT outcome, status_code FROM job_attempts WHERE job_id = $1 AND step = 'notify' ORDER BY id`, [jobId]);
+    const attempts = await h.pool.query(`SELECT outcome, status_code FROM job_attempts WHERE job_id = $1 AND step = 'notify' ORDER BY id`, [
+      jobId,
+    ]);
     expect(attempts.rows.map((a) => a.status_code)).toEqual([500, 500, 500]);
   });
 
@@ -126,14 +128,16 @@ describe('the completion webhook', () => {
     const jobId = r.body.jobId as string;
     await h.temporal.workflow.getHandle(jobId).result();
     expect((await h.api(`/v1/jobs/${jobId}`)).body).toMatchObject({ status: 'succeeded', notification: 'failed' });
-    expect(await outboxOf(jobId)).toEqual([{ kind: 'completion-webhook', state: 'failed', error_class: 'invalid_request', status_code: 400 }]);
+    expect(await outboxOf(jobId)).toEqual([
+      { kind: 'completion-webhook', state: 'failed', error_class: 'invalid_request', status_code: 400 },
+    ]);
     expect(deliveriesOf(jobId).map((d) => d.answered)).toEqual([400]);
     const failed = (await admin('/v1/admin/outbox?state=failed')).body.items.find((i: { jobId: string }) => i.jobId === jobId);
     expect(failed).toMatchObject({ kind: 'completion-webhook', errorClass: 'invalid_request', statusCode: 400 });
   });
 
   it('a tenant without an endpoint gets no row, and a removed endpoint is no longer called', async () => {
-    const r = await h.submit('notify-done', { orderId: 'o-3' }, 'b');
+    const r = await h.submit('notify-done', { orderId: 'o-3' }, { tenant: 'b' });
     const jobId = r.body.jobId as string;
     await h.temporal.workflow.getHandle(jobId).result();
     expect(await outboxOf(jobId)).toEqual([]);
