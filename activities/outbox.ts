@@ -1,18 +1,30 @@
 import { DEFAULT_BUDGET, type StepArgs } from '../contract/job-types.js';
 import { setNotificationState } from '../store/intents.js';
 import { withTransaction } from '../lib/db.js';
-import { failPendingOutbox, markOutbox, pendingOutboxForJob } from '../store/outbox.js';
-import { failAttempt, withHeartbeat } from './attempt.js';
+import { failPendingOutbox, markOutbox, pendingOutboxForJob, type OutboxRow } from '../store/outbox.js';
+import { attemptNumber, failAttempt, withHeartbeat } from './attempt.js';
+import { effectSlot } from './concurrency.js';
 import type { ActivityDeps } from './deps.js';
-import { runEffect } from './effects.js';
+import { runEffect, type EffectSpec } from './effects.js';
+import type { EffectCall, Upstream } from '../job-api/upstream.js';
+import { notifyConfigFrom, type NotifyConfig } from './notify-config.js';
+import { emailDelivery, type StoredEmail } from './notify-email.js';
+import { completionWebhookCall, completionWebhookUpstream } from './notify-webhook.js';
 
-/** The outbox activities every job type shares. Function names are Temporal activity types. */
-export function createOutboxActivities(deps: ActivityDeps) {
+/** The concurrency scope of completion-webhook deliveries: not a job type (':' is never in a type's name). */
+const WEBHOOK_SLOT_SCOPE = 'notify:completion-webhook';
+
+/**
+ * The outbox activities every job type shares. Function names are Temporal activity types.
+ * `config` defaults to the worker's environment, read once here (SMTP_URL, SMTP_FROM,
+ * COMPLETION_WEBHOOK_*: activities/notify-config.ts), so a wrong setting stops the worker at start.
+ */
+export function createOutboxActivities(deps: ActivityDeps, config: NotifyConfig = notifyConfigFrom(process.env)) {
   return {
     /**
      * Delivers the job's pending outbox rows, each as its own effect (its key was fixed when
-     * the row was written). It runs on its own retry budget; its failure never turns the
-     * finished job back into an unfinished one.
+     * the row was written) through its target's upstream. It runs on its own retry budget; its
+     * failure never turns the finished job back into an unfinished one.
      */
     async deliverOutbox(args: StepArgs): Promise<number> {
       const startedAt = new Date();
@@ -30,10 +42,9 @@ export function createOutboxActivities(deps: ActivityDeps) {
               // delivering another job's row must present the key the upstream already knows.
               effectKey: row.effect_key,
               step: row.effect_key.slice(row.effect_key.lastIndexOf(':') + 1),
-              path: '/v1/notifications',
-              body: row.payload,
               timeoutMs: timeouts.upstreamTimeoutMs,
               startedAt,
+              ...deliveryOf(deps, config, args, row),
             });
             await markOutbox(deps.pool, row.id, 'delivered', null);
           }
@@ -53,4 +64,42 @@ export function createOutboxActivities(deps: ActivityDeps) {
       });
     },
   };
+}
+
+interface Delivery {
+  call: EffectCall;
+  through: Upstream;
+  guard?: EffectSpec['guard'];
+  claimSlot?: EffectSpec['claimSlot'];
+}
+
+/**
+ * A row's call and the upstream it goes through, by its kind. A completion webhook holds a
+ * slot of its own scope while it calls (`COMPLETION_WEBHOOK_CONCURRENCY`), so a slow receiver
+ * takes at most that many of the workers' calls; e-mail (any other kind: rows written before
+ * the targets existed are e-mails) goes through SMTP or the provider.
+ */
+function deliveryOf(deps: ActivityDeps, config: NotifyConfig, args: StepArgs, row: OutboxRow): Delivery {
+  if (row.kind === 'completion-webhook') {
+    const attempt = attemptNumber();
+    const slot = effectSlot(deps, {
+      jobId: args.jobId,
+      jobType: WEBHOOK_SLOT_SCOPE,
+      tenantId: args.tenantId,
+      holder: `${row.effect_key}#${attempt}`,
+      attempt,
+      limits: { perTenant: config.completionWebhook.perTenant, global: config.completionWebhook.global },
+    });
+    return {
+      call: completionWebhookCall(deps.pool, {
+        tenantId: args.tenantId,
+        event: row.payload,
+        allowPrivate: config.completionWebhook.allowPrivate,
+      }),
+      through: completionWebhookUpstream,
+      guard: slot.guard,
+      claimSlot: { request: slot.request, took: slot.took },
+    };
+  }
+  return emailDelivery(config, { provider: deps.provider, tenantId: args.tenantId, email: row.payload as unknown as StoredEmail });
 }

@@ -19,6 +19,7 @@ import {
   type ScheduleTriggerOptions,
   type WebhookTriggerOptions,
 } from './define-triggers.js';
+import { resolveNotify, type JobNotify, type NotifyOptions } from './notify.js';
 
 export interface JobDefinitionOptions<S extends z.ZodType, E extends string> {
   /** The job type's name: the `type` of `POST /v1/jobs`. Lower-case letters, digits and dashes. */
@@ -95,6 +96,12 @@ export interface JobDefinitionOptions<S extends z.ZodType, E extends string> {
    * or touches that tenant's jobs. Default none.
    */
   webhook?: WebhookTriggerOptions<z.infer<S>, E>;
+  /**
+   * What a succeeded job sends (job-api/notify.ts; docs/effects-and-upstreams.md "Notifications"):
+   * the tenant's completion webhook and/or an e-mail, each an outbox row written with the
+   * result and delivered as its own effect (`notify-<target>`). Default none.
+   */
+  notify?: NotifyOptions<z.infer<S>>;
 }
 
 export interface JobDefinition<S extends z.ZodType = z.ZodType, E extends string = string> {
@@ -118,6 +125,8 @@ export interface JobDefinition<S extends z.ZodType = z.ZodType, E extends string
   readonly schedule: JobSchedule<z.infer<S>> | null;
   /** Its webhook subscription; null: no webhook reaches it. */
   readonly webhook: JobWebhook<z.infer<S>, E> | null;
+  /** What a succeeded job sends; null: nothing. */
+  readonly notify: JobNotify<z.infer<S>> | null;
   summary(args: JobArgs): string;
   /** A declared step name, checked by the compiler: the effect key's stable part. */
   step(name: E): E;
@@ -166,6 +175,7 @@ export function defineJob<S extends z.ZodType, const E extends string>(o: JobDef
     taskQueue: o.taskQueue ?? null,
     schedule,
     webhook,
+    notify: o.notify ? resolveNotify(o.name, o.notify) : null,
     summary: o.summary ?? ((a) => `${a.jobType} for tenant ${a.tenantId} (${a.priority} priority)`),
     step: (name) => {
       if (!effects.includes(name)) throw new Error(`job type ${o.name} declares no effect step "${name}"`);

@@ -7,6 +7,9 @@
  * `builtInJobTypes` of `durable-jobs/client`.
  */
 export { defineJob, budgetOf, type JobDefinition, type JobDefinitionOptions, type JobInput } from './define.js';
+// Notifications: `notify` in `defineJob` (docs/effects-and-upstreams.md "Notifications").
+export type { CompletionEvent, EmailMessage, NotifiedJob, NotifyOptions } from './notify.js';
+export { declaredNotifications } from '../activities/notify-plan.js';
 // Triggers: `schedule` and `webhook` in `defineJob` (docs/triggers.md).
 export type {
   InboundEvent,

@@ -4,6 +4,7 @@
  * so it must never reach Node built-ins, `pg` or activities (only their types).
  */
 export { defineJob, budgetOf, type JobDefinition, type JobDefinitionOptions, type JobInput } from './define.js';
+export type { CompletionEvent, EmailMessage, NotifiedJob, NotifyOptions } from './notify.js';
 export type {
   InboundEvent,
   ScheduleTriggerOptions,
@@ -16,6 +17,7 @@ export { runJob, type JobOutcome } from '../workflows/lifecycle.js';
 export { resultStored, type SetPhase } from '../workflows/job-state.js';
 export { stepOptions, bookkeepingActivities, BOOKKEEPING_OPTIONS } from '../workflows/activity-options.js';
 export { stepActivities, type StepActivitiesOptions } from '../workflows/step-activities.js';
+export { deliverNotifications } from '../workflows/notifications.js';
 export {
   DEFAULT_BUDGET,
   DEFAULT_CONCURRENCY,

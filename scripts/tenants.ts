@@ -7,6 +7,8 @@
  *   list
  *   add-key ID --name NAME       prints the new key: the only time it is ever shown
  *   revoke-key ID NAME           the key answers 401 from the next request on
+ *   set-webhook ID URL           the completion webhook; prints its signing secret, once
+ *   remove-webhook ID
  *
  * Every command takes `--json` (the API's JSON, unchanged) instead of the table.
  */
@@ -17,7 +19,9 @@ const USAGE = `usage: npm run tenants -- <command> [--json]
   create ID                  a tenant with no keys yet
   list                       every tenant and its keys (names, prefixes, last use; never a key)
   add-key ID --name NAME     a new key for the tenant, printed once: store it now
-  revoke-key ID NAME         revoke the tenant's live key of that name`;
+  revoke-key ID NAME         revoke the tenant's live key of that name
+  set-webhook ID URL         set (or replace) the tenant's completion webhook; its signing secret is printed once
+  remove-webhook ID          remove the tenant's completion webhook`;
 
 function parseArgs(argv: string[]): { command: string; positional: string[]; json: boolean; name: string | undefined } {
   const [command = 'help', ...rest] = argv;
@@ -83,6 +87,21 @@ async function run(argv: string[], api: () => Api): Promise<void> {
       const [id, name] = args(a.positional, 'tenant ID', 'key name') as [string, string];
       const k = await api()('DELETE', `${path(id)}/keys/${encodeURIComponent(name)}`);
       return out(k, () => console.log(`key "${k.name}" of tenant ${k.tenantId} revoked at ${k.revokedAt}`));
+    }
+    case 'set-webhook': {
+      const [id, url] = args(a.positional, 'tenant ID', 'URL') as [string, string];
+      const w = await api()('PUT', `${path(id)}/completion-webhook`, { url });
+      return out(w, () => {
+        console.log(w.secret);
+        console.error(
+          `completion webhook of tenant ${w.tenantId}: ${w.url}; its signing secret is shown this once, give it to the receiver now`,
+        );
+      });
+    }
+    case 'remove-webhook': {
+      const [id] = args(a.positional, 'tenant ID') as [string];
+      await api()('DELETE', `${path(id)}/completion-webhook`);
+      return out({ tenantId: id, removed: true }, () => console.log(`completion webhook of tenant ${id} removed`));
     }
     case 'help':
     case '--help':

@@ -35,6 +35,8 @@ import { registerAdminRoutes } from './routes-admin.js';
 import { registerJobRoutes } from './routes-jobs.js';
 import { registerOperatorRoutes } from './routes-operators.js';
 import { registerTenantRoutes } from './routes-tenants.js';
+import { registerTenantWebhookRoutes } from './routes-tenant-webhooks.js';
+import { createTenantWebhooks } from '../services/tenant-webhooks.js';
 import { registerTimelineRoutes } from './routes-timeline.js';
 import { registerCodecRoutes } from './routes-codec.js';
 import { registerWebhookRoutes } from './routes-webhooks.js';
@@ -248,6 +250,7 @@ export function registerDurableJobs(app: FastifyInstance, deps: AppDeps): void {
     temporalUi: deps.temporalUiUrl ? { url: deps.temporalUiUrl, namespace: deps.temporal.options.namespace } : null,
   });
   registerTenantRoutes(app, { tenants: createTenantsAdmin(deps.pool), adminApiKey: admin });
+  registerTenantWebhookRoutes(app, { webhooks: createTenantWebhooks(deps.pool), adminApiKey: admin });
   registerSessionRoutes(app, { sessions });
   registerCodecRoutes(app, { codec: deps.payloadCodec, adminApiKey: admin, temporalUiUrl: deps.temporalUiUrl });
   registerConsole(app);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ADD_KEY_SCHEMA, CREATE_TENANT_SCHEMA, TENANT_SETTINGS_SCHEMA } from '../services/tenants.js';
+import { PUT_COMPLETION_WEBHOOK_SCHEMA } from '../services/tenant-webhooks.js';
 
 /**
  * The tenant and key routes of the OpenAPI document (server/openapi.ts), from the schemas that
@@ -56,6 +57,34 @@ export function tenantPaths(problemResponse: (description: string) => unknown): 
           404: problemResponse('unknown tenant'),
           409: problemResponse('the tenant has a live key of that name'),
         },
+      },
+    },
+    '/v1/admin/tenants/{id}/completion-webhook': {
+      put: {
+        summary:
+          "Set (or replace) the tenant's completion webhook: job types that declare notify.completionWebhook post a signed job.succeeded event (Standard Webhooks) to `url`. The answer holds the new signing secret (whsec_...): the only time it is shown; it replaces the old one at once (admin key)",
+        parameters: [id],
+        requestBody: { required: true, content: { 'application/json': { schema: json(PUT_COMPLETION_WEBHOOK_SCHEMA) } } },
+        responses: {
+          200: { description: '{"tenantId","url","secret","secretPrefix","updatedAt","updatedBy"} with Cache-Control: no-store' },
+          400: problemResponse('url missing or not an http(s) URL (nothing changed)'),
+          401: problemResponse('admin key required'),
+          404: problemResponse('unknown tenant'),
+        },
+      },
+      get: {
+        summary: "The tenant's completion webhook: URL and the secret's prefix, never the secret (admin key)",
+        parameters: [id],
+        responses: {
+          200: { description: '{"tenantId","url","secretPrefix","updatedAt","updatedBy"}' },
+          401: problemResponse('admin key required'),
+          404: problemResponse('none set'),
+        },
+      },
+      delete: {
+        summary: "Remove the tenant's completion webhook: pending deliveries end failed (webhook_unset) (admin key)",
+        parameters: [id],
+        responses: { 204: { description: 'removed' }, 401: problemResponse('admin key required'), 404: problemResponse('none set') },
       },
     },
     '/v1/admin/tenants/{id}/keys/{name}': {

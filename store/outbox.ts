@@ -31,21 +31,41 @@ export interface NewOutboxRow {
 }
 
 /**
- * `insertOutbox` as a CTE of the statement that writes the job's result (store/intents.ts
- * `writeResultFenced`), inserted only `when` the result landed. Parameters `$i..$i+4`
- * (`insertOutboxParams`); all NULL inserts nothing.
+ * The `kind` of a `NewOutboxRow` that carries several notifications at once (a job type's
+ * declared targets, activities/notify-plan.ts): its payload is `{ rows: [{ kind, payload }] }`,
+ * written as one row per kind, each keyed `<scope>:notify-<kind>` (the bundle's own key names
+ * the scope). It exists because the step's completion (`completeWithOutbox`) takes one row.
+ */
+export const NOTIFICATION_BUNDLE = 'notifications';
+
+/**
+ * `insertOutbox` as a CTE of the statement that writes the job's result (store/step-result.ts
+ * `writeResultFenced`), inserted only `when` the result landed: one row per element of the
+ * parallel arrays. Parameters `$i..$i+4` (`insertOutboxParams`); all NULL inserts nothing.
  */
 export function insertOutboxCte(i: number, when: string): string {
   const p = (k: number, type: string) => `$${i + k}::${type}`;
   return `outbox_row AS (
              INSERT INTO outbox (job_id, kind, effect_key, payload, deliver_by)
-             SELECT ${p(0, 'text')}, ${p(1, 'text')}, ${p(2, 'text')}, ${p(3, 'jsonb')}, now() + ${p(4, 'float8')} * interval '1 millisecond'
+             SELECT ${p(0, 'text')}, r.kind, r.effect_key, ${p(3, 'jsonb')} -> (r.n::int - 1),
+                    now() + ${p(4, 'float8')} * interval '1 millisecond'
+               FROM unnest(${p(1, 'text[]')}, ${p(2, 'text[]')}) WITH ORDINALITY AS r (kind, effect_key, n)
               WHERE ${p(0, 'text')} IS NOT NULL AND ${when}
              ON CONFLICT (effect_key) DO NOTHING)`;
 }
 
+/** The rows a `NewOutboxRow` stands for: itself, or a bundle's notifications (`NOTIFICATION_BUNDLE`). */
+export function outboxRowsOf(o: NewOutboxRow): Array<{ kind: string; effectKey: string; payload: unknown }> {
+  if (o.kind !== NOTIFICATION_BUNDLE) return [o];
+  const scope = o.effectKey.slice(0, o.effectKey.lastIndexOf(':'));
+  const rows = (o.payload as { rows: Array<{ kind: string; payload: unknown }> }).rows;
+  return rows.map((r) => ({ kind: r.kind, effectKey: `${scope}:notify-${r.kind}`, payload: r.payload }));
+}
+
 export function insertOutboxParams(o: NewOutboxRow | undefined): unknown[] {
-  return o ? [o.jobId, o.kind, o.effectKey, JSON.stringify(o.payload), o.deliverWithinMs] : [null, null, null, null, null];
+  if (!o) return [null, null, null, null, null];
+  const rows = outboxRowsOf(o);
+  return [o.jobId, rows.map((r) => r.kind), rows.map((r) => r.effectKey), JSON.stringify(rows.map((r) => r.payload)), o.deliverWithinMs];
 }
 
 /** Written in the same transaction as the job's result; ON CONFLICT keeps it once per effect key. */

@@ -1,4 +1,12 @@
-import { completeWithOutbox, jobType, runStep, type ActivityDeps, type JobInput, type StepArgs } from '../../job-api/index.js';
+import {
+  completeWithOutbox,
+  declaredNotifications,
+  jobType,
+  runStep,
+  type ActivityDeps,
+  type JobInput,
+  type StepArgs,
+} from '../../job-api/index.js';
 import { summarize } from './definition.js';
 
 export interface StepOutcome {
@@ -18,9 +26,7 @@ export function createSummarizeActivities(deps: ActivityDeps) {
           const input = await ctx.input<JobInput<typeof summarize>>();
           const e = await ctx.effect(summarize.step('summarize'), '/v1/summaries', { text: input.text }, { storeWithResult: true });
           const result = { summary: e.response.summary, providerId: e.providerId, providerRequestId: e.providerRequestId };
-          const notification = input.notifyEmail
-            ? { kind: 'email', payload: { to: input.notifyEmail, subject: 'Your summary is ready', body: `Job ${args.jobId} succeeded.` } }
-            : undefined;
+          const notification = await declaredNotifications(deps, args, summarize, input, result);
           const resultStored = await completeWithOutbox(deps, ctx, result, notification);
           return { resultStored, notify: notification !== undefined };
         },

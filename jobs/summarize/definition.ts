@@ -11,11 +11,16 @@ export const summarize = defineJob({
       notifyEmail: z.email('notifyEmail must be an e-mail address').optional(),
     })
     .strict(),
-  // `notify-email` is the outbox delivery's effect (`notify-<kind>`), made only when asked for.
+  // `notify-email` is the outbox delivery's effect (`notify-<kind>`, `notify` below), made only when asked for.
   effects: ['summarize', 'notify-email'],
   effectsFor: (input) => (input.notifyEmail ? ['summarize', 'notify-email'] : ['summarize']),
   staleResult: true,
   fallback: true,
   // One short keyed call: where FAST_PATH_JOB_TYPES names it, the whole job runs in one workflow task.
   fastPath: { workflowType: 'summarizeJobLocal' },
+  // The e-mail, when the input asks for one: an outbox row written with the result (`notify-email`).
+  notify: {
+    email: (input, _result, job) =>
+      input.notifyEmail ? { to: input.notifyEmail, subject: 'Your summary is ready', text: `Job ${job.jobId} succeeded.` } : undefined,
+  },
 });

@@ -1,14 +1,12 @@
 import {
-  bookkeepingActivities,
   budgetOf,
+  deliverNotifications,
   resultStored,
   runJob,
   stepActivities,
   type JobOutcome,
   type StepArgs,
-  type SystemActivities,
 } from '../../job-api/workflow.js';
-import { ActivityFailure } from '@temporalio/workflow';
 import { summarize } from './definition.js';
 import type { SummarizeActivities } from './activities.js';
 
@@ -27,13 +25,7 @@ export async function summarizeJobLocal(args: StepArgs): Promise<JobOutcome> {
 
 async function summarizeBody(args: StepArgs, local: boolean): Promise<JobOutcome> {
   const budget = budgetOf(summarize, args);
-  /** Notifications have their own budget: they may retry long after the job succeeded. */
-  const notifyBudget = { ...budget, maximumAttempts: 10, scheduleToCloseTimeoutMs: 30 * 60_000 };
-  const summary = 'deliver the notification from the outbox';
   const steps = stepActivities<SummarizeActivities>(budget, { local });
-  // Through stepActivities on both paths: on the fast path it wraps a local activity's failure
-  // as the ActivityFailure the catch below expects.
-  const notify = stepActivities<SystemActivities>(notifyBudget, { local, summary });
   return runJob(
     args,
     summarize,
@@ -41,13 +33,8 @@ async function summarizeBody(args: StepArgs, local: boolean): Promise<JobOutcome
       const outcome = await steps.summarizeText(args);
       if (outcome.notify) {
         if (outcome.resultStored) resultStored(setPhase, local);
-        try {
-          await notify.deliverOutbox(args);
-        } catch (err) {
-          // The job stays succeeded; the failed notification is visible on its own.
-          if (!(err instanceof ActivityFailure)) throw err;
-          await bookkeepingActivities.markNotificationFailed(args);
-        }
+        // Its own budget; a notification that fails for good leaves the job succeeded.
+        await deliverNotifications(args, budget, { local });
       }
       return outcome;
     },

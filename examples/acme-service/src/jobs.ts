@@ -3,5 +3,6 @@
 import { createJobRegistry } from 'durable-jobs/jobs';
 import { invoiceJobType } from './jobs/invoice/activities.js';
 import { welcomeJobType } from './jobs/welcome/activities.js';
+import { orderShippedJobType } from './jobs/shipped/activities.js';
 
-export default createJobRegistry([invoiceJobType, welcomeJobType]);
+export default createJobRegistry([invoiceJobType, welcomeJobType, orderShippedJobType]);
