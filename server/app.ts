@@ -38,6 +38,9 @@ import { registerTenantRoutes } from './routes-tenants.js';
 import { registerTimelineRoutes } from './routes-timeline.js';
 import { registerCodecRoutes } from './routes-codec.js';
 import { registerWebhookRoutes } from './routes-webhooks.js';
+import { registerScheduleRoutes } from './routes-schedules.js';
+import { registerWebhookDeliveryRoutes } from './routes-webhook-deliveries.js';
+import { createScheduleAdmin } from '../services/schedule-admin.js';
 import { createWebhookKeyring, type WebhookKeyring } from './webhook-keyring.js';
 
 export interface AppDeps {
@@ -250,5 +253,10 @@ export function registerDurableJobs(app: FastifyInstance, deps: AppDeps): void {
   registerTenantRoutes(app, { tenants: createTenantsAdmin(deps.pool), adminApiKey: admin });
   registerSessionRoutes(app, { sessions });
   registerCodecRoutes(app, { codec: deps.payloadCodec, adminApiKey: admin, temporalUiUrl: deps.temporalUiUrl });
+  registerScheduleRoutes(app, {
+    schedules: createScheduleAdmin({ pool: deps.pool, temporal: deps.temporal, jobTypes: deps.jobTypes, prefix: deps.jobs.taskQueue }),
+    adminApiKey: admin,
+  });
+  registerWebhookDeliveryRoutes(app, { pool: deps.pool, adminApiKey: admin });
   registerConsole(app);
 }
