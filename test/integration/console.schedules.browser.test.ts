@@ -6,6 +6,7 @@
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createJobRegistry } from '../../job-api/registry.js';
+import { createSchedulesAdmin } from '../../client/index.js';
 import { ensureSchedules, jobScheduleDeclarations, scanInputFor, scheduleIdFor } from '../../services/schedules.js';
 import type { ScanReport } from '../../contract/scan.js';
 import { usageReportJobType } from '../fixtures/jobs/usage-report/activities.js';
@@ -92,6 +93,28 @@ describe('schedules over HTTP', () => {
     expect(list.status).toBe(200);
     expect(list.body.items).toEqual([
       expect.objectContaining({ name: TYPE, scheduleId, perTenant: true, state: expect.objectContaining({ exists: true, paused: false }) }),
+    ]);
+  });
+});
+
+describe('schedules in the client', () => {
+  it('validates like the API (a problem naming the field, nothing started) and pauses and unpauses under its actor', async () => {
+    const admin = createSchedulesAdmin({ pool: h.pool, temporal: h.temporal, taskQueue: h.taskQueue, actor: 'client-ci', jobs: registry });
+    expect((await admin.list()).items.map((s) => s.name)).toEqual([TYPE]);
+    await expect(admin.pause(TYPE, ' ')).rejects.toMatchObject({ fields: [expect.objectContaining({ path: 'reason' })] });
+    const now = Date.now();
+    await expect(
+      admin.backfill(TYPE, { from: new Date(now - 200 * DAY).toISOString(), to: new Date(now).toISOString() }),
+    ).rejects.toMatchObject({
+      fields: [expect.objectContaining({ path: 'to', message: expect.stringMatching(/more than 100 windows/) })],
+    });
+    await expect(admin.windows(TYPE, { from: 'last week' })).rejects.toMatchObject({ fields: [expect.objectContaining({ path: 'from' })] });
+    expect((await h.pool.query(`SELECT 1 FROM job_intents`)).rowCount).toBe(0);
+    expect((await admin.pause(TYPE, 'client pause')).state).toMatchObject({ paused: true, note: 'paused by client-ci: client pause' });
+    expect((await admin.unpause(TYPE, 'client resume')).state).toMatchObject({ paused: false });
+    expect((await admin.show(TYPE)).actions.map((a) => [a.action, a.actor])).toEqual([
+      ['unpaused', 'client-ci'],
+      ['paused', 'client-ci'],
     ]);
   });
 });

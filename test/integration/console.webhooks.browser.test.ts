@@ -5,6 +5,7 @@
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultJobRegistry } from '../../jobs/index.js';
+import { listWebhookDeliveries } from '../../client/index.js';
 import { startHarness, uid, WEBHOOK_SECRET, type Harness } from '../support/harness.js';
 import {
   ARTIFACTS,
@@ -96,6 +97,18 @@ describe('GET /v1/admin/webhook-deliveries', () => {
     expectProblemNaming(await c.call('GET', `/v1/admin/webhook-deliveries?source=billing&cursor=${page.body.nextCursor}`), 400, 'cursor');
     expectProblemNaming(await c.call('GET', '/v1/admin/webhook-deliveries?limit=0'), 400, 'limit');
     expectProblemNaming(await c.call('GET', '/v1/admin/webhook-deliveries?tenant=x'), 400, 'tenant');
+  });
+});
+
+describe('webhook deliveries in the client', () => {
+  it('filters like the API and refuses a forged cursor or an unknown outcome, naming the field', async () => {
+    expect((await listWebhookDeliveries(h.pool, { source: 'billing' })).items.map((d) => d.webhookId)).toEqual([ids.invoice]);
+    await expect(listWebhookDeliveries(h.pool, { cursor: 'forged' })).rejects.toMatchObject({
+      fields: [expect.objectContaining({ path: 'cursor' })],
+    });
+    await expect(listWebhookDeliveries(h.pool, { outcome: 'lost' })).rejects.toMatchObject({
+      fields: [expect.objectContaining({ path: 'outcome' })],
+    });
   });
 });
 
