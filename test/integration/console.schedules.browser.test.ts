@@ -3,6 +3,8 @@
 // (the window's jobs appear), backfill a bounded range (jobs for its windows), and the windows
 // with their state: filled, late-filled by the compensation scan, skipped with the reason. A
 // viewer reads all of it and is refused every action.
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createJobRegistry } from '../../job-api/registry.js';
@@ -27,6 +29,21 @@ import {
 declare const document: { querySelectorAll(s: string): ArrayLike<{ dataset: Record<string, string> }> };
 
 const registry = createJobRegistry([usageReportJobType]);
+const CLI = fileURLToPath(new URL('../../scripts/durable-jobs.ts', import.meta.url));
+
+/** `durable-jobs schedules …` against this file's API, as the operator. */
+function cli(args: string[]): Promise<{ code: number | null; out: string; err: string }> {
+  return new Promise((resolve, reject) => {
+    const env = { ...process.env, DJ_API_URL: c.base, ADMIN_API_KEY: OPERATOR_KEY };
+    const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'schedules', ...args], { env });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, out, err }));
+  });
+}
 const TYPE = 'usage-report';
 const DAY = 86_400_000;
 
@@ -217,5 +234,20 @@ describe('the Schedules page in a browser', () => {
     expect(await page.isVisible('#sch-backfill-btn')).toBe(false);
     for (const b of await visibleButtons(page)) expect(['Sign out', 'Show'], `visible to a viewer: ${b}`).toContain(b);
     await context.close();
+  });
+});
+
+describe('durable-jobs schedules', () => {
+  it('lists the windows with their state and refuses a backfill over the limit, naming the field', async () => {
+    const windows = await cli(['windows', TYPE]);
+    expect(windows.code, windows.err).toBe(0);
+    expect(windows.out).toMatch(/late-filled/);
+    expect(windows.out).toMatch(/skipped .*older than the scan's fill lookback/);
+    const now = Date.now();
+    const tooLong = await cli(['backfill', TYPE, '--from', new Date(now - 200 * DAY).toISOString(), '--to', new Date(now).toISOString()]);
+    expect(tooLong.code).toBe(1);
+    expect(tooLong.err).toMatch(/to: the range covers more than 100 windows/);
+    const list = await cli(['list']);
+    expect(list.out).toMatch(new RegExp(`${TYPE}\\s+active`));
   });
 });
