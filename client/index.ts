@@ -83,3 +83,4 @@ export { migrate, type MigrateOptions } from '../lib/migrate.js';
  */
 export { AesGcmPayloadCodec, createPayloadCodec, parsePayloadCodecKeys, type PayloadCodecKey } from '../lib/payload-codec.js';
 export type { ServerSecretOption } from '../lib/secret.js';
+export { createSchedulesAdmin, listWebhookDeliveries, type SchedulesAdmin, type SchedulesAdminOptions } from './ops-admin.js';

@@ -41,6 +41,11 @@ const COMMANDS: Record<string, Command> = {
     run: () => import('./pause.js'),
   },
   job: { summary: 'one job: status and its timeline across Postgres and Temporal', jobs: 'none', run: () => import('./job.js') },
+  schedules: {
+    summary: 'scheduled job types: their Schedules and windows; pause, unpause, trigger now, backfill (through the API)',
+    jobs: 'none',
+    run: () => import('./schedules.js'),
+  },
   bulk: {
     summary: 'bulk cancel, rerun, discard, retry-now, replay by filter (preview first); reruns; failure clusters',
     jobs: 'none',

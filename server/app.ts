@@ -40,6 +40,9 @@ import { createTenantWebhooks } from '../services/tenant-webhooks.js';
 import { registerTimelineRoutes } from './routes-timeline.js';
 import { registerCodecRoutes } from './routes-codec.js';
 import { registerWebhookRoutes } from './routes-webhooks.js';
+import { registerScheduleRoutes } from './routes-schedules.js';
+import { registerWebhookDeliveryRoutes } from './routes-webhook-deliveries.js';
+import { createScheduleAdmin } from '../services/schedule-admin.js';
 import { createWebhookKeyring, type WebhookKeyring } from './webhook-keyring.js';
 
 export interface AppDeps {
@@ -253,5 +256,10 @@ export function registerDurableJobs(app: FastifyInstance, deps: AppDeps): void {
   registerTenantWebhookRoutes(app, { webhooks: createTenantWebhooks(deps.pool), adminApiKey: admin });
   registerSessionRoutes(app, { sessions });
   registerCodecRoutes(app, { codec: deps.payloadCodec, adminApiKey: admin, temporalUiUrl: deps.temporalUiUrl });
+  registerScheduleRoutes(app, {
+    schedules: createScheduleAdmin({ pool: deps.pool, temporal: deps.temporal, jobTypes: deps.jobTypes, prefix: deps.jobs.taskQueue }),
+    adminApiKey: admin,
+  });
+  registerWebhookDeliveryRoutes(app, { pool: deps.pool, adminApiKey: admin });
   registerConsole(app);
 }

@@ -10,6 +10,7 @@ import { opsPaths } from './openapi-ops.js';
 import { sessionPaths } from './openapi-session.js';
 import { pausePaths } from './openapi-pauses.js';
 import { bulkPaths } from './openapi-bulk.js';
+import { consoleOpsPaths } from './openapi-console-ops.js';
 import { listParameters } from './openapi-lists.js';
 
 /**
@@ -395,6 +396,7 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
       ...opsPaths(problemResponse),
       ...sessionPaths(problemResponse),
       ...bulkPaths(problemResponse),
+      ...consoleOpsPaths(problemResponse),
     },
   };
 }

@@ -61,3 +61,57 @@ export async function filledWindowStarts(db: Db, jobType: string, starts: string
   );
   return new Set(r.rows.map((x) => x.window_start.toISOString()));
 }
+
+/** The recorded windows of a type that start in [from, to), newest first (the console's window list). */
+export async function windowRowsBetween(db: Db, jobType: string, from: Date, to: Date): Promise<WindowRow[]> {
+  const r = await db.query<WindowRow>(
+    `SELECT * FROM schedule_windows WHERE job_type = $1 AND window_start >= $2 AND window_start < $3 ORDER BY window_start DESC`,
+    [jobType, from, to],
+  );
+  return r.rows;
+}
+
+export type ScheduleActionKind = 'paused' | 'unpaused' | 'triggered' | 'backfilled';
+
+export interface ScheduleActionRow {
+  job_type: string;
+  schedule_id: string;
+  action: ScheduleActionKind;
+  actor: string;
+  key_id: string | null;
+  reason: string | null;
+  details: Record<string, unknown>;
+  at: Date;
+}
+
+/** One audit row per operator action on a Schedule (append-only, schema/0042). */
+export async function insertScheduleAction(db: Db, a: Omit<ScheduleActionRow, 'at'>): Promise<void> {
+  await db.query(
+    `INSERT INTO schedule_actions (job_type, schedule_id, action, actor, key_id, reason, details) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    [a.job_type, a.schedule_id, a.action, a.actor, a.key_id, a.reason, JSON.stringify(a.details)],
+  );
+}
+
+export async function listScheduleActions(db: Db, jobType: string, limit: number): Promise<ScheduleActionRow[]> {
+  const r = await db.query<ScheduleActionRow>(
+    `SELECT job_type, schedule_id, action, actor, key_id, reason, details, at FROM schedule_actions
+      WHERE job_type = $1 ORDER BY at DESC, id DESC LIMIT $2`,
+    [jobType, limit],
+  );
+  return r.rows;
+}
+
+/** The step errors of the scan runs that finished after `since`, newest first: why a missed window was not filled. */
+export async function scanErrorsSince(db: Db, since: Date): Promise<Array<{ finishedAt: Date; details: string[] }>> {
+  const r = await db.query<{ finished_at: Date; error_details: string[] }>(
+    `SELECT finished_at, error_details FROM scan_runs WHERE finished_at > $1 AND errors > 0 ORDER BY finished_at DESC LIMIT 50`,
+    [since],
+  );
+  return r.rows.map((x) => ({ finishedAt: x.finished_at, details: x.error_details }));
+}
+
+/** When the last scan run that looked at windows up to `after` finished (null: none yet). */
+export async function lastScanAfter(db: Db, after: Date): Promise<Date | null> {
+  const r = await db.query<{ at: Date | null }>(`SELECT max(finished_at) AS at FROM scan_runs WHERE scan_now > $1`, [after]);
+  return r.rows[0]?.at ?? null;
+}

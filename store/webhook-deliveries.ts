@@ -237,3 +237,65 @@ export async function claimStalePendingSignal(db: Db, source: string, webhookId:
 export function deleteExpiredDeliveries(db: Db, days: number, limit: number): Promise<number> {
   return deleteExpired(db, { table: 'webhook_deliveries', age: 'last_received_at', where: "t.outcome <> 'pending_signal'" }, days, limit);
 }
+
+/** The outcomes a delivery list filters by: each recorded one, and two read off the counters. */
+export const DELIVERY_FILTER_OUTCOMES = [
+  'pending_signal',
+  'signalled',
+  'unmatched',
+  'claimed',
+  'job_closed',
+  'ignored',
+  'pending_start',
+  'started',
+  'refused',
+  // received more than once (a provider's redelivery, answered `duplicate`)
+  'duplicate',
+  // a delivery under its webhook-id came with another body (refused 409)
+  'conflicting',
+] as const;
+export type DeliveryFilterOutcome = (typeof DELIVERY_FILTER_OUTCOMES)[number];
+
+export interface DeliveryPageFilter {
+  source?: string;
+  eventType?: string;
+  outcome?: DeliveryFilterOutcome;
+  /** Keyset: the last row of the previous page. */
+  after?: { firstSeenUs: string; source: string; webhookId: string };
+  limit: number;
+}
+
+export type DeliveryListRow = Omit<DeliveryRow, 'payload' | 'signal_arg' | 'body_sha256'> & { first_seen_us: string };
+
+/**
+ * One page of deliveries, newest first, by keyset on (first_seen_at, source, webhook_id) (index
+ * `webhook_deliveries_newest`, migration 0042), one row more than the page to know whether
+ * another follows. Never the payload or the signal's argument: they hold the event's data.
+ */
+export async function pageDeliveries(db: Db, f: DeliveryPageFilter): Promise<DeliveryListRow[]> {
+  const where: string[] = [];
+  const values: unknown[] = [];
+  const param = (v: unknown) => {
+    values.push(v);
+    return `$${values.length}`;
+  };
+  if (f.source !== undefined) where.push(`source = ${param(f.source)}`);
+  if (f.eventType !== undefined) where.push(`event_type = ${param(f.eventType)}`);
+  if (f.outcome === 'duplicate') where.push('times_received > 1');
+  else if (f.outcome === 'conflicting') where.push('conflicting_deliveries > 0');
+  else if (f.outcome !== undefined) where.push(`outcome = ${param(f.outcome)}`);
+  if (f.after) {
+    const at = `to_timestamp(0) + ${param(f.after.firstSeenUs)}::bigint * interval '1 microsecond'`;
+    where.push(`(first_seen_at, source, webhook_id) < (${at}, ${param(f.after.source)}, ${param(f.after.webhookId)})`);
+  }
+  const r = await db.query<DeliveryListRow>(
+    `SELECT source, webhook_id, event_type, subject, job_id, outcome, times_received, first_seen_at, last_received_at,
+            signal_attempted_at, processed_at, conflicting_deliveries, last_conflict_at, source_tenant_id, job_type,
+            signal_name, refusal, (extract(epoch FROM first_seen_at) * 1000000)::bigint::text AS first_seen_us
+       FROM webhook_deliveries ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
+      ORDER BY first_seen_at DESC, source DESC, webhook_id DESC
+      LIMIT ${param(f.limit + 1)}`,
+    values,
+  );
+  return r.rows;
+}
