@@ -95,6 +95,8 @@ describe('the dead-letter page in a browser', () => {
     await page.fill('#dl-cluster-action input[name=reason]', 'bad receipt addresses, customers informed');
     await page.click('#dl-cluster-discard');
     await textMatches('#dl-cluster-bulk', /discard bulk-[0-9a-f-]+: completed; 3 applied, 0 skipped, 0 failed of 3/);
+    // It links to the bulk-actions page, which shows it whole.
+    expect(await page.getAttribute('#dl-cluster-bulk a', 'href')).toMatch(/^#bulk\/bulk-[0-9a-f-]+$/);
     // The page refreshed: only tenant-b's cluster is left.
     await page.waitForFunction(
       () =>
