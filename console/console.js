@@ -316,6 +316,7 @@ async function renderJob(jobId) {
     ['notification', j.notification],
     ['upstream', j.upstream ? `${j.upstream}${j.upstreamReason ? `: ${j.upstreamReason}` : ''}` : undefined],
     ['replay of', j.replayOf ? jobLink(j.replayOf) : undefined],
+    ['rerun of', j.rerunOf ? el('span', {}, jobLink(j.rerunOf), j.rerunFromStep ? ` from ${j.rerunFromStep}` : '') : undefined],
     ['replayed as', j.replayJobId ? jobLink(j.replayJobId) : undefined],
     ['dead letter', j.deadLetterId ? el('a', { href: `#dead-letters/${encodeURIComponent(j.deadLetterId)}` }, j.deadLetterId) : undefined],
   ]);
