@@ -7,6 +7,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHealthSampler, type HealthSampler } from '../../services/health-sampler.js';
 import { writeSample } from '../../store/health.js';
+import { createServer } from '../../server/index.js';
+import { defaultJobRegistry } from '../../jobs/index.js';
 import { ADMIN_KEY, startHarness, uid, waitFor, type Harness } from '../support/harness.js';
 
 let h: Harness;
@@ -84,5 +86,16 @@ describe('the queue-health sampler', () => {
 
     // Stopping waits for a sample in flight, so the pool can end right after.
     await sampler.stop();
+  });
+
+  it('a server from createServer samples from ready to close, with nobody reading', async () => {
+    await h.pool.query('DELETE FROM health_samples');
+    const app = createServer({ jobs: defaultJobRegistry, pool: h.pool, temporal: h.temporal, taskQueue: h.taskQueue, log: h.log });
+    try {
+      await app.ready();
+      await waitFor('a sample from the server', async () => ((await count()) > 0 ? true : undefined), 60_000, 100);
+    } finally {
+      await app.close();
+    }
   });
 });
