@@ -187,7 +187,8 @@ const PAGES = { jobs: showJobsPage, 'dead-letters': showDeadLettersPage, health:
  */
 export function registerPage(name, show) {
   PAGES[name] = show;
-  if (me) route();
+  // Shown now only if it is the page asked for (until its module loaded, route() showed Jobs).
+  if (me && location.hash.replace(/^#/, '').split('/')[0] === name) route();
 }
 
 /** The signed-in operator: { operator, keyId, role, tenants, temporalUi }, or null. */
