@@ -6,6 +6,7 @@ import { $, badge, clear, el, every, get, post, registerPage, showError, stopTim
 
 const FILTER_KEYS = ['state', 'type', 'tenantId', 'tag', 'createdAfter', 'createdBefore', 'errorClass', 'cluster'];
 const NUMBER_KEYS = ['limit', 'batchSize', 'concurrency', 'ratePerMinute'];
+const OVER = new Set(['stopping', 'stopped', 'completed']);
 let previewed = null; // the JSON of the request the preview was for
 let shownId = null;
 
@@ -117,7 +118,9 @@ async function renderBulk() {
   text('#bulk-counts', countsText(b));
   renderCommands(b.commands);
   renderItems(b.action, b.items);
-  for (const id of ['#bulk-pause', '#bulk-resume', '#bulk-stop']) $(id).disabled = Boolean(b.finishedAt);
+  // Over as soon as the workflow says so (its row's finishedAt may follow a moment later).
+  const over = Boolean(b.finishedAt) || OVER.has(b.state);
+  for (const id of ['#bulk-pause', '#bulk-resume', '#bulk-stop']) $(id).disabled = over;
   $('#bulk-pause').disabled ||= b.state === 'paused';
   $('#bulk-resume').disabled ||= b.state !== 'paused';
   if (b.finishedAt) {

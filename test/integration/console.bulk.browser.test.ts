@@ -88,7 +88,8 @@ describe('the bulk-actions page', () => {
     await textMatches(page, '#bulk-counts', /stopped: enough for today/);
     await textMatches(page, '#bulk-commands tbody', /stoppedcarolenough for today/);
     await textMatches(page, '#bulk-items tbody', /appliedcarolcancellation requested/);
-    expect(await page.isDisabled('#bulk-pause')).toBe(true);
+    await page.waitForSelector('#bulk-pause:disabled');
+    expect(await page.isDisabled('#bulk-stop')).toBe(true);
     await page.screenshot({ path: `${ARTIFACTS}bulk-stopped.png`, fullPage: true });
 
     // What the page showed is what happened: the action stopped short, and the jobs it did not reach still wait.
