@@ -167,6 +167,10 @@ export function stopTimers(except) {
       timers.delete(name);
     }
 }
+export function stopTimer(name) {
+  clearInterval(timers.get(name));
+  timers.delete(name);
+}
 export function every(name, msEvery, fn) {
   clearInterval(timers.get(name));
   timers.set(name, setInterval(fn, msEvery));
@@ -183,7 +187,8 @@ const PAGES = { jobs: showJobsPage, 'dead-letters': showDeadLettersPage, health:
  */
 export function registerPage(name, show) {
   PAGES[name] = show;
-  if (me) route();
+  // Shown now only if it is the page asked for (until its module loaded, route() showed Jobs).
+  if (me && location.hash.replace(/^#/, '').split('/')[0] === name) route();
 }
 
 /** The signed-in operator: { operator, keyId, role, tenants, temporalUi }, or null. */
@@ -312,9 +317,12 @@ async function renderJob(jobId) {
     ['notification', j.notification],
     ['upstream', j.upstream ? `${j.upstream}${j.upstreamReason ? `: ${j.upstreamReason}` : ''}` : undefined],
     ['replay of', j.replayOf ? jobLink(j.replayOf) : undefined],
+    ['rerun of', j.rerunOf ? el('span', {}, jobLink(j.rerunOf), j.rerunFromStep ? ` from ${j.rerunFromStep}` : '') : undefined],
     ['replayed as', j.replayJobId ? jobLink(j.replayJobId) : undefined],
     ['dead letter', j.deadLetterId ? el('a', { href: `#dead-letters/${encodeURIComponent(j.deadLetterId)}` }, j.deadLetterId) : undefined],
   ]);
+  // The job page's actions (console/job-actions.js) follow the job as it is shown.
+  document.dispatchEvent(new window.CustomEvent('console:job', { detail: j }));
   $('#job-result').textContent =
     me?.role === 'viewer' ? '(results are not shown to viewers)' : j.result === undefined ? '(no result yet)' : json(j.result);
   // Live while unfinished: watch it run, retry, succeed.
@@ -703,9 +711,11 @@ async function renderClusterBulk() {
   if (!clusterBulkId) return;
   const b = await get(`/v1/admin/bulk-actions/${encodeURIComponent(clusterBulkId)}?items=0`);
   const c = b.progress ?? b.counts;
-  text(
-    '#dl-cluster-bulk',
-    `${b.action} ${b.bulkId}: ${b.state}; ${c.applied} applied, ${c.skipped} skipped, ${c.failed} failed of ${b.counts.total}`,
+  // The bulk-actions page (console/bulk.js) shows it whole: items, commands, pause / resume / stop.
+  clear($('#dl-cluster-bulk')).append(
+    `${b.action} `,
+    el('a', { href: `#bulk/${encodeURIComponent(b.bulkId)}` }, b.bulkId),
+    `: ${b.state}; ${c.applied} applied, ${c.skipped} skipped, ${c.failed} failed of ${b.counts.total}`,
   );
   if (b.finishedAt) {
     clearInterval(timers.get('cluster-bulk'));
@@ -826,7 +836,7 @@ async function renderDegradation() {
         el('td', {}, utc(a.at)),
         el('td', {}, a.actor),
         el('td', {}, el('code', {}, a.keyId)),
-        el('td', {}, `${JSON.stringify(a.before)} → ${JSON.stringify(a.after)}`),
+        el('td', {}, ...changeLines(a.before, a.after)),
         el('td', {}, a.reason ?? ''),
       ),
     );
@@ -838,6 +848,35 @@ async function renderDegradation() {
     f.elements.recoveryRatePerMinute.value = String(d.recoveryRatePerMinute);
     f.elements.fallbackJobTypes.value = d.fallbackJobTypes.join(', ');
   }
+}
+
+// Who and when have columns of their own; the change column says what changed (review D10).
+const BOOKKEEPING = new Set(['updatedAt', 'updatedBy', 'reason']);
+const shown = (v) =>
+  v === undefined || v === null
+    ? '–'
+    : Array.isArray(v)
+      ? `[${v.map(shown).join(', ')}]`
+      : typeof v === 'object'
+        ? JSON.stringify(v)
+        : String(v);
+/** Nested objects (rampStop, pausedSince) become dotted fields; arrays stay whole. */
+function flat(o, prefix = '', out = {}) {
+  for (const [k, v] of Object.entries(o ?? {})) {
+    if (!prefix && BOOKKEEPING.has(k)) continue;
+    if (v && typeof v === 'object' && !Array.isArray(v)) flat(v, `${prefix}${k}.`, out);
+    else out[`${prefix}${k}`] = v;
+  }
+  return out;
+}
+/** One "field: old → new" line per field that differs. */
+export function changeLines(before, after) {
+  const b = flat(before);
+  const a = flat(after);
+  const lines = [...new Set([...Object.keys(b), ...Object.keys(a)])]
+    .filter((k) => JSON.stringify(b[k]) !== JSON.stringify(a[k]))
+    .map((k) => el('span', { class: 'change' }, el('code', {}, k), `: ${shown(b[k])} → ${shown(a[k])}`));
+  return lines.length ? lines : [el('span', { class: 'muted' }, 'no change')];
 }
 
 async function applyDegradation(ev) {

@@ -21,6 +21,7 @@ import type { JobBudgets } from '../contract/job-types.js';
 import { DEFAULT_TASK_QUEUE } from '../lib/config.js';
 import type { HttpLimits } from '../lib/http-limits.js';
 import { createLogger, type Logger } from '../lib/logger.js';
+import { startHealthSampler, type HealthSampler } from '../services/health-sampler.js';
 import { createJobsClient } from '../services/intake.js';
 import { buildApp, registerDurableJobs, type AppDeps } from './app.js';
 
@@ -51,6 +52,8 @@ export interface ServerOptions {
   secret?: ServerSecretOption;
   /** The payload codec the workers and `temporal` run (`PAYLOAD_CODEC_KEYS`): serves `/codec/encode` and `/codec/decode` for the Web UI. Default none. */
   payloadCodec?: PayloadCodec;
+  /** Sample the queue-health trend figures every 15 s while the server is up (services/health-sampler.ts). Default true. */
+  healthSamples?: boolean;
 }
 
 function appDeps(o: ServerOptions): AppDeps & { close(): Promise<void> } {
@@ -82,10 +85,22 @@ function appDeps(o: ServerOptions): AppDeps & { close(): Promise<void> } {
   };
 }
 
+/** The console's health plots read samples taken on a schedule, from ready to close (not only while someone looks). */
+function sampleHealth(app: FastifyInstance, deps: AppDeps, on = true): void {
+  if (!on) return;
+  let sampler: HealthSampler | undefined;
+  const taskQueues = deps.jobTypes.taskQueues(deps.jobs.taskQueue);
+  app.addHook('onReady', async () => {
+    sampler = startHealthSampler({ pool: deps.pool, temporal: deps.temporal, taskQueues, log: deps.log });
+  });
+  app.addHook('onClose', async () => sampler?.stop());
+}
+
 /** A Fastify server with the API and the console; closing it flushes the intake's start marks. */
 export function createServer(o: ServerOptions): FastifyInstance {
   const deps = appDeps(o);
   const app = buildApp(deps);
+  sampleHealth(app, deps, o.healthSamples);
   app.addHook('onClose', async () => deps.close());
   return app;
 }
@@ -94,6 +109,7 @@ export function createServer(o: ServerOptions): FastifyInstance {
 export const durableJobsPlugin: FastifyPluginAsync<ServerOptions> = async (app, o) => {
   const deps = appDeps(o);
   registerDurableJobs(app, deps);
+  sampleHealth(app, deps, o.healthSamples);
   app.addHook('onClose', async () => deps.close());
 };
 

@@ -12,6 +12,7 @@ import { createLogger } from '../lib/logger.js';
 import { exitWithParent, onShutdown } from '../lib/shutdown.js';
 import { connectClient } from '../lib/temporal.js';
 import { webhookSecretsFrom } from '../lib/webhook-secrets.js';
+import { startHealthSampler } from '../services/health-sampler.js';
 import { createJobsClient } from '../services/intake.js';
 import { ensureSchedules, productSchedules } from '../services/schedules.js';
 import { prepareStack } from '../services/stack.js';
@@ -96,8 +97,11 @@ export async function runServer(o: RunServerOptions): Promise<void> {
     log.fatal({ err: { message: err.message } }, `ADMIN_LISTEN_PORT ${config.adminListener.port} could not be bound`);
     process.exit(2);
   });
+  // The health plots' series is sampled on a schedule, not only while someone reads it (D11).
+  const sampler = startHealthSampler({ pool, temporal, taskQueues: registry.taskQueues(config.taskQueue), log });
   onShutdown(
     async () => {
+      await sampler.stop();
       await adminListener?.close();
       await app.close();
       // After the last request: its start mark is written before the pool ends.

@@ -114,7 +114,10 @@ export interface HealthHistory {
   arrivals: number[];
   completions: number[];
   unfinished: number[];
-  /** Per-minute samples of figures that cannot be rebuilt for the past; null where no sample was taken. */
+  /**
+   * Per-minute samples of figures that cannot be rebuilt for the past, as the API processes'
+   * sampler stored them (services/health-sampler.ts); null where no API process was running.
+   */
   samples: Record<string, Array<number | null>>;
 }
 
@@ -354,12 +357,14 @@ export async function collectQueueHealth(deps: HealthDeps, opts: { historyMinute
     },
   };
   if (opts.historyMinutes) health.history = await history(db, opts.historyMinutes);
-  await keepSample(db, health);
   return health;
 }
 
-/** The figures worth a trend line that cannot be rebuilt for the past. */
-function sampleOf(h: QueueHealth): Record<string, number | null> {
+/**
+ * The figures worth a trend line that cannot be rebuilt for the past: what the API's sampler
+ * (services/health-sampler.ts) stores every few seconds, and `history.samples` reads back.
+ */
+export function sampleOf(h: QueueHealth): Record<string, number | null> {
   const tqBacklog = h.taskQueues.reduce<number | null>((a, t) => (t.activity ? (a ?? 0) + t.activity.backlogCount : a), null);
   return {
     active: h.backlog.active,
@@ -373,30 +378,22 @@ function sampleOf(h: QueueHealth): Record<string, number | null> {
     recoveryEtaSeconds: h.recovery.etaSeconds,
   };
 }
-
-async function keepSample(db: pg.Pool, h: QueueHealth): Promise<void> {
-  try {
-    if (await q.insertSample(db, sampleOf(h))) await q.pruneSamples(db);
-  } catch {
-    /* a trend sample is a nicety; the snapshot itself already succeeded */
-  }
-}
+const SAMPLED = [
+  'active',
+  'deferred',
+  'oldestWaitingAgeSeconds',
+  'temporalActivityBacklog',
+  'deadLettersOpen',
+  'outboxPending',
+  'leaseExpirations1m',
+  'intakeRejections1m',
+  'recoveryEtaSeconds',
+];
 
 async function history(db: pg.Pool, minutes: number): Promise<HealthHistory> {
   const flows = await q.perMinuteFlows(db, minutes);
   const { n } = await q.unfinishedNow(db);
   const samples = await q.recentSamples(db, minutes);
-  const keys = [
-    'active',
-    'deferred',
-    'oldestWaitingAgeSeconds',
-    'temporalActivityBacklog',
-    'deadLettersOpen',
-    'outboxPending',
-    'leaseExpirations1m',
-    'intakeRejections1m',
-    'recoveryEtaSeconds',
-  ];
   const byMinute = new Map(samples.map((s) => [s.minute.getTime(), s.figures]));
   const arrivals = flows.map((f) => f.arrivals);
   const completions = flows.map((f) => f.completions);
@@ -405,7 +402,7 @@ async function history(db: pg.Pool, minutes: number): Promise<HealthHistory> {
     arrivals,
     completions,
     unfinished: unfinishedSeries(n, arrivals, completions),
-    samples: Object.fromEntries(keys.map((k) => [k, flows.map((f) => byMinute.get(f.minute.getTime())?.[k] ?? null)])),
+    samples: Object.fromEntries(SAMPLED.map((k) => [k, flows.map((f) => byMinute.get(f.minute.getTime())?.[k] ?? null)])),
   };
 }
 

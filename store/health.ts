@@ -229,15 +229,18 @@ export async function perMinuteFlows(db: Db, minutes: number): Promise<Array<{ m
 }
 
 /**
- * Keeps one sample per minute (the first writer of the minute wins; the key is the
- * database's minute) and prunes samples older than a day when it wrote one.
+ * One sample per minute (the key is the database's minute): the latest write of the minute
+ * wins, so the minute's point is as fresh as the last sampler tick (services/health-sampler.ts),
+ * whichever API process wrote it. True when the write opened a new minute.
  */
-export async function insertSample(db: Db, figures: Record<string, number | null>): Promise<boolean> {
-  const r = await db.query(
-    `INSERT INTO health_samples (minute, figures) VALUES (date_trunc('minute', now()), $1) ON CONFLICT (minute) DO NOTHING`,
+export async function writeSample(db: Db, figures: Record<string, number | null>): Promise<boolean> {
+  const r = await db.query<{ opened: boolean }>(
+    `INSERT INTO health_samples (minute, figures) VALUES (date_trunc('minute', now()), $1)
+     ON CONFLICT (minute) DO UPDATE SET figures = EXCLUDED.figures
+     RETURNING (xmax = 0) AS opened`,
     [JSON.stringify(figures)],
   );
-  return r.rowCount === 1;
+  return r.rows[0]?.opened === true;
 }
 
 export async function pruneSamples(db: Db): Promise<void> {

@@ -1,44 +1,23 @@
-import { existsSync, mkdirSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ARTIFACTS, launchBrowser, textMatches as matches, WAIT } from '../support/console-browser.js';
 import { operatorKey, startHarness, TENANTS, uid, type Harness } from '../support/harness.js';
 
 // The console's dead-letter page opens on the failure clusters; a cluster is previewed and
 // discarded as one bulk action, in a real browser (Debian's Chromium, playwright-core).
-const CHROMIUM = '/usr/bin/chromium';
 declare const document: { querySelector(s: string): { textContent: string | null } | null };
 declare const location: { hash: string };
-const ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-const ARTIFACTS = fileURLToPath(new URL('../../test-artifacts/console/', import.meta.url));
-const WAIT = 90_000;
 
 let h: Harness;
 let browser: Browser;
 let page: Page;
 const pageErrors: string[] = [];
 
-async function textMatches(selector: string, re: RegExp, timeout = WAIT): Promise<string> {
-  await page.waitForFunction(
-    ({ s, src, flags }) => new RegExp(src, flags).test(document.querySelector(s)?.textContent ?? ''),
-    { s: selector, src: re.source, flags: re.flags },
-    { timeout, polling: 250 },
-  );
-  return (await page.textContent(selector)) ?? '';
-}
+const textMatches = (selector: string, re: RegExp): Promise<string> => matches(page, selector, re);
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does)`);
-  mkdirSync(ARTIFACTS, { recursive: true });
   h = await startHarness('bulk-console');
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
+  browser = await launchBrowser();
   page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
   page.on('console', (m) => {
     if (m.type() === 'error' && !/status of 40[14]/.test(m.text())) pageErrors.push(m.text());
@@ -95,6 +74,8 @@ describe('the dead-letter page in a browser', () => {
     await page.fill('#dl-cluster-action input[name=reason]', 'bad receipt addresses, customers informed');
     await page.click('#dl-cluster-discard');
     await textMatches('#dl-cluster-bulk', /discard bulk-[0-9a-f-]+: completed; 3 applied, 0 skipped, 0 failed of 3/);
+    // It links to the bulk-actions page, which shows it whole.
+    expect(await page.getAttribute('#dl-cluster-bulk a', 'href')).toMatch(/^#bulk\/bulk-[0-9a-f-]+$/);
     // The page refreshed: only tenant-b's cluster is left.
     await page.waitForFunction(
       () =>
