@@ -3,5 +3,16 @@
 import { createJobRegistry } from 'durable-jobs/jobs';
 import { invoiceJobType } from './jobs/invoice/activities.js';
 import { welcomeJobType } from './jobs/welcome/activities.js';
+import { chargeOrderJobType } from './jobs/charge-order/activities.js';
+import { welcomeEmailJobType } from './jobs/welcome-email/activities.js';
+import { dailyReportJobType } from './jobs/daily-report/activities.js';
+import { orderReceiptJobType } from './jobs/order-receipt/activities.js';
 
-export default createJobRegistry([invoiceJobType, welcomeJobType]);
+export default createJobRegistry([
+  invoiceJobType,
+  welcomeJobType,
+  chargeOrderJobType,
+  welcomeEmailJobType,
+  dailyReportJobType,
+  orderReceiptJobType,
+]);
