@@ -162,7 +162,9 @@ async function main(): Promise<void> {
     );
     const app = path.join(work, 'reader');
     mkdirSync(app);
-    // The reader's project: the dependencies a team's service has (examples/acme-service/).
+    // The reader's project: the dependencies a team's service has (examples/acme-service/),
+    // the clients its upstreams use among them (stripe, nodemailer and its types: the
+    // effects-and-upstreams snippets import them).
     const pkg = JSON.parse(readFileSync(path.join(ROOT, 'examples', 'acme-service', 'package.json'), 'utf8'));
     writeFileSync(
       path.join(app, 'package.json'),

@@ -7,5 +7,7 @@ export default defineConfig({
     testTimeout: 180_000,
     hookTimeout: 240_000,
     maxWorkers: 1,
+    // Test-mode credentials of every upstream the registry declares (read at worker start).
+    setupFiles: ['test/credentials.ts'],
   },
 });

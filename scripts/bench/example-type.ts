@@ -35,6 +35,8 @@ export async function measureExampleType(stack: BenchStack): Promise<BenchRow[]>
       PROVIDER_URL: stack.sim.url,
       ACME_PAYMENTS_URL: stack.sim.url,
       ACME_PAYMENTS_KEY: PAYMENTS_KEY,
+      // The registry's charge-order declares Stripe: its worker reads the key at start (never called here).
+      STRIPE_SECRET_KEY: 'sk_test_bench0000',
       WORKER_ACTIVITY_SLOTS: String(ACTIVITY_SLOTS),
       CONCURRENCY_LIMITS: JSON.stringify({ invoice: { perTenant: 2_000, global: 2_000 } }),
       DURABLE_JOBS_SYSTEM: 'false',
