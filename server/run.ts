@@ -11,6 +11,7 @@ import { createPool } from '../lib/db.js';
 import { createLogger } from '../lib/logger.js';
 import { exitWithParent, onShutdown } from '../lib/shutdown.js';
 import { connectClient } from '../lib/temporal.js';
+import { startTracing, stopTracing } from '../lib/tracing.js';
 import { webhookSecretsFrom } from '../lib/webhook-secrets.js';
 import { createJobsClient } from '../services/intake.js';
 import { ensureSchedules, productSchedules } from '../services/schedules.js';
@@ -43,6 +44,8 @@ export async function runServer(o: RunServerOptions): Promise<void> {
     await exitOnConfigError('api', async () => serverSecretFor(config.serverSecret, config.mode, env.DURABLE_JOBS_DATA_DIR || '.data')),
   );
   const pool = createPool(config.databaseUrl, log, config.tuning.pgPoolSize);
+  // Before the client is made: its interceptors follow whether tracing is on (OTEL_EXPORTER_OTLP_ENDPOINT).
+  await startTracing({ serviceName: 'durable-jobs-api', serviceVersion: config.codeVersion, env, log });
   const temporal = await connectClient(config, config.temporalAddress);
   const { applied } = await prepareStack(pool, {
     tenants: config.seedTenants,
@@ -82,6 +85,7 @@ export async function runServer(o: RunServerOptions): Promise<void> {
     log,
     adminKeys: config.adminKeys,
     temporalUiUrl: config.temporalUiUrl,
+    traceUiUrl: config.traceUiUrl,
     webhookSecrets: webhookKeyring,
     version: config.codeVersion,
     httpLimits: config.httpLimits,
@@ -104,6 +108,7 @@ export async function runServer(o: RunServerOptions): Promise<void> {
       await jobs.close();
       await temporal.connection.close();
       await pool.end();
+      await stopTracing(); // the last spans batched are exported
     },
     (m) => log.warn(m),
   );

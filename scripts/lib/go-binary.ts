@@ -35,6 +35,12 @@ export interface GoBinarySpec {
   goFlags?: string[];
   /** The arguments that make it print its version and exit 0 (default `--version`). */
   versionArgs?: string[];
+  /**
+   * Build it as a tool of a small module instead of `go install pkg@version` (which refuses a
+   * module whose go.mod has `replace` directives, e.g. Jaeger's): a temporary module that
+   * `go get -tool`s the package and repeats the `replace` lines given here, then `go build`.
+   */
+  toolModule?: { replaces: string[] };
 }
 
 export interface ResolveGoBinaryOptions {
@@ -144,8 +150,7 @@ async function buildWithGo(spec: GoBinarySpec, go: string, cached: string, log: 
     if (found) return found;
     const gobin = await fs.mkdtemp(path.join(dir, '.gobin-'));
     try {
-      await runGoInstall(spec, go, gobin, log);
-      const built = path.join(gobin, path.basename(spec.goPackage));
+      const built = spec.toolModule ? await buildAsTool(spec, go, gobin, log) : await runGoInstall(spec, go, gobin, log);
       const version = await binaryVersion(built, spec);
       if (version === null) throw new Error(`the freshly built ${built} does not run`);
       await fs.rename(built, cached); // atomic publish: a reader never sees a half-written file
@@ -159,12 +164,36 @@ async function buildWithGo(spec: GoBinarySpec, go: string, cached: string, log: 
   }
 }
 
-function runGoInstall(spec: GoBinarySpec, go: string, gobin: string, log: (msg: string) => void): Promise<void> {
+async function runGoInstall(spec: GoBinarySpec, go: string, gobin: string, log: (msg: string) => void): Promise<string> {
   log(`building ${labelOf(spec)} ${spec.version} with go install (${spec.buildHint})…`);
-  const args = ['install', '-v', ...(spec.goFlags ?? []), `${spec.goPackage}@${spec.version}`];
+  await runGo(spec, go, ['install', '-v', ...(spec.goFlags ?? []), `${spec.goPackage}@${spec.version}`], { GOBIN: gobin }, undefined, log);
+  return path.join(gobin, path.basename(spec.goPackage));
+}
+
+/** `spec.toolModule`: a throwaway module in `gobin` that requires the tool, then `go build -o`. */
+async function buildAsTool(spec: GoBinarySpec, go: string, gobin: string, log: (msg: string) => void): Promise<string> {
+  log(`building ${labelOf(spec)} ${spec.version} as a tool of a small module (${spec.buildHint})…`);
+  const mod = path.join(gobin, 'module');
+  await fs.mkdir(mod);
+  const replaces = (spec.toolModule?.replaces ?? []).map((r) => `replace ${r}\n`).join('');
+  await fs.writeFile(path.join(mod, 'go.mod'), `module durable-jobs/${spec.name}-build\n\ngo 1.24\n\n${replaces}`);
+  await runGo(spec, go, ['get', '-tool', `${spec.goPackage}@${spec.version}`], {}, mod, log);
+  const out = path.join(gobin, spec.name);
+  await runGo(spec, go, ['build', '-v', ...(spec.goFlags ?? []), '-o', out, spec.goPackage], {}, mod, log);
+  return out;
+}
+
+function runGo(
+  spec: GoBinarySpec,
+  go: string,
+  args: string[],
+  env: Record<string, string>,
+  cwd: string | undefined,
+  log: (msg: string) => void,
+): Promise<void> {
   const started = Date.now();
   return new Promise((resolve, reject) => {
-    const child = spawn(go, args, { env: { ...process.env, GOBIN: gobin }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(go, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let compiled = 0;
     let downloaded = 0;
     const tail: string[] = [];
@@ -209,14 +238,10 @@ function runGoInstall(spec: GoBinarySpec, go: string, gobin: string, log: (msg: 
     child.on('close', (code, signal) => {
       cleanup();
       if (code === 0) {
-        log(`go install ${labelOf(spec)} finished in ${Math.round((Date.now() - started) / 1000)}s (${compiled} packages compiled)`);
+        log(`go ${args[0]} ${labelOf(spec)} finished in ${Math.round((Date.now() - started) / 1000)}s (${compiled} packages compiled)`);
         resolve();
       } else {
-        reject(
-          new Error(
-            `go install ${spec.goPackage}@${spec.version} failed (code ${code ?? 'null'}, signal ${signal ?? 'null'}):\n${tail.join('\n')}`,
-          ),
-        );
+        reject(new Error(`go ${args.join(' ')} failed (code ${code ?? 'null'}, signal ${signal ?? 'null'}):\n${tail.join('\n')}`));
       }
     });
   });
