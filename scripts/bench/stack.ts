@@ -92,7 +92,13 @@ export interface BenchStack {
   startWorkerChild(
     kind: ChildSettings['kind'],
     taskQueue: string,
-    o?: { databaseUrl?: string; activitySlots?: number; limits?: Record<JobType, ConcurrencyLimits>; payloadCodecKeys?: string },
+    o?: {
+      databaseUrl?: string;
+      activitySlots?: number;
+      limits?: Record<JobType, ConcurrencyLimits>;
+      payloadCodecKeys?: string;
+      tracingEndpoint?: string;
+    },
   ): Promise<Child>;
   /** Process IDs for CPU accounting: this process (API, submitters), Postgres's postmaster, the Temporal server. */
   pids(): Promise<{ bench: number; postgres?: number; temporal?: number }>;
@@ -305,6 +311,7 @@ export async function startStack(o: { quick: boolean; log: (msg: string) => void
           providerUrl: sim.url,
           limits: w.limits ?? RAISED_LIMITS,
           ...(w.payloadCodecKeys ? { payloadCodecKeys: w.payloadCodecKeys } : {}),
+          ...(w.tracingEndpoint ? { tracingEndpoint: w.tracingEndpoint } : {}),
         });
       },
       async startApp(taskQueue, a = {}) {
