@@ -63,7 +63,8 @@ export function createTracingRuntime(o: { endpoint: string; serviceName: string;
       return carrier;
     },
     async shutdown() {
-      await provider.shutdown();
+      // An unreachable collector must not fail the process's shutdown: the spans are lost, the work is not.
+      await provider.shutdown().catch(() => undefined);
       trace.disable();
       propagation.disable();
       context.disable();
