@@ -26,7 +26,9 @@ export async function connectClient(config: Config, address: string): Promise<Cl
   const codec = createPayloadCodec(config.payloadCodecKeys);
   // With tracing on (lib/tracing.ts) each workflow start carries the active trace in its headers.
   const interceptors = { workflow: tracingClientInterceptors() };
-  return Object.assign(new Client({ connection, namespace: config.temporalNamespace, interceptors, ...dataConverterOf(codec) }), { connection });
+  return Object.assign(new Client({ connection, namespace: config.temporalNamespace, interceptors, ...dataConverterOf(codec) }), {
+    connection,
+  });
 }
 
 /**
