@@ -98,6 +98,8 @@ export interface BenchStack {
       limits?: Record<JobType, ConcurrencyLimits>;
       payloadCodecKeys?: string;
       tracingEndpoint?: string;
+      /** A bundle file of its own (the tracing section's, with the workflow interceptors). Default `bundleFile(kind)`. */
+      bundlePath?: string;
     },
   ): Promise<Child>;
   /** Process IDs for CPU accounting: this process (API, submitters), Postgres's postmaster, the Temporal server. */
@@ -305,7 +307,7 @@ export async function startStack(o: { quick: boolean; log: (msg: string) => void
           temporalAddress,
           namespace: config.temporalNamespace,
           taskQueue,
-          bundlePath: await stack.bundleFile(kind),
+          bundlePath: w.bundlePath ?? (await stack.bundleFile(kind)),
           activitySlots: w.activitySlots ?? ACTIVITY_SLOTS,
           databaseUrl: w.databaseUrl ?? databaseUrl,
           providerUrl: sim.url,

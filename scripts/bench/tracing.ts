@@ -6,7 +6,9 @@
 // storage in the figure). Off: nothing loaded. Sides alternate (AB, BA, ...) and the ratio is
 // the median of the per-repeat ratios. Tracing is process-wide, so this process turns it on
 // only around each "on" repeat.
+import fs from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { Client } from '@temporalio/client';
 import { createJobsClient } from '../../services/intake.js';
@@ -16,6 +18,7 @@ import { startTracing, stopTracing, tracingClientInterceptors } from '../../lib/
 import { uid, type BenchStack } from './stack.js';
 import { alternate, row, spread, type BenchRow } from './stats.js';
 import { runSummarize } from './throughput.js';
+import { bundleWorkflows } from '../../workers/worker.js';
 
 type Side = 'off' | 'on';
 const SIDES: Side[] = ['off', 'on'];
@@ -32,6 +35,18 @@ async function startSink(): Promise<{ url: string; stats: { requests: number; by
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, stats, server };
 }
 
+/** The product bundle with the workflow interceptors, bundled here (a child bundling under load would not start in time). */
+async function tracedBundleFile(stack: BenchStack, endpoint: string): Promise<string> {
+  await startTracing({ serviceName: 'bench-bundle', env: { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint } });
+  try {
+    const file = path.join(stack.tmpDir, `bundle-traced-${uid()}.js`);
+    await fs.writeFile(file, ((await bundleWorkflows(defaultJobRegistry)) as { code: string }).code);
+    return file;
+  } finally {
+    await stopTracing();
+  }
+}
+
 export async function measureTracing(stack: BenchStack): Promise<BenchRow[]> {
   const n = stack.quick ? 20 : 200;
   const repeats = stack.quick ? 2 : 4;
@@ -39,7 +54,7 @@ export async function measureTracing(stack: BenchStack): Promise<BenchRow[]> {
   const queues: Record<Side, string> = { off: `bench-trace-off-${uid()}`, on: `bench-trace-on-${uid()}` };
   const [offWorker, onWorker] = await Promise.all([
     stack.startWorkerChild('product', queues.off),
-    stack.startWorkerChild('product', queues.on, { tracingEndpoint: sink.url }),
+    stack.startWorkerChild('product', queues.on, { tracingEndpoint: sink.url, bundlePath: await tracedBundleFile(stack, sink.url) }),
   ]);
   const offClient = stack.jobsClient(queues.off);
   const rates: Record<Side, number[]> = { off: [], on: [] };

@@ -32,7 +32,7 @@ export interface ChildSettings {
   limits?: Record<JobType, ConcurrencyLimits>;
   /** `PAYLOAD_CODEC_KEYS` of the product worker (the codec section); default none. */
   payloadCodecKeys?: string;
-  /** `OTEL_EXPORTER_OTLP_ENDPOINT` of the product worker (the tracing section): tracing on, bundled here with its interceptors; default off. */
+  /** `OTEL_EXPORTER_OTLP_ENDPOINT` of the product worker (the tracing section, with a bundle that has the workflow interceptors): tracing on; default off. */
   tracingEndpoint?: string;
 }
 
@@ -56,7 +56,7 @@ const worker =
         log,
         codeVersion: 'bench',
         concurrencyLimits: s.limits,
-        workflowBundle: s.tracingEndpoint ? undefined : { codePath: s.bundlePath },
+        workflowBundle: { codePath: s.bundlePath },
         maxConcurrentActivityTaskExecutions: s.activitySlots,
         identity: `${process.pid}@bench-child`,
         payloadCodec: s.payloadCodecKeys ? createPayloadCodec(parsePayloadCodecKeys(s.payloadCodecKeys)) : undefined,

@@ -3,8 +3,9 @@
 //   1. an explicit path (an environment variable): it must exist and run, else we throw;
 //   2. the binary's name on PATH;
 //   3. the cached binary: `${XDG_CACHE_HOME || ~/.cache}/durable-jobs/<cacheDir>/<version>/<name>`;
-//   4. if `go` is on PATH: `go install <package>@<version>` into a temporary GOBIN next to the
-//      cache, printing progress, then an atomic rename(2) into the cache path;
+//   4. if `go` is on PATH: `go install <package>@<version>` (a module with `replace` directives:
+//      `go get -tool` + `go build` in a small module, `toolModule`) into a temporary folder next
+//      to the cache, printing progress, then an atomic rename(2) into the cache path;
 //   5. otherwise an error that says what to install or set (there is no SDK download of these).
 // Concurrent resolvers share one build through a lock directory (mkdir is atomic) holding the
 // owner's pid; a lock whose owner died is taken over.
@@ -206,7 +207,8 @@ function runGo(
         if (!line) continue;
         tail.push(line);
         if (tail.length > 40) tail.shift();
-        if (line.startsWith('go: downloading ')) {
+        // `go get -tool` also says `go: added <module>` once per module of the tool's graph (hundreds).
+        if (line.startsWith('go: downloading ') || line.startsWith('go: added ')) {
           if (++downloaded === 1) log('  go: downloading modules…');
         } else if (/^[\w.\-~/]+$/.test(line)) {
           compiled++; // `-v` prints one package path per compiled package
