@@ -8,6 +8,7 @@
 import type { Credential } from '../lib/credentials.js';
 import { NonRetryableError, RetryableError } from '../lib/errors.js';
 import { classifyStatus, errorClassForStatus, parseRetryAfter } from '../lib/retry.js';
+import { annotateSpan, traceHeaders, withSpan } from '../lib/tracing.js';
 import { defineUpstream, type EffectAnswer, type EffectCall, type Upstream, type UpstreamSemantics } from '../job-api/upstream.js';
 
 /** An HTTP answer as the adapter read it. */
@@ -99,6 +100,19 @@ function transportFailure(err: unknown, timedOut: boolean, timeoutMs: number): R
   );
 }
 
+/**
+ * One `fetch` inside a client span when tracing is on (lib/tracing.ts), its `traceparent` sent
+ * so that the upstream's own spans join the job's trace; a plain `fetch` when it is off.
+ */
+function tracedFetch(upstream: string, url: string, path: string, init: RequestInit & { method: string; headers: Record<string, string> }) {
+  const attributes = { 'http.request.method': init.method, 'url.path': path.split('?')[0]!.slice(0, 200), upstream };
+  return withSpan(`${init.method} ${upstream}`, attributes, async () => {
+    const res = await fetch(url, { ...init, headers: { ...init.headers, ...traceHeaders() } });
+    annotateSpan({ 'http.response.status_code': res.status });
+    return res;
+  });
+}
+
 export function httpUpstream(o: HttpUpstreamOptions): HttpUpstream {
   const idempotencyHeader = o.idempotencyHeader === undefined ? 'Idempotency-Key' : o.idempotencyHeader;
   const credentials = Object.values(o.headers ?? {}).flatMap((v) => (typeof v === 'string' ? [] : ['credential' in v ? v.credential : v]));
@@ -121,10 +135,11 @@ export function httpUpstream(o: HttpUpstreamOptions): HttpUpstream {
     const signal = r.signal ? AbortSignal.any([timeout, r.signal]) : timeout;
     const headers: Record<string, string> = { 'content-type': 'application/json', ...fixedHeaders(), ...r.headers };
     if (r.effectKey && idempotencyHeader) headers[idempotencyHeader] = r.effectKey;
+    const method = r.method ?? 'POST';
     let res: Response;
     try {
-      res = await fetch((typeof o.baseUrl === 'function' ? o.baseUrl() : o.baseUrl) + r.path, {
-        method: r.method ?? 'POST',
+      res = await tracedFetch(o.name, (typeof o.baseUrl === 'function' ? o.baseUrl() : o.baseUrl) + r.path, r.path, {
+        method,
         headers,
         body: r.body === undefined ? undefined : JSON.stringify(r.body),
         signal,

@@ -370,6 +370,8 @@ async function renderTimeline(jobId) {
     ['duplicates', t.duplicates?.count ? String(t.duplicates.count) : undefined],
     ['replays', t.lineage?.replays?.length ? t.lineage.replays.map((r) => `${r.jobId} (${r.status})`).join(', ') : undefined],
     ['temporal', t.temporal ? [t.temporal.status, t.temporal.taskQueue, t.temporal.note].filter(Boolean).join(' · ') : undefined],
+    // The job's trace (issue 40 §3), linked to the trace UI when TRACE_UI_URL is set.
+    ['trace', t.trace ? (t.trace.url ? externalLink(t.trace.url, t.trace.traceId) : t.trace.traceId) : undefined],
   ]);
   text('#timeline-date', t.events?.length ? `UTC, from ${utc(t.events[0].at)}` : '');
   for (const e of t.events ?? []) {

@@ -103,6 +103,8 @@ export interface Config {
   adminKeys: OperatorKey[];
   /** Temporal Web UI base URL for links from the console (`TEMPORAL_UI_URL`, `none`: no links); dev default http://127.0.0.1:$TEMPORAL_UI_PORT. */
   temporalUiUrl: string | undefined;
+  /** The trace UI's link for a job's trace (`TRACE_UI_URL`, `{traceId}` replaced, e.g. Jaeger's `http://127.0.0.1:16686/trace/{traceId}`); default none: the timeline shows the ID only. */
+  traceUiUrl: string | undefined;
   /**
    * source → secrets (`whsec_...`), several for rotation; the first one signs. `WEBHOOK_SECRETS`,
    * and per source the entries of `WEBHOOK_SECRETS_FILE` over them.
@@ -349,6 +351,10 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: ConfigOptions): Config 
     TEMPORAL_UI_URL: z
       .union([z.literal('none'), z.url().regex(/^https?:\/\//)], { error: 'TEMPORAL_UI_URL must be an http(s) URL, or "none"' })
       .optional(),
+    TRACE_UI_URL: z
+      .url({ error: 'TRACE_UI_URL must be an http(s) URL, e.g. http://127.0.0.1:16686/trace/{traceId}' })
+      .regex(/^https?:\/\//, 'TRACE_UI_URL must be an http(s) URL')
+      .optional(),
     WEBHOOK_SECRETS: z.string().default(''),
     WEBHOOK_SECRETS_FILE: z.string().min(1, 'WEBHOOK_SECRETS_FILE must be a file path').optional(),
     JOB_BUDGETS: z.string().optional(),
@@ -457,6 +463,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: ConfigOptions): Config 
     seedTenants,
     adminApiKey,
     adminKeys,
+    traceUiUrl: e.TRACE_UI_URL,
     temporalUiUrl:
       e.TEMPORAL_UI_URL === 'none'
         ? undefined

@@ -4,6 +4,7 @@ import { hostname } from 'node:os';
 import { SEARCH_ATTRIBUTE_NAMES } from '../contract/messages.js';
 import type { Config } from './config.js';
 import { createPayloadCodec, dataConverterOf } from './payload-codec.js';
+import { tracingClientInterceptors } from './tracing.js';
 
 export { JobStateKey, JobTypeKey, TenantIdKey } from '../contract/messages.js';
 
@@ -23,7 +24,11 @@ export async function connectionOptions(config: Config, address: string): Promis
 export async function connectClient(config: Config, address: string): Promise<Client & { connection: Connection }> {
   const connection = await Connection.connect(await connectionOptions(config, address));
   const codec = createPayloadCodec(config.payloadCodecKeys);
-  return Object.assign(new Client({ connection, namespace: config.temporalNamespace, ...dataConverterOf(codec) }), { connection });
+  // With tracing on (lib/tracing.ts) each workflow start carries the active trace in its headers.
+  const interceptors = { workflow: tracingClientInterceptors() };
+  return Object.assign(new Client({ connection, namespace: config.temporalNamespace, interceptors, ...dataConverterOf(codec) }), {
+    connection,
+  });
 }
 
 /**

@@ -8,9 +8,15 @@
  *   npm run bench -- --out FILE        also (or instead) write the results to FILE
  *   npm run bench -- --only a,b        only these sections: throughput, codec, intake, abuse, effects,
  *                                      replay, growth, memory, slots, fairness, machine, example (a
- *                                      team's type from examples/acme-service, installed from the tarball)
+ *                                      team's type from examples/acme-service, installed from the tarball),
+ *                                      tracing (summarize with traces on ÷ off)
  *   npm run bench -- --temporal production   the same sections on temporal-server on Postgres
  *                                      (the production shape) instead of the CLI dev server
+ *   npm run bench -- --allow-busy      write a full run even though the machine was busy at its
+ *                                      start (1-minute load average above 1): marked `busy`
+ *
+ * A full run (one that writes bench/results*.json) refuses to start on a busy machine: its
+ * figures would be the other load's, not ours (issue 40, "measured so that it can be believed").
  *
  * It exits non-zero only when a measurement fails with an error (broken code), never on timing.
  */
@@ -34,6 +40,7 @@ import { startStack, type TemporalKind } from './bench/stack.js';
 import { row, spread, type BenchRow } from './bench/stats.js';
 import { measureTableGrowth } from './bench/table-growth.js';
 import { measureThroughput } from './bench/throughput.js';
+import { measureTracing } from './bench/tracing.js';
 import { measureWorkerMemory } from './bench/worker-memory.js';
 import { MMAP_THRESHOLD_ENV, workerProcessEnv } from '../lib/worker-allocator.js';
 
@@ -51,11 +58,16 @@ const SECTIONS = [
   'fairness',
   'machine',
   'example',
+  'tracing',
 ] as const;
 type Section = (typeof SECTIONS)[number];
 
-function parseArgs(argv: string[]): { quick: boolean; out: string | null; only: Set<Section>; temporal: TemporalKind } {
+/** The 1-minute load average above which a full run is not written (unless `--allow-busy`, which marks it). */
+const BUSY_LOAD = 1;
+
+function parseArgs(argv: string[]): { quick: boolean; out: string | null; only: Set<Section>; temporal: TemporalKind; allowBusy: boolean } {
   const quick = argv.includes('--quick');
+  const allowBusy = argv.includes('--allow-busy');
   const tIdx = argv.indexOf('--temporal');
   const temporal = (tIdx >= 0 ? argv[tIdx + 1] : 'dev') as TemporalKind;
   if (temporal !== 'dev' && temporal !== 'production') throw new Error(`--temporal: "dev" or "production", got "${temporal}"`);
@@ -68,7 +80,7 @@ function parseArgs(argv: string[]): { quick: boolean; out: string | null; only: 
   for (const s of only) if (!SECTIONS.includes(s)) throw new Error(`--only: unknown section "${s}" (sections: ${SECTIONS.join(', ')})`);
   const defaultOut = path.join(ROOT, 'bench', temporal === 'production' ? 'results-production.json' : 'results.json');
   const out = outIdx >= 0 ? path.resolve(argv[outIdx + 1] ?? '') : quick || onlyIdx >= 0 ? null : defaultOut;
-  return { quick, out, only, temporal };
+  return { quick, out, only, temporal, allowBusy };
 }
 
 async function main(): Promise<number> {
@@ -80,6 +92,15 @@ async function main(): Promise<number> {
   log(
     `durable-jobs bench${args.quick ? ' (quick)' : ''}: ${os.cpus().length} cores, load average ${loadStart.map((l) => l.toFixed(2)).join(' ')}`,
   );
+  const busy = !args.quick && args.out !== null && loadStart[0]! > BUSY_LOAD;
+  if (busy && !args.allowBusy) {
+    console.error(
+      `bench: the load average is ${loadStart[0]!.toFixed(2)} (above ${BUSY_LOAD}): a full run on a busy machine measures the other load. ` +
+        'Wait for a quiet machine, or pass --allow-busy to write it marked busy.',
+    );
+    return 2;
+  }
+  if (busy) log(`load average above ${BUSY_LOAD}: --allow-busy, the results are marked busy`);
   const stack = await startStack({ quick: args.quick, log, temporal: args.temporal });
   let stopping = false;
   const onSignal = (sig: NodeJS.Signals) => {
@@ -129,6 +150,7 @@ async function main(): Promise<number> {
     await section('slots', () => measureSlots(stack));
     await section('fairness', () => measureFairness(stack));
     await section('example', () => measureExampleType(stack));
+    await section('tracing', () => measureTracing(stack));
     await section('machine', async () => {
       const m = await measureMachineLimits(stack);
       pgbenchTps = m.pgbenchTps;
@@ -151,6 +173,7 @@ async function main(): Promise<number> {
       cpuModel: os.cpus()[0]?.model ?? 'unknown',
       memoryGb: Math.round(os.totalmem() / 2 ** 30),
       loadAverage: { start: loadStart, end: os.loadavg() },
+      ...(busy ? { busy: true } : {}),
       node: process.version,
       postgres,
       temporal: stack.temporalDescription,

@@ -1,5 +1,5 @@
-// Makes sure the third-party servers the example's tests start (stripe-mock, mailpit) are built
-// and prints where they are. Run: npx tsx scripts/ensure-third-party.ts [stripe-mock|mailpit ...]
+// Makes sure the third-party servers the example's tests start (stripe-mock, mailpit, jaeger) are built
+// and prints where they are. Run: npx tsx scripts/ensure-third-party.ts [stripe-mock|mailpit|jaeger ...]
 import { resolveThirdParty, THIRD_PARTY, type ThirdPartyName } from './lib/third-party.ts';
 
 const asked = process.argv.slice(2);

@@ -51,6 +51,7 @@ function printTimeline(t: any): void {
   if (t.duplicates.count > 0) console.log(`\nduplicate submissions: ${t.duplicates.count} (${t.duplicates.at.join(', ')})`);
   if (t.lineage.replayOf) console.log(`replay of: ${t.lineage.replayOf}`);
   if (t.lineage.replays.length > 0) console.log(`replayed as: ${t.lineage.replays.map((r: any) => `${r.jobId} (${r.status})`).join(', ')}`);
+  if (t.trace) console.log(`trace: ${t.trace.url ?? t.trace.traceId}`);
   const tq = t.temporal;
   console.log(
     `temporal: workflow ${tq.workflowId}${tq.runId ? ` run ${tq.runId}` : ''}${tq.status ? ` ${tq.status}` : ''}${tq.taskQueue ? ` on ${tq.taskQueue}` : ''}${tq.note ? ` (${tq.note})` : ''}\n`,

@@ -58,6 +58,8 @@ export interface AppDeps {
   adminApiKey?: string;
   /** Base URL of the Temporal Web UI the console links to; undefined: no links. */
   temporalUiUrl?: string;
+  /** `TRACE_UI_URL`: the timeline links a job's trace there. Default none. */
+  traceUiUrl?: string;
   /**
    * source → `whsec_` secrets (first signs, all verify: rotation), or a keyring whose secrets
    * the entry point replaces while the API serves (SIGHUP, `server/webhook-keyring.ts`).
@@ -215,7 +217,13 @@ export function registerDurableJobs(app: FastifyInstance, deps: AppDeps): void {
     metricsCacheMs: deps.metricsCacheMs,
   });
   registerJobRoutes(app, { pool: deps.pool, jobs: deps.jobs, guard });
-  registerTimelineRoutes(app, { pool: deps.pool, temporal: deps.temporal, taskQueue: deps.jobs.taskQueue, adminApiKey: admin });
+  registerTimelineRoutes(app, {
+    pool: deps.pool,
+    temporal: deps.temporal,
+    taskQueue: deps.jobs.taskQueue,
+    adminApiKey: admin,
+    traceUiUrl: deps.traceUiUrl,
+  });
   const deadLetters = createDeadLetterService({
     pool: deps.pool,
     temporal: deps.temporal,

@@ -338,7 +338,7 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
       '/v1/admin/jobs/{jobId}/timeline': {
         get: {
           summary:
-            "One job's timeline (admin key): every event from Postgres and the Temporal history in UTC order, each with its source and kind; above it the stage verdict (intake, claim, side effects, completion) in words with its figure, the next step, queue wait and execution time per stage, duplicates and replay lineage. Never the input, a result, a payload or a key",
+            "One job's timeline (admin key): every event from Postgres and the Temporal history in UTC order, each with its source and kind; above it the stage verdict (intake, claim, side effects, completion) in words with its figure, the next step, queue wait and execution time per stage, duplicates and replay lineage, and the job's trace ID (`trace`, linked when TRACE_UI_URL is set). Never the input, a result, a payload or a key",
           parameters: [{ name: 'jobId', in: 'path', required: true, schema: { type: 'string', maxLength: 300 } }],
           responses: {
             200: { description: 'timeline' },

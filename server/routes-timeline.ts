@@ -14,7 +14,7 @@ const PARAMS = z.object({ jobId: z.string().min(1).max(300, 'a job ID is at most
 /** `GET /v1/admin/jobs/{jobId}/timeline`: one job's events across Postgres and Temporal, with its stage verdict. */
 export function registerTimelineRoutes(
   app: FastifyInstance,
-  deps: { pool: pg.Pool; temporal: Client; taskQueue: string; adminApiKey: AdminKeys },
+  deps: { pool: pg.Pool; temporal: Client; taskQueue: string; adminApiKey: AdminKeys; traceUiUrl?: string | undefined },
 ): void {
   app.get('/v1/admin/jobs/:jobId/timeline', access('viewer', 'checked'), async (req, reply) => {
     if (!requireAdmin(deps.adminApiKey, req, reply)) return reply;

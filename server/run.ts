@@ -11,6 +11,7 @@ import { createPool } from '../lib/db.js';
 import { createLogger } from '../lib/logger.js';
 import { exitWithParent, onShutdown } from '../lib/shutdown.js';
 import { connectClient } from '../lib/temporal.js';
+import { startTracing, stopTracing } from '../lib/tracing.js';
 import { webhookSecretsFrom } from '../lib/webhook-secrets.js';
 import { startHealthSampler } from '../services/health-sampler.js';
 import { createJobsClient } from '../services/intake.js';
@@ -44,6 +45,8 @@ export async function runServer(o: RunServerOptions): Promise<void> {
     await exitOnConfigError('api', async () => serverSecretFor(config.serverSecret, config.mode, env.DURABLE_JOBS_DATA_DIR || '.data')),
   );
   const pool = createPool(config.databaseUrl, log, config.tuning.pgPoolSize);
+  // Before the client is made: its interceptors follow whether tracing is on (OTEL_EXPORTER_OTLP_ENDPOINT).
+  await startTracing({ serviceName: 'durable-jobs-api', serviceVersion: config.codeVersion, env, log });
   const temporal = await connectClient(config, config.temporalAddress);
   const { applied } = await prepareStack(pool, {
     tenants: config.seedTenants,
@@ -83,6 +86,7 @@ export async function runServer(o: RunServerOptions): Promise<void> {
     log,
     adminKeys: config.adminKeys,
     temporalUiUrl: config.temporalUiUrl,
+    traceUiUrl: config.traceUiUrl,
     webhookSecrets: webhookKeyring,
     version: config.codeVersion,
     httpLimits: config.httpLimits,
@@ -108,6 +112,7 @@ export async function runServer(o: RunServerOptions): Promise<void> {
       await jobs.close();
       await temporal.connection.close();
       await pool.end();
+      await stopTracing(); // the last spans batched are exported
     },
     (m) => log.warn(m),
   );

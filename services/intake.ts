@@ -44,6 +44,8 @@ import { recordDuplicate } from '../store/timeline.js';
 import { mayUseHighPriority } from '../store/tenants.js';
 import { admitSubmit } from './rate-limit.js';
 import { tenantStage } from './timeline.js';
+import { annotateSpan, currentTraceId, withSpan } from '../lib/tracing.js';
+import { insertJobTrace } from '../store/job-traces.js';
 
 export interface JobsClientDeps {
   pool: pg.Pool;
@@ -247,6 +249,7 @@ export function createJobsClient(deps: JobsClientDeps) {
       runAt: terms.runAt,
       tags: terms.tags,
     };
+    annotateSpan({ jobId: ids.jobId, jobType: type, tenantId: req.tenantId });
     const older = candidates.slice(1).map((c) => c.keyHash);
     const inserted = await pgOr503(
       () => insertIntent(deps.pool, intent, { unlessKeyHashes: older }),
@@ -269,6 +272,8 @@ export function createJobsClient(deps: JobsClientDeps) {
       throw err;
     }
     await (how === 'started' ? marks.add(intent) : markStarted(deps.pool, intent));
+    const traceId = currentTraceId(); // tracing on (lib/tracing.ts): the job's trace, for its timeline
+    if (traceId) await insertJobTrace(deps.pool, intent.jobId, traceId).catch(() => undefined);
     if (intent.runAt) {
       const status = visibleState({ status: 'queued', run_at: intent.runAt });
       return {
@@ -390,9 +395,12 @@ export function createJobsClient(deps: JobsClientDeps) {
 
   // taskQueue: the queue-health report reads Temporal's statistics for it.
   /** `submitJob` for a type's own trigger (a webhook route): also for a type that is not `submittable`. */
-  const submitTriggeredJob = (req: SubmitJobRequest) => submitJob(req, true);
+  // One span per submit, the root of the job's trace (its workflow start, run, steps and upstream calls are its children).
+  const tracedSubmit = (req: SubmitJobRequest, byTrigger: boolean) =>
+    withSpan('durable-jobs submitJob', { tenantId: String(req.tenantId).slice(0, 64) }, () => submitJob(req, byTrigger));
+  const submitTriggeredJob = (req: SubmitJobRequest) => tracedSubmit(req, true);
   return {
-    submitJob: (req: SubmitJobRequest) => submitJob(req),
+    submitJob: (req: SubmitJobRequest) => tracedSubmit(req, false),
     submitTriggeredJob,
     getJob,
     listJobs,

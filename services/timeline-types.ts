@@ -29,6 +29,8 @@ export interface JobTimeline {
   duplicates: { count: number; at: string[] };
   lineage: { replayOf?: string; replays: Array<{ jobId: string; status: string; createdAt: string }>; deadLetterIds: string[] };
   temporal: { workflowId: string; runId?: string; status?: string; taskQueue?: string; historyEvents?: number; note?: string };
+  /** The job's trace (its intake ran with tracing on: lib/tracing.ts), linked when `TRACE_UI_URL` is set; null: none recorded. */
+  trace: { traceId: string; url?: string } | null;
   events: TimelineEvent[];
 }
 
@@ -36,4 +38,6 @@ export interface TimelineDeps {
   pool: pg.Pool;
   temporal?: Client;
   taskQueue: string;
+  /** `TRACE_UI_URL`: where the job's trace is linked. Default none. */
+  traceUiUrl?: string | undefined;
 }

@@ -18,6 +18,8 @@ import { visibleState } from './job-status.js';
 import { iso, temporalSide } from './timeline-temporal.js';
 import type { JobTimeline, TimelineDeps, TimelineEvent } from './timeline-types.js';
 
+import { findJobTrace } from '../store/job-traces.js';
+import { traceUrl } from '../lib/tracing.js';
 export type { EventSource, JobTimeline, TimelineDeps, TimelineEvent } from './timeline-types.js';
 
 const pausedOf = (s: { pausedPriorities?: string[] } | undefined) => s?.pausedPriorities ?? [];
@@ -292,7 +294,11 @@ async function postgresEvents(
 export async function jobTimeline(deps: TimelineDeps, jobId: string): Promise<JobTimeline> {
   const job = await q.timelineIntent(deps.pool, jobId);
   if (!job) throw new NotFoundError(`job ${jobId} not found`);
-  const [pgSide, temporal] = await Promise.all([postgresEvents(deps.pool, job), temporalSide(deps, jobId)]);
+  const [pgSide, temporal, traceId] = await Promise.all([
+    postgresEvents(deps.pool, job),
+    temporalSide(deps, jobId),
+    findJobTrace(deps.pool, jobId),
+  ]);
   const now = new Date();
   const facts: StageFacts = {
     ...pgSide.facts,
@@ -338,6 +344,7 @@ export async function jobTimeline(deps: TimelineDeps, jobId: string): Promise<Jo
     duplicates: { count: pgSide.duplicates.length, at: pgSide.duplicates.map(iso) },
     lineage: pgSide.lineage,
     temporal: temporal.info,
+    trace: traceId ? { traceId, ...(deps.traceUiUrl ? { url: traceUrl(deps.traceUiUrl, traceId) } : {}) } : null,
     events,
   };
 }

@@ -18,6 +18,7 @@ import { ConfigError } from '../lib/errors.js';
 import { workerTelemetry } from './telemetry.js';
 import { serverSecretFor } from '../lib/secret.js';
 import { createPayloadCodec } from '../lib/payload-codec.js';
+import { startTracing, stopTracing } from '../lib/tracing.js';
 
 export interface RunWorkerOptions {
   /** The job types this process runs. */
@@ -60,6 +61,8 @@ export async function runWorker(o: RunWorkerOptions): Promise<void> {
   const secret = await exitOnConfigError('worker', async () =>
     serverSecretFor(config.serverSecret, config.mode, env.DURABLE_JOBS_DATA_DIR || '.data'),
   );
+  // Before the worker is made: its bundle and interceptors follow whether tracing is on (OTEL_EXPORTER_OTLP_ENDPOINT).
+  await startTracing({ serviceName: 'durable-jobs-worker', serviceVersion: config.codeVersion, env, log });
   const pool = createPool(config.databaseUrl, log, config.tuning.pgPoolSize);
   // No signal handlers of the SDK's own (one owner of the signals decides when the process
   // exits), its logs through pino, the core's metrics when WORKER_METRICS_PORT is set.
@@ -99,6 +102,7 @@ export async function runWorker(o: RunWorkerOptions): Promise<void> {
   const stopped = worker.run().then(async () => {
     await connection.close();
     await pool.end();
+    await stopTracing();
     log.info('worker stopped');
   });
   onShutdown(

@@ -17,6 +17,7 @@ import { sharedStateFindings } from './module-state.js';
 import type { PayloadCodec } from '@temporalio/common';
 import { dataConverterOf } from '../lib/payload-codec.js';
 import { adoptServerSecret, type ServerSecretOption } from '../lib/secret.js';
+import { tracingBundleOptions, tracingWorkerOptions } from './tracing.js';
 
 /** The product's own workflows (schedule trigger, scan, replay); job types add theirs. */
 export const SYSTEM_WORKFLOWS_PATH = modulePath(new URL('../workflows/index.ts', import.meta.url));
@@ -127,6 +128,7 @@ export async function bundleWorkflows(jobs: JobRegistry = defaultJobRegistry, lo
     ],
     logger: quietBundlerLogger,
     webpackConfigHook: withWorkflowSourceMap,
+    ...tracingBundleOptions(),
   });
   return { code };
 }
@@ -238,6 +240,7 @@ export async function createQueueWorker(o: WorkerOptions): Promise<Worker> {
     taskQueue: o.taskQueue,
     workflowBundle: o.workflowBundle ?? (await bundleWorkflows(jobs, o.log)),
     activities,
+    ...(await tracingWorkerOptions()),
     ...dataConverterOf(o.payloadCodec),
     ...(o.identity ? { identity: o.identity } : {}),
     // The code version as the build ID: Temporal lists it per poller (DescribeTaskQueue), so the

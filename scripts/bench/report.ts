@@ -11,6 +11,8 @@ export interface BenchMeta {
   cpuModel: string;
   memoryGb: number;
   loadAverage: { start: number[]; end: number[] };
+  /** Written with `--allow-busy` although the 1-minute load average at the start was above 1. */
+  busy?: boolean;
   node: string;
   postgres: string;
   temporal: string;
@@ -96,7 +98,7 @@ export function conditionsText(res: BenchResults): string {
     .join('; ');
   return [
     `This run started ${m.startedAt} and took ${Math.round(m.durationSec)} s (${m.mode}) on ${m.cores} cores (${m.cpuModel}) with ${m.memoryGb} GB RAM, node ${m.node}.`,
-    `The load average (1/5/15 min) was ${la(m.loadAverage.start)} at the start and ${la(m.loadAverage.end)} at the end` +
+    `${m.busy ? 'BUSY (written with --allow-busy): ' : ''}The load average (1/5/15 min) was ${la(m.loadAverage.start)} at the start and ${la(m.loadAverage.end)} at the end` +
       `${busyStart ? ': the machine was already busy when it started, so absolute figures are low; read the paired ratios' : ''}` +
       `${!busyStart && busyEnd ? " (the end figure includes the bench's own stack: Postgres, the Temporal server, worker children)" : ''}.`,
     `Server: ${m.postgres}; ${m.temporal}.`,

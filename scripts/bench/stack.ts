@@ -92,7 +92,15 @@ export interface BenchStack {
   startWorkerChild(
     kind: ChildSettings['kind'],
     taskQueue: string,
-    o?: { databaseUrl?: string; activitySlots?: number; limits?: Record<JobType, ConcurrencyLimits>; payloadCodecKeys?: string },
+    o?: {
+      databaseUrl?: string;
+      activitySlots?: number;
+      limits?: Record<JobType, ConcurrencyLimits>;
+      payloadCodecKeys?: string;
+      tracingEndpoint?: string;
+      /** A bundle file of its own (the tracing section's, with the workflow interceptors). Default `bundleFile(kind)`. */
+      bundlePath?: string;
+    },
   ): Promise<Child>;
   /** Process IDs for CPU accounting: this process (API, submitters), Postgres's postmaster, the Temporal server. */
   pids(): Promise<{ bench: number; postgres?: number; temporal?: number }>;
@@ -299,12 +307,13 @@ export async function startStack(o: { quick: boolean; log: (msg: string) => void
           temporalAddress,
           namespace: config.temporalNamespace,
           taskQueue,
-          bundlePath: await stack.bundleFile(kind),
+          bundlePath: w.bundlePath ?? (await stack.bundleFile(kind)),
           activitySlots: w.activitySlots ?? ACTIVITY_SLOTS,
           databaseUrl: w.databaseUrl ?? databaseUrl,
           providerUrl: sim.url,
           limits: w.limits ?? RAISED_LIMITS,
           ...(w.payloadCodecKeys ? { payloadCodecKeys: w.payloadCodecKeys } : {}),
+          ...(w.tracingEndpoint ? { tracingEndpoint: w.tracingEndpoint } : {}),
         });
       },
       async startApp(taskQueue, a = {}) {

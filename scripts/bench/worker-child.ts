@@ -15,6 +15,7 @@ import type { ConcurrencyLimits, JobType } from '../../contract/job-types.js';
 import { createQueueWorker } from '../../workers/worker.js';
 import { scriptServerSecret } from '../../lib/secret.js';
 import { createPayloadCodec, parsePayloadCodecKeys } from '../../lib/payload-codec.js';
+import { startTracing } from '../../lib/tracing.js';
 import { createBareActivities, type BareCounter } from './bare-activities.js';
 import { writeFileSync } from 'node:fs';
 import { captureStatements, installPgProbe, snapshotPg } from './pg-probe.js';
@@ -31,6 +32,8 @@ export interface ChildSettings {
   limits?: Record<JobType, ConcurrencyLimits>;
   /** `PAYLOAD_CODEC_KEYS` of the product worker (the codec section); default none. */
   payloadCodecKeys?: string;
+  /** `OTEL_EXPORTER_OTLP_ENDPOINT` of the product worker (the tracing section, with a bundle that has the workflow interceptors): tracing on; default off. */
+  tracingEndpoint?: string;
 }
 
 const s = JSON.parse(process.argv[2] ?? '{}') as ChildSettings;
@@ -38,6 +41,7 @@ scriptServerSecret(process.env); // the parent's (scripts/bench/stack.ts put it 
 installPgProbe();
 Runtime.install({ logger: new DefaultLogger('ERROR') });
 const log = createLogger('bench-worker', 'silent');
+if (s.tracingEndpoint) await startTracing({ serviceName: 'bench-worker', env: { OTEL_EXPORTER_OTLP_ENDPOINT: s.tracingEndpoint } });
 const connection = await NativeConnection.connect({ address: s.temporalAddress });
 const counter: BareCounter = { inFlight: 0, peak: 0, completed: 0 };
 const pool = s.kind === 'product' ? createPool(s.databaseUrl!, log) : undefined;

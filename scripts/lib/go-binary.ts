@@ -3,8 +3,9 @@
 //   1. an explicit path (an environment variable): it must exist and run, else we throw;
 //   2. the binary's name on PATH;
 //   3. the cached binary: `${XDG_CACHE_HOME || ~/.cache}/durable-jobs/<cacheDir>/<version>/<name>`;
-//   4. if `go` is on PATH: `go install <package>@<version>` into a temporary GOBIN next to the
-//      cache, printing progress, then an atomic rename(2) into the cache path;
+//   4. if `go` is on PATH: `go install <package>@<version>` (a module with `replace` directives:
+//      `go get -tool` + `go build` in a small module, `toolModule`) into a temporary folder next
+//      to the cache, printing progress, then an atomic rename(2) into the cache path;
 //   5. otherwise an error that says what to install or set (there is no SDK download of these).
 // Concurrent resolvers share one build through a lock directory (mkdir is atomic) holding the
 // owner's pid; a lock whose owner died is taken over.
@@ -35,6 +36,12 @@ export interface GoBinarySpec {
   goFlags?: string[];
   /** The arguments that make it print its version and exit 0 (default `--version`). */
   versionArgs?: string[];
+  /**
+   * Build it as a tool of a small module instead of `go install pkg@version` (which refuses a
+   * module whose go.mod has `replace` directives, e.g. Jaeger's): a temporary module that
+   * `go get -tool`s the package and repeats the `replace` lines given here, then `go build`.
+   */
+  toolModule?: { replaces: string[] };
 }
 
 export interface ResolveGoBinaryOptions {
@@ -144,8 +151,7 @@ async function buildWithGo(spec: GoBinarySpec, go: string, cached: string, log: 
     if (found) return found;
     const gobin = await fs.mkdtemp(path.join(dir, '.gobin-'));
     try {
-      await runGoInstall(spec, go, gobin, log);
-      const built = path.join(gobin, path.basename(spec.goPackage));
+      const built = spec.toolModule ? await buildAsTool(spec, go, gobin, log) : await runGoInstall(spec, go, gobin, log);
       const version = await binaryVersion(built, spec);
       if (version === null) throw new Error(`the freshly built ${built} does not run`);
       await fs.rename(built, cached); // atomic publish: a reader never sees a half-written file
@@ -159,12 +165,36 @@ async function buildWithGo(spec: GoBinarySpec, go: string, cached: string, log: 
   }
 }
 
-function runGoInstall(spec: GoBinarySpec, go: string, gobin: string, log: (msg: string) => void): Promise<void> {
+async function runGoInstall(spec: GoBinarySpec, go: string, gobin: string, log: (msg: string) => void): Promise<string> {
   log(`building ${labelOf(spec)} ${spec.version} with go install (${spec.buildHint})…`);
-  const args = ['install', '-v', ...(spec.goFlags ?? []), `${spec.goPackage}@${spec.version}`];
+  await runGo(spec, go, ['install', '-v', ...(spec.goFlags ?? []), `${spec.goPackage}@${spec.version}`], { GOBIN: gobin }, undefined, log);
+  return path.join(gobin, path.basename(spec.goPackage));
+}
+
+/** `spec.toolModule`: a throwaway module in `gobin` that requires the tool, then `go build -o`. */
+async function buildAsTool(spec: GoBinarySpec, go: string, gobin: string, log: (msg: string) => void): Promise<string> {
+  log(`building ${labelOf(spec)} ${spec.version} as a tool of a small module (${spec.buildHint})…`);
+  const mod = path.join(gobin, 'module');
+  await fs.mkdir(mod);
+  const replaces = (spec.toolModule?.replaces ?? []).map((r) => `replace ${r}\n`).join('');
+  await fs.writeFile(path.join(mod, 'go.mod'), `module durable-jobs/${spec.name}-build\n\ngo 1.24\n\n${replaces}`);
+  await runGo(spec, go, ['get', '-tool', `${spec.goPackage}@${spec.version}`], {}, mod, log);
+  const out = path.join(gobin, spec.name);
+  await runGo(spec, go, ['build', '-v', ...(spec.goFlags ?? []), '-o', out, spec.goPackage], {}, mod, log);
+  return out;
+}
+
+function runGo(
+  spec: GoBinarySpec,
+  go: string,
+  args: string[],
+  env: Record<string, string>,
+  cwd: string | undefined,
+  log: (msg: string) => void,
+): Promise<void> {
   const started = Date.now();
   return new Promise((resolve, reject) => {
-    const child = spawn(go, args, { env: { ...process.env, GOBIN: gobin }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(go, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let compiled = 0;
     let downloaded = 0;
     const tail: string[] = [];
@@ -177,7 +207,8 @@ function runGoInstall(spec: GoBinarySpec, go: string, gobin: string, log: (msg: 
         if (!line) continue;
         tail.push(line);
         if (tail.length > 40) tail.shift();
-        if (line.startsWith('go: downloading ')) {
+        // `go get -tool` also says `go: added <module>` once per module of the tool's graph (hundreds).
+        if (line.startsWith('go: downloading ') || line.startsWith('go: added ')) {
           if (++downloaded === 1) log('  go: downloading modules…');
         } else if (/^[\w.\-~/]+$/.test(line)) {
           compiled++; // `-v` prints one package path per compiled package
@@ -209,14 +240,10 @@ function runGoInstall(spec: GoBinarySpec, go: string, gobin: string, log: (msg: 
     child.on('close', (code, signal) => {
       cleanup();
       if (code === 0) {
-        log(`go install ${labelOf(spec)} finished in ${Math.round((Date.now() - started) / 1000)}s (${compiled} packages compiled)`);
+        log(`go ${args[0]} ${labelOf(spec)} finished in ${Math.round((Date.now() - started) / 1000)}s (${compiled} packages compiled)`);
         resolve();
       } else {
-        reject(
-          new Error(
-            `go install ${spec.goPackage}@${spec.version} failed (code ${code ?? 'null'}, signal ${signal ?? 'null'}):\n${tail.join('\n')}`,
-          ),
-        );
+        reject(new Error(`go ${args.join(' ')} failed (code ${code ?? 'null'}, signal ${signal ?? 'null'}):\n${tail.join('\n')}`));
       }
     });
   });

@@ -1,8 +1,9 @@
 // Third-party servers the example service's tests (and the notification tests) talk to, none
-// written here: stripe-mock (Stripe's own API mock) and mailpit (an SMTP server with an HTTP
-// API). Each is built once from the Go module proxy into ~/.cache/durable-jobs/<name>/<version>/
+// written here: stripe-mock (Stripe's own API mock), mailpit (an SMTP server with an HTTP
+// API) and Jaeger (the traces tests' OTLP sink and query API; scripts/lib/jaeger.ts). Each is built once from the Go module proxy into ~/.cache/durable-jobs/<name>/<version>/
 // with progress printed (scripts/lib/go-binary.ts), like the Temporal CLI, then found there.
 import { resolveGoBinary, type GoBinarySpec } from './go-binary.js';
+import { JAEGER } from './jaeger.js';
 
 export const STRIPE_MOCK: GoBinarySpec = {
   name: 'stripe-mock',
@@ -26,7 +27,7 @@ export const MAILPIT: GoBinarySpec = {
   versionArgs: ['version', '--no-release-check'],
 };
 
-export const THIRD_PARTY = { 'stripe-mock': STRIPE_MOCK, mailpit: MAILPIT } as const;
+export const THIRD_PARTY = { 'stripe-mock': STRIPE_MOCK, mailpit: MAILPIT, jaeger: JAEGER } as const;
 export type ThirdPartyName = keyof typeof THIRD_PARTY;
 
 /** The binary's path, building it the first time. */

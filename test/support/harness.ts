@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { tracingClientInterceptors } from '../../lib/tracing.js';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, type Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import pg from 'pg';
@@ -167,7 +168,12 @@ export async function startHarness(
   });
   const namespace = inject('temporalNamespace');
   const connection = await Connection.connect({ address: opts.temporalAddress ?? inject('temporalAddress') });
-  const temporal = new Client({ connection, namespace, ...dataConverterOf(opts.payloadCodec) });
+  const temporal = new Client({
+    connection,
+    namespace,
+    interceptors: { workflow: tracingClientInterceptors() },
+    ...dataConverterOf(opts.payloadCodec),
+  });
   const taskQueue = `tq-${name}-${uid()}`;
   const jobTypes = opts.jobTypes ?? defaultJobRegistry;
   const fastPath = new Set(opts.fastPath ?? []);
