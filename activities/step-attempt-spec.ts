@@ -10,9 +10,10 @@ import {
   type JobBudget,
   type SlotWaitDetails,
   type StepArgs,
+  type StepWait,
 } from '../contract/job-types.js';
 import { isConnectionError } from '../lib/db.js';
-import type { NotAdmittedError, SlotUnavailableError } from '../lib/errors.js';
+import { NotAdmittedError, RetryableError, SlotUnavailableError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import type { AttemptStore } from '../store/step-attempt.js';
 import type { FallbackPlan } from './fallback.js';
@@ -104,11 +105,29 @@ export async function whenDatabaseIsBack<R>(deps: Pick<AttemptDeps, 'env' | 'log
 }
 
 /**
+ * A wait goes back to the workflow: no slot free (`SlotUnavailableError`), or not admitted
+ * (`NotAdmittedError`). A `StepWait` for a workflow that reads them (`SlotWaitArgs.waitsReturn`),
+ * else the failure a workflow from before expects. Undefined: not a wait.
+ */
+export function waitOf(err: unknown, args: AttemptOf['args'], attempt: number): StepWait | undefined {
+  const waitsReturn = args.slotWait?.waitsReturn === true;
+  if (err instanceof SlotUnavailableError) {
+    if (waitsReturn) return { durableJobsWait: 'slot', message: err.message, attempt };
+    throw slotWait(err, attempt);
+  }
+  if (!(err instanceof NotAdmittedError)) return undefined;
+  // A held later step says which job attempt did not run (the workflow keeps the numbering).
+  if (waitsReturn)
+    return { durableJobsWait: 'admission', message: err.message, ...(args.holdIfPaused && !args.admitInStep ? { attempt } : {}) };
+  throw notAdmitted(err);
+}
+
+/**
  * The first step's statement found the job not admitted at once: the workflow runs the gate
  * (workflows/step-activities.ts) and schedules the step again. For a workflow from before
  * `SlotWaitArgs.waitsReturn`, this failure: not retryable, so Temporal spends no attempt on it.
  */
-export function notAdmitted(err: NotAdmittedError): ApplicationFailure {
+function notAdmitted(err: NotAdmittedError): ApplicationFailure {
   return ApplicationFailure.create({ message: err.message, type: ADMISSION_WAIT_FAILURE, nonRetryable: true });
 }
 
@@ -117,7 +136,7 @@ export function notAdmitted(err: NotAdmittedError): ApplicationFailure {
  * attempt. For a workflow from before `waitsReturn`, this failure: not retryable, so Temporal
  * spends no attempt of the step's cap on it. No attempt row either (the wait is no outcome of the upstream's).
  */
-export function slotWait(err: SlotUnavailableError, attempt: number): ApplicationFailure {
+function slotWait(err: SlotUnavailableError, attempt: number): ApplicationFailure {
   return ApplicationFailure.create({
     message: err.message,
     type: SLOT_WAIT_FAILURE,
@@ -134,4 +153,29 @@ export function resultOf(effectKey: string, a: Answer, via: EffectResult['via'])
     response: a.response as Record<string, unknown>,
     via,
   };
+}
+
+/**
+ * A local activity's attempt takes the number its lease row got: that number fences every later
+ * write of the attempt, so an attempt whose workflow task was lost and that lives on is refused
+ * once the attempt that took over has started. If the attempt before it left its lease open, it
+ * was lost: flagged and counted, as a leased activity's next attempt does. Returns the number.
+ */
+export async function numberLocal(
+  deps: Pick<AttemptDeps, 'store' | 'log'>,
+  lease: LeaseScope,
+  n: number | null,
+  step: string,
+  offset: number,
+): Promise<number> {
+  if (n === null) throw new RetryableError('another attempt of this step started at the same moment', { errorClass: 'attempt_race' });
+  lease.key.attempt = n;
+  if (n === 1) return n;
+  try {
+    if (await deps.store.recordLost({ ...lease.key, attempt: n - 1 }, step, offset))
+      deps.log.warn({ jobId: lease.key.jobId, step, attempt: n - 1 }, 'previous attempt lost its workflow task (no outcome recorded)');
+  } catch (err) {
+    deps.log.warn({ jobId: lease.key.jobId, err: (err as Error).message }, 'could not record lease evidence');
+  }
+  return n;
 }

@@ -21,12 +21,12 @@ import { CancelledFailure } from '@temporalio/activity';
 import { DEFAULT_BUDGET, type StepWait } from '../contract/job-types.js';
 import { NonRetryableError, NotAdmittedError, RetryableError, SlotUnavailableError } from '../lib/errors.js';
 import { effectKeyFor } from '../lib/ids.js';
-import type { AttemptFence, AttemptStart, ClaimedEffectRow, EffectSuccess, LeaseKey } from '../store/step-attempt.js';
+import type { AttemptFence, AttemptStart, ClaimedEffectRow, EffectSuccess } from '../store/step-attempt.js';
 import { decideFailure } from './attempt-failure.js';
 import {
-  notAdmitted,
+  numberLocal,
   resultOf,
-  slotWait,
+  waitOf,
   whenDatabaseIsBack,
   type AttemptDeps,
   type AttemptOf,
@@ -388,21 +388,8 @@ export class StepAttempt {
   async fail(err: unknown): Promise<StepWait> {
     this.phase = 'failed';
     const { args } = this.of;
-    const waitsReturn = args.slotWait?.waitsReturn === true;
-    if (err instanceof SlotUnavailableError) {
-      if (waitsReturn) return { durableJobsWait: 'slot', message: err.message, attempt: this.attempt };
-      throw slotWait(err, this.attempt);
-    }
-    if (err instanceof NotAdmittedError) {
-      // A held later step says which job attempt did not run (the workflow keeps the numbering).
-      if (waitsReturn)
-        return {
-          durableJobsWait: 'admission',
-          message: err.message,
-          ...(args.holdIfPaused && !args.admitInStep ? { attempt: this.attempt } : {}),
-        };
-      throw notAdmitted(err);
-    }
+    const wait = waitOf(err, args, this.attempt);
+    if (wait) return wait;
     const cancel = this.deps.env.cancellation();
     if (err instanceof CancelledFailure || cancel.cancelled) {
       if (!cancel.workerShutdown) throw err;
@@ -464,27 +451,9 @@ export class StepAttempt {
       .catch((e: Error) => log.warn({ jobId: this.jobId, err: e.message }, 'could not record lease evidence'));
   }
 
-  /**
-   * A local activity's attempt takes the number its lease row got: that number fences every
-   * later write of the attempt, so an attempt whose workflow task was lost and that lives on is
-   * refused once the attempt that took over has started. If the attempt before it left its
-   * lease open, it was lost: flagged and counted, as a leased activity's next attempt does.
-   */
+  /** A local activity's attempt takes the number its lease row got (`numberLocal`): it fences every later write. */
   private async numberLocal(lease: LeaseScope, n: number | null): Promise<void> {
-    if (n === null) throw new RetryableError('another attempt of this step started at the same moment', { errorClass: 'attempt_race' });
-    lease.key.attempt = n;
-    this.schedule = n;
-    if (n === 1) return;
-    const previous: LeaseKey = { ...lease.key, attempt: n - 1 };
-    try {
-      if (await this.deps.store.recordLost(previous, this.of.step, this.of.args.slotWait?.attemptOffset ?? 0))
-        this.deps.log.warn(
-          { jobId: this.jobId, step: this.of.step, attempt: n - 1 },
-          'previous attempt lost its workflow task (no outcome recorded)',
-        );
-    } catch (err) {
-      this.deps.log.warn({ jobId: this.jobId, err: (err as Error).message }, 'could not record lease evidence');
-    }
+    this.schedule = await numberLocal(this.deps, lease, n, this.of.step, this.of.args.slotWait?.attemptOffset ?? 0);
   }
 
   /** One setting read per attempt: the one its first statement made. */
