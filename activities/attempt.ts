@@ -9,11 +9,25 @@ import type { Logger } from '../lib/logger.js';
 import { pgAttemptStore } from '../store/step-attempt.js';
 import { slotFreedSignal } from '../contract/messages.js';
 import type { JobBudget } from '../contract/job-types.js';
-import { StepAttempt, type AttemptEnv } from './step-attempt.js';
+import type { Provider } from './provider.js';
+import { StepAttempt, type AttemptDeps as StepAttemptDeps, type AttemptEnv } from './step-attempt.js';
 
 export interface AttemptDeps {
   pool: pg.Pool;
   log: Logger;
+}
+
+/** A step attempt's dependencies in the current activity: our Postgres, Temporal, the worker's providers. */
+export function attemptDeps(
+  deps: AttemptDeps & { provider?: Provider | undefined; fallbackProvider?: Provider | undefined },
+): StepAttemptDeps {
+  return {
+    store: pgAttemptStore(deps.pool),
+    env: temporalEnv(deps.log),
+    log: deps.log,
+    provider: deps.provider,
+    fallbackProvider: deps.fallbackProvider,
+  };
 }
 
 /** The current activity as the attempt sees it. */
@@ -69,10 +83,12 @@ export async function failAttempt(
   job: { jobId: string; step: string; budget: JobBudget; startedAt: Date },
   err: unknown,
 ): Promise<never> {
-  const attempt = new StepAttempt(
-    { store: pgAttemptStore(deps.pool), env: temporalEnv(deps.log), log: deps.log },
-    { args: { jobId: job.jobId, tenantId: '' }, step: job.step, budget: job.budget, startedAt: job.startedAt },
-  );
+  const attempt = new StepAttempt(attemptDeps(deps), {
+    args: { jobId: job.jobId, tenantId: '' },
+    step: job.step,
+    budget: job.budget,
+    startedAt: job.startedAt,
+  });
   await attempt.fail(err);
   throw new Error('unreachable: a failure outside a step is never a wait');
 }

@@ -5,9 +5,8 @@
  */
 import type pg from 'pg';
 import type { Logger } from '../lib/logger.js';
-import { pgAttemptStore } from '../store/step-attempt.js';
 import type { ConcurrencyLimits } from '../contract/job-types.js';
-import { temporalEnv } from './attempt.js';
+import { attemptDeps } from './attempt.js';
 import type { FallbackPlan } from './fallback.js';
 import type { Provider } from './provider.js';
 import { StepAttempt } from './step-attempt.js';
@@ -52,15 +51,11 @@ export type EffectSpec = EffectRequest & {
  */
 export async function runEffect(deps: EffectDeps, s: EffectSpec): Promise<EffectResult> {
   const { effectScope, jobId, tenantId, step, timeoutMs, startedAt, effectKey, fallback, slots, ...request } = s;
-  const attempt = new StepAttempt(
-    {
-      store: pgAttemptStore(deps.pool),
-      env: temporalEnv(deps.log),
-      log: deps.log,
-      provider: deps.provider,
-      fallbackProvider: deps.fallbackProvider,
-    },
-    { args: { jobId, tenantId, effectScope, jobType: slots?.jobType }, step, startedAt, slots },
-  );
+  const attempt = new StepAttempt(attemptDeps(deps), {
+    args: { jobId, tenantId, effectScope, jobType: slots?.jobType },
+    step,
+    startedAt,
+    slots,
+  });
   return attempt.effect({ ...(request as EffectRequest), step, timeoutMs, effectKey, fallback });
 }

@@ -4,9 +4,8 @@ import type { StepArgs } from '../contract/job-types.js';
 import { budgetOf } from '../job-api/define.js';
 import { createProgressReporter, type ProgressReport } from '../job-api/progress.js';
 import { recordProgress } from '../store/progress.js';
-import { pgAttemptStore } from '../store/step-attempt.js';
 import type { ActivityDeps } from './deps.js';
-import { temporalEnv } from './attempt.js';
+import { attemptDeps } from './attempt.js';
 import type { EffectCall, Upstream } from '../job-api/upstream.js';
 import { currentLease, type LeaseScope } from './lease-tracking.js';
 import { StepAttempt } from './step-attempt.js';
@@ -102,26 +101,17 @@ export async function runStep<T>(
 ): Promise<T> {
   const definition = deps.jobs.require(args.jobType);
   const local = Context.current().info.isLocal;
-  const attempt = new StepAttempt(
-    {
-      store: pgAttemptStore(deps.pool),
-      env: temporalEnv(deps.log),
-      log: deps.log,
-      provider: deps.provider,
-      fallbackProvider: deps.fallbackProvider,
-    },
-    {
-      args,
-      step,
-      budget: budgetOf(definition, args),
-      prefetchInput: opts.prefetchInput,
-      slots: { limits: deps.limits[args.jobType] ?? definition.concurrency, total: deps.totalConcurrency },
-      upstream: definition.upstream,
-      declaresFallback: definition.fallback,
-      lease: local ? localLease() : currentLease(),
-      local,
-    },
-  );
+  const attempt = new StepAttempt(attemptDeps(deps), {
+    args,
+    step,
+    budget: budgetOf(definition, args),
+    prefetchInput: opts.prefetchInput,
+    slots: { limits: deps.limits[args.jobType] ?? definition.concurrency, total: deps.totalConcurrency },
+    upstream: definition.upstream,
+    declaresFallback: definition.fallback,
+    lease: local ? localLease() : currentLease(),
+    local,
+  });
   // The heartbeat's details: the step, and the latest progress report once there is one.
   const heartbeat: { step: string; progress?: ProgressReport } = { step };
   const progress = createProgressReporter(step, {

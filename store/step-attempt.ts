@@ -45,15 +45,8 @@ import {
 } from './effects.js';
 import type { AttemptFence } from './fence.js';
 import { loadInput, setJobUpstream } from './intents.js';
-import {
-  addExecutionSpan,
-  markRetrying,
-  markRunning,
-  markWaiting,
-  startAttempt,
-  type AttemptStart,
-  type AttemptStartOptions,
-} from './intent-attempts.js';
+import { addExecutionSpan, markRetrying, markRunning, markWaiting, startAttempt } from './intent-attempts.js';
+import type { AttemptStart, AttemptStartOptions } from './intent-attempts.js';
 import { writeResultFenced } from './step-result.js';
 
 export type { AttemptStart, AttemptStartOptions, AttemptFence, AttemptRecord, ClaimedEffectRow, EffectSuccess, LeaseKey, SlotRequest };

@@ -32,6 +32,17 @@ function setup(o: { of?: Partial<AttemptOf>; env?: Partial<AttemptEnv> } = {}) {
   return { store, env, attempt };
 }
 
+/** A leased activity's lease scope (activities/lease-tracking.ts), its row not written yet. */
+function leaseScope() {
+  return {
+    key: { jobId: 'job-1', runId: 'run-1', activityId: '1', attempt: 1 },
+    activityType: 'a',
+    startToCloseMs: 1,
+    started: false,
+    ended: false,
+  };
+}
+
 /** A call that answers, or throws, and counts itself. */
 function call(answer: { id: string } | Error): EffectCall & { calls: number } {
   const fn = Object.assign(
@@ -64,26 +75,14 @@ function seed(store: FakeAttemptStore, e: Partial<FakeEffect>): void {
 
 describe('start and gate', () => {
   it('start marks the job running with its lease row in the same statement, and the attempt is started', async () => {
-    const lease = {
-      key: { jobId: 'job-1', runId: 'run-1', activityId: '1', attempt: 1 },
-      activityType: 'a',
-      startToCloseMs: 1,
-      started: false,
-      ended: false,
-    };
+    const lease = leaseScope();
     const { store, attempt } = setup({ of: { lease } });
     await attempt.start();
     expect([store.status, attempt.phase, lease.started, store.log]).toEqual(['running', 'started', true, ['start']]);
   });
 
   it('not admitted: nothing written, the lease is done with, and the wait goes back to the workflow', async () => {
-    const lease = {
-      key: { jobId: 'job-1', runId: 'run-1', activityId: '1', attempt: 1 },
-      activityType: 'a',
-      startToCloseMs: 1,
-      started: false,
-      ended: false,
-    };
+    const lease = leaseScope();
     const { store, attempt } = setup({
       of: {
         lease,
