@@ -96,6 +96,11 @@ export function decideFailure(err: unknown, f: FailureFacts): FailureVerdict {
       }),
     };
   }
+  return permanent(err, base);
+}
+
+/** A permanent failure (validation, a refusal the upstream will always give): its row, and a non-retryable failure of its class. */
+function permanent(err: DurableJobsError, base: Pick<AttemptRecord, 'jobId' | 'step' | 'attempt' | 'startedAt'>): FailureVerdict {
   const errorClass = err instanceof NonRetryableError ? err.details.errorClass : err.code;
   const statusCode = err instanceof NonRetryableError ? err.details.statusCode : undefined;
   return {
