@@ -1,12 +1,6 @@
-import type pg from 'pg';
-import { RetryableError } from '../lib/errors.js';
-import type { Db } from '../lib/db.js';
-import type { Logger } from '../lib/logger.js';
-import { getSetting, type DegradationSetting } from '../store/degradation.js';
-import { setEffectUpstream, type Upstream } from '../store/effects.js';
-import { setJobUpstream } from '../store/intents.js';
+import type { DegradationSetting } from '../store/degradation.js';
+import type { Upstream } from '../store/effects.js';
 import type { JobType } from '../contract/job-types.js';
-import type { Provider } from './provider.js';
 
 /**
  * The fallback upstream: never a quiet switch. A step calls it only when its job type
@@ -19,16 +13,6 @@ export interface FallbackPlan {
   enabled: boolean;
   /** Who enabled it and since when (shown on the job). */
   reason: string | null;
-}
-
-/**
- * The plan for a step of this job type, or undefined when the type declares no fallback
- * (its effects are then not labelled at all). One read of the one-row setting per attempt:
- * an operator's change applies to the next attempt.
- */
-export async function fallbackPlan(pool: pg.Pool, jobType: JobType, declaresFallback: boolean): Promise<FallbackPlan | undefined> {
-  if (!declaresFallback) return undefined;
-  return planFrom(await getSetting(pool), jobType, true);
 }
 
 /** The plan from a setting the attempt already read (its first statement reads it: activities/job-steps.ts). */
@@ -72,37 +56,4 @@ export function chooseUpstream(
   if (!fallbackConfigured)
     return { upstream: 'primary', reason: `${plan.reason}, but this worker has no PROVIDER_FALLBACK_URL: staying on the primary` };
   return { upstream: 'fallback', reason: `sent to the fallback upstream: ${plan.reason}` };
-}
-
-export interface UpstreamDeps {
-  pool: pg.Pool;
-  provider: Provider;
-  fallbackProvider?: Provider | undefined;
-  log: Logger;
-}
-
-/**
- * Chooses the upstream, records the choice on the effect and the job (on `db`: the effect's
- * claim transaction, so the choice commits with the claim, before the call), and returns the
- * adapter to call.
- */
-export async function upstreamFor(
-  deps: UpstreamDeps,
-  e: { effectKey: string; jobId: string; row: ClaimedEffect; plan: FallbackPlan },
-  db: Db = deps.pool,
-): Promise<Provider> {
-  const choice = chooseUpstream(e.row, e.plan, deps.fallbackProvider !== undefined);
-  const provider = choice.upstream === 'fallback' ? deps.fallbackProvider : deps.provider;
-  if (!provider) {
-    // In doubt at the fallback, on a worker without one: another worker (or this one, once
-    // configured) must reconcile it there. Never the primary.
-    throw new RetryableError('effect is in doubt at the fallback upstream and this worker has no PROVIDER_FALLBACK_URL', {
-      errorClass: 'fallback_not_configured',
-    });
-  }
-  await setEffectUpstream(db, e.effectKey, choice.upstream);
-  await setJobUpstream(db, e.jobId, choice.upstream, choice.reason);
-  if (choice.upstream === 'fallback')
-    deps.log.warn({ jobId: e.jobId, effectKey: e.effectKey, reason: choice.reason }, 'calling the fallback upstream');
-  return provider;
 }

@@ -6,8 +6,55 @@
  */
 import { scrubCredentials } from '../lib/credentials.js';
 import { NonRetryableError, RetryableError } from '../lib/errors.js';
+import { inputHash } from '../lib/ids.js';
 import { isClassified, type EffectCall, type EffectCallContext, type Upstream, type UpstreamError } from '../job-api/upstream.js';
 import type { Provider } from './provider.js';
+
+/**
+ * What the effect sends, and to whom: a declared upstream with the step's own call
+ * (`ctx.effect(step, call, { upstream })`), or the worker's provider in the simulator's
+ * dialect (`ctx.effect(step, path, body)`, the outbox) under the job type's `upstream`
+ * declaration. Only the request and its classification differ; the ledger is the same.
+ */
+export type EffectRequest =
+  | {
+      path: string;
+      body: Record<string, unknown>;
+      /** The job type's upstream declaration (JobTypeInfo.upstream). Default: idempotent by key, no lookup. */
+      upstream?: { idempotentByKey: boolean; lookupByKey: boolean } | undefined;
+    }
+  | { call: EffectCall; through: Upstream };
+
+export interface EffectResult<R = Record<string, unknown>> {
+  effectKey: string;
+  providerId: string | null;
+  providerRequestId: string | null;
+  /** The upstream's response, as stored (JSON): the same on a fresh call, a reuse and a reconcile. */
+  response: R;
+  /** How this attempt got the result: a fresh call, a stored result, or a reconciling call. */
+  via: 'executed' | 'reused' | 'reconciled';
+}
+
+/** The request and its classification: a declared upstream's call, or the chosen provider in the simulator's dialect. */
+export function adapterFor(r: EffectRequest, provider: Provider | undefined, c: { step: string; tenantId: string }): EffectAdapter {
+  if ('call' in r) return upstreamAdapter(r.through, r.call);
+  if (!provider)
+    throw new NonRetryableError(`effect ${c.step}: ctx.effect(step, path, body) needs the worker's provider (PROVIDER_URL)`, {
+      errorClass: 'configuration',
+    });
+  return providerAdapter(provider, {
+    step: c.step,
+    path: r.path,
+    body: r.body,
+    tenantId: c.tenantId,
+    upstream: r.upstream ?? { idempotentByKey: true, lookupByKey: false },
+  });
+}
+
+/** Evidence of what was (or will be) sent: the body for a provider request; a call's is opaque, so its upstream's name. */
+export function requestHashOf(r: EffectRequest, step: string): string {
+  return 'call' in r ? inputHash(step, { upstream: r.through.name }) : inputHash(step, r.body);
+}
 
 /** An answer as the ledger stores it. */
 export interface Answer {

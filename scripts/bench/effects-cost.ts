@@ -8,7 +8,9 @@
 // target says the bookkeeping should cost about what two commits cost. The same two commits are
 // also timed inside the worker process (on its own pool, between the jobs): the effect's
 // statements are timed there, so that baseline shares their client stack and event loop. No product function is
-// called directly, so renaming the store or activity functions does not break this.
+// called directly, so renaming the store or activity functions does not break this. The summarize step's effect
+// goes through the adapter path: `ctx.effect(step, path, body)` is `providerAdapter` over the worker's provider,
+// an `httpUpstream` (activities/provider.ts); the adapter's own cost is the `effects.adapter` row (adapter-cost.ts).
 import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { upsertTenant } from '../../store/tenants.js';
@@ -16,6 +18,7 @@ import { twinStartOptions } from './throughput.js';
 import { diffPg, type PgCounters } from './pg-probe.js';
 import { uid, type BenchStack } from './stack.js';
 import { alternate, percentiles, row, spread, timed, type BenchRow } from './stats.js';
+import { measureAdapterCost } from './adapter-cost.js';
 
 const TEXT = 'Effect recording benchmark: a short text to summarize.';
 const { EventType } = proto.temporal.api.enums.v1;
@@ -129,7 +132,10 @@ export async function measureEffectCost(stack: BenchStack): Promise<BenchRow[]> 
     await stack.pool.query('DROP TABLE IF EXISTS bench_one_row');
   }
   const commitsSpread = spread(perRepeat.commits2);
+  // The adapter's own cost, in the same run (scripts/bench/adapter-cost.ts).
+  const adapter = await measureAdapterCost(stack);
   return [
+    ...adapter,
     row({
       id: 'effects.added',
       section: 'effect recording',
