@@ -2,8 +2,7 @@ import { DEFAULT_BUDGET, type StepArgs } from '../contract/job-types.js';
 import { setNotificationState } from '../store/intents.js';
 import { withTransaction } from '../lib/db.js';
 import { failPendingOutbox, markOutbox, pendingOutboxForJob, type OutboxRow } from '../store/outbox.js';
-import { attemptNumber, failAttempt, withHeartbeat } from './attempt.js';
-import { effectSlot } from './concurrency.js';
+import { failAttempt, withHeartbeat } from './attempt.js';
 import type { ActivityDeps } from './deps.js';
 import { runEffect, type EffectSpec } from './effects.js';
 import type { EffectCall, Upstream } from '../job-api/upstream.js';
@@ -69,8 +68,7 @@ export function createOutboxActivities(deps: ActivityDeps, config: NotifyConfig 
 interface Delivery {
   call: EffectCall;
   through: Upstream;
-  guard?: EffectSpec['guard'];
-  claimSlot?: EffectSpec['claimSlot'];
+  slots?: EffectSpec['slots'];
 }
 
 /**
@@ -81,15 +79,6 @@ interface Delivery {
  */
 function deliveryOf(deps: ActivityDeps, config: NotifyConfig, args: StepArgs, row: OutboxRow): Delivery {
   if (row.kind === 'completion-webhook') {
-    const attempt = attemptNumber();
-    const slot = effectSlot(deps, {
-      jobId: args.jobId,
-      jobType: WEBHOOK_SLOT_SCOPE,
-      tenantId: args.tenantId,
-      holder: `${row.effect_key}#${attempt}`,
-      attempt,
-      limits: { perTenant: config.completionWebhook.perTenant, global: config.completionWebhook.global },
-    });
     return {
       call: completionWebhookCall(deps.pool, {
         tenantId: args.tenantId,
@@ -97,8 +86,10 @@ function deliveryOf(deps: ActivityDeps, config: NotifyConfig, args: StepArgs, ro
         allowPrivate: config.completionWebhook.allowPrivate,
       }),
       through: completionWebhookUpstream,
-      guard: slot.guard,
-      claimSlot: { request: slot.request, took: slot.took },
+      slots: {
+        jobType: WEBHOOK_SLOT_SCOPE,
+        limits: { perTenant: config.completionWebhook.perTenant, global: config.completionWebhook.global },
+      },
     };
   }
   return emailDelivery(config, { provider: deps.provider, tenantId: args.tenantId, email: row.payload as unknown as StoredEmail });
