@@ -16,12 +16,15 @@ import { createRequire } from 'node:module';
 import type { WorkerOptions } from '@temporalio/worker';
 import { tracingRuntime } from '../lib/tracing.js';
 
-/** The workflow interceptors module the bundle gets when tracing is on. */
-const WORKFLOW_INTERCEPTORS = createRequire(import.meta.url).resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
-
-/** `bundleWorkflowCode` options: the workflow interceptors when tracing is on, nothing when off. */
+/**
+ * `bundleWorkflowCode` options: the workflow interceptors when tracing is on, nothing when off.
+ * The module is resolved only then: the interceptors package is an optional peer, absent from an
+ * install that never traces.
+ */
 export function tracingBundleOptions(): { workflowInterceptorModules?: string[] } {
-  return tracingRuntime() ? { workflowInterceptorModules: [WORKFLOW_INTERCEPTORS] } : {};
+  if (!tracingRuntime()) return {};
+  const module = createRequire(import.meta.url).resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
+  return { workflowInterceptorModules: [module] };
 }
 
 /** `Worker.create` options: the activity interceptors and the workflow span sink when on, nothing when off. */
