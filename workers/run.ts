@@ -18,6 +18,7 @@ import { ConfigError } from '../lib/errors.js';
 import { workerTelemetry } from './telemetry.js';
 import { serverSecretFor } from '../lib/secret.js';
 import { createPayloadCodec } from '../lib/payload-codec.js';
+import { parseDeploymentName } from './versioning.js';
 
 export interface RunWorkerOptions {
   /** The job types this process runs. */
@@ -26,6 +27,11 @@ export interface RunWorkerOptions {
   env?: NodeJS.ProcessEnv;
   /** Also run the system workflows on the shared queue (`DURABLE_JOBS_SYSTEM=false` turns it off). Default true. */
   system?: boolean;
+  /**
+   * The Worker Deployment (`durable-jobs worker --deployment`); default `DURABLE_JOBS_DEPLOYMENT`,
+   * and without either an unversioned worker (workers/versioning.ts, docs/deploying.md).
+   */
+  deploymentName?: string;
 }
 
 /** Runs until SIGINT/SIGTERM (or the parent of `npm start` dies), then drains and exits the process. */
@@ -60,6 +66,9 @@ export async function runWorker(o: RunWorkerOptions): Promise<void> {
   const secret = await exitOnConfigError('worker', async () =>
     serverSecretFor(config.serverSecret, config.mode, env.DURABLE_JOBS_DATA_DIR || '.data'),
   );
+  const deploymentName = await exitOnConfigError('worker', async () =>
+    parseDeploymentName(o.deploymentName ?? env.DURABLE_JOBS_DEPLOYMENT, o.deploymentName ? '--deployment' : 'DURABLE_JOBS_DEPLOYMENT'),
+  );
   const pool = createPool(config.databaseUrl, log, config.tuning.pgPoolSize);
   // No signal handlers of the SDK's own (one owner of the signals decides when the process
   // exits), its logs through pino, the core's metrics when WORKER_METRICS_PORT is set.
@@ -81,6 +90,7 @@ export async function runWorker(o: RunWorkerOptions): Promise<void> {
       fallbackProviderUrl: config.providerFallbackUrl,
       log,
       codeVersion: config.codeVersion,
+      deploymentName,
       concurrencyLimits: config.concurrencyLimits,
       jobBudgets: config.jobBudgets,
       fastPathTypes: config.fastPathTypes,
@@ -113,6 +123,16 @@ export async function runWorker(o: RunWorkerOptions): Promise<void> {
     (m) => log.warn(m),
   );
   await telemetry.serve({ taskQueues: worker.taskQueues, jobTypes: worker.jobTypes, codeVersion: config.codeVersion });
-  log.info({ taskQueues: worker.taskQueues, jobTypes: worker.jobTypes, namespace: config.temporalNamespace }, 'worker polling');
+  log.info(
+    {
+      taskQueues: worker.taskQueues,
+      jobTypes: worker.jobTypes,
+      namespace: config.temporalNamespace,
+      ...(deploymentName ? { deployment: deploymentName, buildId: config.codeVersion } : {}),
+    },
+    deploymentName
+      ? 'worker polling as a Worker Deployment Version: it gets new jobs once current (durable-jobs deploy set-current)'
+      : 'worker polling',
+  );
   await stopped;
 }

@@ -1,4 +1,13 @@
-import { CancellationScope, condition, continueAsNew, isCancellation, patched, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  CancellationScope,
+  condition,
+  continueAsNew,
+  isCancellation,
+  patched,
+  setHandler,
+  setWorkflowOptions,
+  workflowInfo,
+} from '@temporalio/workflow';
 import {
   replayAddSignal,
   replayPauseSignal,
@@ -116,3 +125,9 @@ async function runBatches(a: ReplayArgs, s: ReplayState, one: typeof replayOne, 
     }
   }
 }
+
+// Auto-upgrade under Worker Versioning (workers/versioning.ts): a replay request is long-lived
+// (`keepOpenSeconds`, pauses, continue-as-new across thousands of dead letters), and the point of
+// replaying after a fix is to run the fixed build: it moves to the current build at its next
+// workflow task, so its replays start there. Its changes therefore keep the `patched()` markers above.
+setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, replayDeadLetters);
