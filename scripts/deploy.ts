@@ -1,6 +1,6 @@
 /**
  * `durable-jobs deploy status|set-current|ramp|rollback`: Worker Versioning for an operator
- * (scripts/lib/deploy-command.ts, docs/deploying.md). Talks to Temporal (TEMPORAL_ADDRESS,
+ * (scripts/deploy-command.ts, docs/deploying.md). Talks to Temporal (TEMPORAL_ADDRESS,
  * TEMPORAL_NAMESPACE and the connection settings), not to the API. Exit 2: bad arguments;
  * 1: Temporal refused or is unreachable.
  */
@@ -9,7 +9,7 @@ import { connectClient } from '../lib/temporal.js';
 import { jobRegistryFromEnv } from '../job-api/load.js';
 import { defaultJobRegistry } from '../jobs/index.js';
 import { UsageError } from './lib/admin-api.js';
-import { DEPLOY_USAGE, parseDeployArgs, runDeploy } from './lib/deploy-command.js';
+import { DEPLOY_USAGE, parseDeployArgs, runDeploy } from './deploy-command.js';
 
 async function main(): Promise<void> {
   const args = parseDeployArgs(process.argv.slice(2), process.env);

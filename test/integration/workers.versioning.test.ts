@@ -3,7 +3,7 @@
 // own; and the deploy command's moves (set-current, ramp, rollback) on the real dev server.
 import { execFile } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { parseDeployArgs, runDeploy } from '../../scripts/lib/deploy-command.js';
+import { parseDeployArgs, runDeploy } from '../../scripts/deploy-command.js';
 import { deploymentStatus, setCurrentWhenPolling } from '../../services/worker-deployments.js';
 import { startHarness, uid, waitFor, type Harness } from '../support/harness.js';
 

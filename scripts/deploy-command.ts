@@ -4,10 +4,10 @@
  * runs it with its own client.
  */
 import type { Client } from '@temporalio/client';
-import { parseDeploymentName } from '../../workers/versioning.js';
-import { ConfigError } from '../../lib/errors.js';
-import { deploymentStatus, rampVersion, rollback, setCurrentVersion, type DeploymentStatus } from '../../services/worker-deployments.js';
-import { table, UsageError } from './admin-api.js';
+import { parseDeploymentName } from '../workers/versioning.js';
+import { ConfigError } from '../lib/errors.js';
+import { deploymentStatus, rampVersion, rollback, setCurrentVersion, type DeploymentStatus } from '../services/worker-deployments.js';
+import { table, UsageError } from './lib/admin-api.js';
 
 export const DEPLOY_USAGE = `usage: durable-jobs deploy status [--json]
        durable-jobs deploy set-current <buildId>
