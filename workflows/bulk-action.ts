@@ -5,9 +5,9 @@ import {
   isCancellation,
   proxyActivities,
   setHandler,
-  setWorkflowOptions,
   workflowInfo,
 } from '@temporalio/workflow';
+import { autoUpgrade } from './versioning.js';
 import type { SystemActivities } from '../activities/index.js';
 import {
   bulkPauseSignal,
@@ -116,4 +116,4 @@ async function run(a: BulkArgs, s: BulkActionState): Promise<void> {
 // hours (paused, pacing thousands of targets), and pinned it would hold its build's workers up
 // for as long after a deploy; it moves to the current build at its next workflow task instead,
 // so a change to this workflow still needs `patched()`, and the jobs it starts begin on the current build.
-setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, bulkAction);
+autoUpgrade(bulkAction);

@@ -1,13 +1,4 @@
-import {
-  CancellationScope,
-  condition,
-  continueAsNew,
-  isCancellation,
-  patched,
-  setHandler,
-  setWorkflowOptions,
-  workflowInfo,
-} from '@temporalio/workflow';
+import { CancellationScope, condition, continueAsNew, isCancellation, patched, setHandler, workflowInfo } from '@temporalio/workflow';
 import {
   replayAddSignal,
   replayPauseSignal,
@@ -18,6 +9,7 @@ import {
 } from '../contract/messages.js';
 import { replayOne, replayOneFast } from './replay-one.js';
 import { ReplayState, type ReplayArgs } from './replay-state.js';
+import { autoUpgrade } from './versioning.js';
 
 export type { ReplayArgs } from './replay-state.js';
 
@@ -130,4 +122,4 @@ async function runBatches(a: ReplayArgs, s: ReplayState, one: typeof replayOne, 
 // (`keepOpenSeconds`, pauses, continue-as-new across thousands of dead letters), and the point of
 // replaying after a fix is to run the fixed build: it moves to the current build at its next
 // workflow task, so its replays start there. Its changes therefore keep the `patched()` markers above.
-setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, replayDeadLetters);
+autoUpgrade(replayDeadLetters);
