@@ -2,7 +2,9 @@
 // deploy of another build (made current) takes only new jobs while the old build finishes its
 // own; and the deploy command's moves (set-current, ramp, rollback) on the real dev server.
 import { execFile } from 'node:child_process';
+import proto from '@temporalio/proto';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { RETENTION_TABLES, type RetentionInput } from '../../contract/retention.js';
 import { parseDeployArgs, runDeploy } from '../../scripts/deploy-command.js';
 import { deploymentStatus, setCurrentWhenPolling } from '../../services/worker-deployments.js';
 import { startHarness, uid, waitFor, type Harness } from '../support/harness.js';
@@ -72,6 +74,20 @@ describe('a pinned job finishes on the build that started it', () => {
       (e) => e.path === '/v1/charges',
     );
     expect(charges.map((c) => c.applied)).toEqual([1, 1]);
+  });
+});
+
+describe('system workflows', () => {
+  it('an auto-upgrade one (retention) says so to Temporal; a job says pinned', async () => {
+    const days = Object.fromEntries(RETENTION_TABLES.map((t) => [t, 3650])) as RetentionInput['days'];
+    const workflowId = `retention-${uid()}`;
+    await h.temporal.workflow.execute('retentionCleanup', { taskQueue: h.taskQueue, workflowId, args: [{ days, batchSize: 100 }] });
+    const info = (await h.temporal.workflow.getHandle(workflowId).describe()).raw.workflowExecutionInfo?.versioningInfo;
+    expect(info?.behavior).toBe(proto.temporal.api.enums.v1.VersioningBehavior.VERSIONING_BEHAVIOR_AUTO_UPGRADE);
+    const job = (await purchase()).body.jobId as string;
+    await h.waitForStatus(job, 'succeeded');
+    const pinned = (await h.temporal.workflow.getHandle(job).describe()).raw.workflowExecutionInfo?.versioningInfo;
+    expect(pinned?.behavior).toBe(proto.temporal.api.enums.v1.VersioningBehavior.VERSIONING_BEHAVIOR_PINNED);
   });
 });
 
