@@ -23,7 +23,7 @@ const COMMANDS: Record<string, Command> = {
     run: () => import('./start.js'),
   },
   worker: {
-    summary: 'one worker process (DATABASE_URL, TEMPORAL_ADDRESS, TASK_QUEUE, PROVIDER_URL)',
+    summary: 'one worker process (DATABASE_URL, TEMPORAL_ADDRESS, TASK_QUEUE, PROVIDER_URL; --deployment NAME: versioned)',
     jobs: 'required',
     run: runWorkerCommand,
   },
@@ -60,6 +60,11 @@ const COMMANDS: Record<string, Command> = {
     summary: 'the failure drill on a stack of its own (or DATABASE_URL/TEMPORAL_ADDRESS)',
     jobs: 'none',
     run: () => import('./drill.js'),
+  },
+  deploy: {
+    summary: 'Worker Versioning: status, set-current <buildId>, ramp <buildId> <percent>, rollback (TEMPORAL_ADDRESS)',
+    jobs: 'none',
+    run: () => import('./deploy.js'),
   },
   keygen: {
     summary: 'print a new operator key (dj_op_ + 192 random bits) for ADMIN_API_KEYS',
@@ -98,9 +103,19 @@ export function takeJobsOption(argv: readonly string[]): { jobs: string | undefi
   return { jobs, rest };
 }
 
+/** `--deployment NAME` / `--deployment=NAME` (the Worker Deployment; else DURABLE_JOBS_DEPLOYMENT). */
+function takeDeploymentOption(argv: readonly string[]): string | undefined {
+  const i = argv.findIndex((a) => a === '--deployment' || a.startsWith('--deployment='));
+  if (i < 0) return undefined;
+  const value = argv[i] === '--deployment' ? argv[i + 1] : argv[i]!.slice('--deployment='.length);
+  if (!value || value.startsWith('--')) throw new ConfigError('--deployment needs a Worker Deployment name');
+  return value;
+}
+
 async function runWorkerCommand(): Promise<void> {
   const { runWorker } = await import('../workers/run.js');
-  await runWorker({ jobs: await loadJobRegistry(process.env[JOBS_MODULE_ENV]!) });
+  const deploymentName = takeDeploymentOption(process.argv.slice(2));
+  await runWorker({ jobs: await loadJobRegistry(process.env[JOBS_MODULE_ENV]!), ...(deploymentName ? { deploymentName } : {}) });
 }
 
 async function runApiCommand(): Promise<void> {

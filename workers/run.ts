@@ -19,6 +19,7 @@ import { workerTelemetry } from './telemetry.js';
 import { serverSecretFor } from '../lib/secret.js';
 import { createPayloadCodec } from '../lib/payload-codec.js';
 import { startTracing, stopTracing } from '../lib/tracing.js';
+import { parseDeploymentName } from './versioning.js';
 
 export interface RunWorkerOptions {
   /** The job types this process runs. */
@@ -27,6 +28,11 @@ export interface RunWorkerOptions {
   env?: NodeJS.ProcessEnv;
   /** Also run the system workflows on the shared queue (`DURABLE_JOBS_SYSTEM=false` turns it off). Default true. */
   system?: boolean;
+  /**
+   * The Worker Deployment (`durable-jobs worker --deployment`); default `DURABLE_JOBS_DEPLOYMENT`,
+   * and without either an unversioned worker (workers/versioning.ts, docs/deploying.md).
+   */
+  deploymentName?: string;
 }
 
 /** Runs until SIGINT/SIGTERM (or the parent of `npm start` dies), then drains and exits the process. */
@@ -63,6 +69,9 @@ export async function runWorker(o: RunWorkerOptions): Promise<void> {
   );
   // Before the worker is made: its bundle and interceptors follow whether tracing is on (OTEL_EXPORTER_OTLP_ENDPOINT).
   await startTracing({ serviceName: 'durable-jobs-worker', serviceVersion: config.codeVersion, env, log });
+  const deploymentName = await exitOnConfigError('worker', async () =>
+    parseDeploymentName(o.deploymentName ?? env.DURABLE_JOBS_DEPLOYMENT, o.deploymentName ? '--deployment' : 'DURABLE_JOBS_DEPLOYMENT'),
+  );
   const pool = createPool(config.databaseUrl, log, config.tuning.pgPoolSize);
   // No signal handlers of the SDK's own (one owner of the signals decides when the process
   // exits), its logs through pino, the core's metrics when WORKER_METRICS_PORT is set.
@@ -84,6 +93,7 @@ export async function runWorker(o: RunWorkerOptions): Promise<void> {
       fallbackProviderUrl: config.providerFallbackUrl,
       log,
       codeVersion: config.codeVersion,
+      deploymentName,
       concurrencyLimits: config.concurrencyLimits,
       jobBudgets: config.jobBudgets,
       fastPathTypes: config.fastPathTypes,
@@ -117,6 +127,16 @@ export async function runWorker(o: RunWorkerOptions): Promise<void> {
     (m) => log.warn(m),
   );
   await telemetry.serve({ taskQueues: worker.taskQueues, jobTypes: worker.jobTypes, codeVersion: config.codeVersion });
-  log.info({ taskQueues: worker.taskQueues, jobTypes: worker.jobTypes, namespace: config.temporalNamespace }, 'worker polling');
+  log.info(
+    {
+      taskQueues: worker.taskQueues,
+      jobTypes: worker.jobTypes,
+      namespace: config.temporalNamespace,
+      ...(deploymentName ? { deployment: deploymentName, buildId: config.codeVersion } : {}),
+    },
+    deploymentName
+      ? 'worker polling as a Worker Deployment Version: it gets new jobs once current (durable-jobs deploy set-current)'
+      : 'worker polling',
+  );
   await stopped;
 }

@@ -18,6 +18,7 @@ import type { PayloadCodec } from '@temporalio/common';
 import { dataConverterOf } from '../lib/payload-codec.js';
 import { adoptServerSecret, type ServerSecretOption } from '../lib/secret.js';
 import { tracingBundleOptions, tracingWorkerOptions } from './tracing.js';
+import { versioningOptions } from './versioning.js';
 
 /** The product's own workflows (schedule trigger, scan, replay); job types add theirs. */
 export const SYSTEM_WORKFLOWS_PATH = modulePath(new URL('../workflows/index.ts', import.meta.url));
@@ -147,6 +148,12 @@ export interface WorkerOptions {
   fallbackProviderUrl?: string | undefined;
   log: Logger;
   codeVersion: string;
+  /**
+   * The Worker Deployment this worker belongs to (`DURABLE_JOBS_DEPLOYMENT`, `--deployment`): it
+   * registers `codeVersion` as a version of it and runs only what Temporal routes there, job
+   * workflows pinned to the build that started them (workers/versioning.ts). Default none: unversioned.
+   */
+  deploymentName?: string | undefined;
   /** The job types this worker runs. Default: the shipped ones (`jobs/index.ts`). */
   jobs?: JobRegistry;
   /** Overrides of each job type's own limits (config `CONCURRENCY_LIMITS`). Default none. */
@@ -244,9 +251,10 @@ export async function createQueueWorker(o: WorkerOptions): Promise<Worker> {
     ...dataConverterOf(o.payloadCodec),
     ...(o.identity ? { identity: o.identity } : {}),
     // The code version as the build ID: Temporal lists it per poller (DescribeTaskQueue), so the
-    // replay dry run compares a dead letter with the code of the workers that would run its replay
-    // (services/worker-versions.ts). No Worker Versioning: useVersioning stays off.
-    ...(o.codeVersion ? { buildId: o.codeVersion } : {}),
+    // replay dry run compares a dead letter with the code of the workers that would run its
+    // replay (services/worker-versions.ts); with a deployment name, also the Worker Deployment
+    // Version whose pinned workflows only this build runs (workers/versioning.ts).
+    ...versioningOptions(o.codeVersion, o.deploymentName),
     maxConcurrentActivityTaskExecutions: o.maxConcurrentActivityTaskExecutions ?? 50,
     ...tuning,
     // A SIGTERM (a deploy) stops polling at once; in-flight attempts finish within the grace

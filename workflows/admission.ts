@@ -1,9 +1,8 @@
-import { condition, proxyActivities, proxyLocalActivities, setHandler, sleep } from '@temporalio/workflow';
+import { condition, proxyLocalActivities, setHandler, sleep } from '@temporalio/workflow';
 import type { SystemActivities } from '../activities/index.js';
 import type { StepArgs } from '../contract/job-types.js';
 import { degradationChangedSignal } from '../contract/messages.js';
 import { BOOKKEEPING_OPTIONS } from './activity-options.js';
-import { changed } from './shape.js';
 
 /**
  * How often a deferred job re-checks the setting: quickly at first (a short pause lifts
@@ -27,19 +26,15 @@ export function deferralPollMs(previousMs: number | null, deferredForMs: number)
 export async function admissionGate(
   args: StepArgs,
   phase: (state: 'deferred' | 'running', detail: string) => void,
-  current = false,
   firstRound = 0,
 ): Promise<number> {
   // Bookkeeping-style options: short, retried until Postgres answers (the check is idempotent).
-  // A local activity (patched: older runs replay their scheduled activity): the check runs in
-  // the workflow task that follows, so the first step is scheduled in the same completion,
+  // A local activity: the check runs in the workflow task that follows, so the first step is scheduled in the same completion,
   // which saves a workflow task and an activity task per job. Re-running it after a lost
   // workflow task is harmless (reads plus idempotent `markDeferred`/`markAdmitted`), and every
   // wait stays a durable timer in the workflow.
   const summary = 'degradation gate: is this priority admitted?';
-  const gate = changed(current, 'admission-local-activity')
-    ? proxyLocalActivities<SystemActivities>({ ...BOOKKEEPING_OPTIONS, summary })
-    : proxyActivities<SystemActivities>({ ...BOOKKEEPING_OPTIONS, summary });
+  const gate = proxyLocalActivities<SystemActivities>({ ...BOOKKEEPING_OPTIONS, summary });
   let nudged = false;
   setHandler(degradationChangedSignal, () => {
     nudged = true;
@@ -86,9 +81,6 @@ interface FoldedGate {
   /** Every later step asks whether a pause holds the job (`StepArgs.holdIfPaused`, `holdAtEveryStep`). */
   holds?: boolean;
 }
-
-/** The patch behind `holdAtEveryStep`: runs started before it replay with later steps unasked. */
-export const HOLD_AT_NEXT_STEP_PATCH = 'hold-at-next-step';
 
 /**
  * The folded gate is this workflow's own, so it lives in the workflow's globals, not in module

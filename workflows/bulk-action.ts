@@ -7,6 +7,7 @@ import {
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
+import { autoUpgrade } from './versioning.js';
 import type { SystemActivities } from '../activities/index.js';
 import {
   bulkPauseSignal,
@@ -110,3 +111,9 @@ async function run(a: BulkArgs, s: BulkActionState): Promise<void> {
   await condition(() => s.n.running === 0);
   rethrow();
 }
+
+// Auto-upgrade under Worker Versioning (workers/versioning.ts): a bulk action can stay open for
+// hours (paused, pacing thousands of targets), and pinned it would hold its build's workers up
+// for as long after a deploy; it moves to the current build at its next workflow task instead,
+// so a change to this workflow still needs `patched()`, and the jobs it starts begin on the current build.
+autoUpgrade(bulkAction);

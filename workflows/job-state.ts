@@ -4,7 +4,6 @@
 import { setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
 import type { JobState } from '../contract/job-types.js';
 import { JobStateKey } from '../contract/messages.js';
-import { changed } from './shape.js';
 
 /** What the `jobProgress` query answers. */
 export interface JobProgress {
@@ -69,8 +68,8 @@ export const SEARCH_STATE_FOR_STATUS: Record<JobState, JobState> = {
 /**
  * For job bodies: the result is stored, so the job has succeeded for the API; work that
  * follows (the notification) must not hold the Web UI's `JobState` at `running`.
- * Patched: workflows started before this change replay without the extra update.
+ * (`_current` has no effect any more: job workflows are pinned, so no patch guards this.)
  */
-export function resultStored(setPhase: SetPhase, current = false): void {
-  if (changed(current, 'jobstate-succeeded-on-result')) setPhase('succeeded', 'result stored; notification pending');
+export function resultStored(setPhase: SetPhase, _current = false): void {
+  setPhase('succeeded', 'result stored; notification pending');
 }

@@ -3,7 +3,6 @@ import {
   ApplicationFailure,
   CancellationScope,
   isCancellation,
-  patched,
   setHandler,
   TimeoutFailure,
   workflowInfo,
@@ -11,9 +10,8 @@ import {
 import type { JobState, StepArgs } from '../contract/job-types.js';
 import { jobProgressQuery } from '../contract/messages.js';
 import { bookkeepingActivities as bookkeeping } from './activity-options.js';
-import { admissionGate, foldGateIntoFirstStep, HOLD_AT_NEXT_STEP_PATCH, holdAtEveryStep } from './admission.js';
+import { admissionGate, foldGateIntoFirstStep, holdAtEveryStep } from './admission.js';
 import { visibleState, type JobProgress, type SetPhase } from './job-state.js';
-import { changed } from './shape.js';
 
 export interface JobOutcome {
   state: JobState;
@@ -39,9 +37,9 @@ function failureEvidence(err: ActivityFailure): { errorClass: string; message: s
 
 export interface RunJobOptions {
   /**
-   * The workflow type is newer than every patch of the lifecycle (`workflows/shape.ts`): a
-   * fast-path type. It then takes each patch's current branch without calling `patched()`.
-   * Never set it on a type with runs that started before those patches. Default false.
+   * @deprecated No effect: the lifecycle has no `patched()` branches left (job workflows are
+   * pinned to the build that started them, workers/versioning.ts), so every type takes what a
+   * `current` type took. Kept so existing job types compile.
    */
   current?: boolean;
   /**
@@ -51,8 +49,7 @@ export interface RunJobOptions {
    * activity fewer; one that is not (a paused priority, a ramped resume) comes back from that
    * step with nothing written, runs the gate as before, and is scheduled again. Set it only
    * when the body's first activity is a step proxied with `stepActivities` (only those ask the
-   * question; any other would run ungated). Patched (`admission-in-first-step`): runs started
-   * before it replay with the gate first. Default false.
+   * question; any other would run ungated). Default false.
    */
   admitInFirstStep?: boolean;
 }
@@ -68,37 +65,29 @@ export async function runJob(
   body: (setPhase: SetPhase) => Promise<unknown>,
   opts: RunJobOptions = {},
 ): Promise<JobOutcome> {
-  const current = opts.current ?? false;
   const progress: JobProgress = { phase: 'queued', detail: '' };
   const setPhase = visibleState(progress);
   setHandler(jobProgressQuery, () => ({ ...progress }));
-  // `queued` (as set at the start) until the gate admits the job, like the API; older runs
-  // set `running` here and replay that way.
-  const queuedUntilAdmitted = changed(current, 'jobstate-queued-until-admitted');
-  if (!queuedUntilAdmitted) setPhase('running', job.description);
-  // Always `patched()`, never `current`: fast-path types that opt in had runs before this change.
-  const gateInStep = opts.admitInFirstStep === true && patched('admission-in-first-step');
-  // Issue 38 §4: a pause also holds an admitted job at its next step. Until a pause holds one,
-  // the job's commands are the same either way (only the steps' arguments carry the question),
-  // so a `current` type's runs from before it replay on the new branch without the marker; the
-  // others take the patch, so a worker without this code never runs a history with a held step.
-  const holdsAtSteps = changed(current, HOLD_AT_NEXT_STEP_PATCH);
+  // Job workflows are pinned (workers/versioning.ts): a run replays only on the build that
+  // started it, so the lifecycle's changes need no `patched()` branch (docs/deploying.md). The
+  // job shows `queued` until the gate admits it; a pause also holds an admitted job at its next step.
+  const gateInStep = opts.admitInFirstStep === true;
   let gateRounds = 0;
   try {
     if (gateInStep) {
       // The first step asks the gate's question; a refusal runs the gate below and shows
       // `deferred` one workflow task after this `running` (as the API's row never says running).
       foldGateIntoFirstStep(async () => {
-        await admissionGate(args, setPhase, current);
+        await admissionGate(args, setPhase);
       });
       if (progress.phase !== 'running') setPhase('running', job.description);
     } else {
       // Degradation gate: a paused priority waits here, visibly `deferred`, before any step runs.
-      gateRounds = await admissionGate(args, setPhase, current);
-      if (queuedUntilAdmitted && progress.phase !== 'running') setPhase('running', job.description);
+      gateRounds = await admissionGate(args, setPhase);
+      if (progress.phase !== 'running') setPhase('running', job.description);
     }
     // Each later run of the gate takes rounds after those used before: a held job takes a new ramp slot each time it resumes.
-    if (holdsAtSteps) holdAtEveryStep((firstRound) => admissionGate(args, setPhase, current, firstRound), gateInStep, gateRounds);
+    holdAtEveryStep((firstRound) => admissionGate(args, setPhase, firstRound), gateInStep, gateRounds);
     const result = await body(setPhase);
     setPhase('succeeded', '');
     return { state: 'succeeded', result };

@@ -9,6 +9,7 @@ import {
 } from '../contract/messages.js';
 import { replayOne, replayOneFast } from './replay-one.js';
 import { ReplayState, type ReplayArgs } from './replay-state.js';
+import { autoUpgrade } from './versioning.js';
 
 export type { ReplayArgs } from './replay-state.js';
 
@@ -116,3 +117,9 @@ async function runBatches(a: ReplayArgs, s: ReplayState, one: typeof replayOne, 
     }
   }
 }
+
+// Auto-upgrade under Worker Versioning (workers/versioning.ts): a replay request is long-lived
+// (`keepOpenSeconds`, pauses, continue-as-new across thousands of dead letters), and the point of
+// replaying after a fix is to run the fixed build: it moves to the current build at its next
+// workflow task, so its replays start there. Its changes therefore keep the `patched()` markers above.
+autoUpgrade(replayDeadLetters);

@@ -1,4 +1,5 @@
 import { log, proxyActivities } from '@temporalio/workflow';
+import { autoUpgrade } from './versioning.js';
 import type { SystemActivities } from '../activities/index.js';
 import type { RetentionInput, RetentionReport } from '../contract/retention.js';
 
@@ -16,3 +17,8 @@ export async function retentionCleanup(input: RetentionInput): Promise<Retention
   log.info('retention cleanup finished', { ...report });
   return report;
 }
+
+// Auto-upgrade under Worker Versioning (workers/versioning.ts): its one activity may run for an
+// hour, and its only command is that activity, so moving to the current build is always safe
+// and lets the previous build's workers go without waiting for the cleanup.
+autoUpgrade(retentionCleanup);

@@ -3,11 +3,9 @@ import {
   type ApplicationFailure,
   condition,
   log,
-  patched,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
-  sleep,
 } from '@temporalio/workflow';
 import { slotFreedSignal } from '../contract/messages.js';
 import { ADMISSION_WAIT_FAILURE, type JobBudget, type SlotWaitArgs, type StepArgs, stepWaitOf } from '../contract/job-types.js';
@@ -20,8 +18,6 @@ const FIRST_PAUSE_MS = 250;
 const PAUSE_CAP_MS = 2_000;
 /** A schedule needs at least this much of the elapsed cap left to be worth making. */
 const MIN_SCHEDULE_MS = 1_000;
-/** Histories from before the wait could be woken by `slotFreedSignal` slept on a bare timer. */
-const SLOT_WAKE_PATCH = 'slot-wait-woken-by-release';
 
 type StepFn = (args: StepArgs, ...rest: unknown[]) => Promise<unknown>;
 
@@ -142,14 +138,12 @@ async function runWaitingForSlots(
     if (round === 0) log.info('waiting for a concurrency slot in the workflow', { step: name, attempt: waited.attempt });
     // Jittered: waiters of one scope do not come back in lockstep.
     const wait = pause / 2 + (Math.random() * pause) / 2;
-    // On the waiting path only, so the patch's marker is in no history of a job that never waited.
-    if (patched(SLOT_WAKE_PATCH)) {
-      if (!listening) {
-        setHandler(slotFreedSignal, () => void wakes++);
-        listening = true;
-      }
-      await condition(() => wakes > wakesBefore, wait);
-    } else await sleep(wait);
+    // Woken early by `slotFreedSignal` when a slot of its scope frees.
+    if (!listening) {
+      setHandler(slotFreedSignal, () => void wakes++);
+      listening = true;
+    }
+    await condition(() => wakes > wakesBefore, wait);
     slotWait = { attemptOffset: waited.attempt - 1, resumed: true, waitsReturn: true };
     steps = proxy({
       ...budget,

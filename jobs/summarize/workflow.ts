@@ -38,9 +38,7 @@ async function summarizeBody(args: StepArgs, local: boolean): Promise<JobOutcome
       }
       return outcome;
     },
-    // The fast-path type is newer than every lifecycle patch: no patch markers in its histories.
-    // It keeps the gate as a local activity in its one workflow task: folding it into the step
-    // would add the patch's marker to those histories for one statement.
-    { current: local, admitInFirstStep: !local },
+    // The fast-path type keeps the gate as a local activity in its one workflow task.
+    { admitInFirstStep: !local },
   );
 }

@@ -1,7 +1,10 @@
 // Jobs recorded by the code before job types moved into `jobs/<type>/` (commit 3b5adf8, with
-// test/fixtures/pre-move/record.ts.txt): their histories must replay deterministically on
-// today's workflow bundle (running jobs survive the upgrade), and a dead letter recorded
-// then must replay now, reusing the effect it already made.
+// test/fixtures/pre-move/record.ts.txt). Their histories took branches the lifecycle's
+// `patched()` markers guarded; those markers are retired (job workflows are pinned to the build
+// that started them, workers/versioning.ts), so such a run finishes on its own build and today's
+// bundle must refuse to replay it rather than silently take another path (docs/deploying.md:
+// upgrading from an unversioned deployment drains it first). A dead letter recorded then must
+// still replay now, reusing the effect it already made: that is data, not history.
 import { readFile } from 'node:fs/promises';
 import proto from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
@@ -24,13 +27,13 @@ afterAll(async () => {
 });
 
 describe('jobs recorded before the job-type move', () => {
-  it('replay their Temporal histories on the new bundle without a determinism error', async () => {
+  it('no longer replay on the new bundle: the retired patches make it a determinism error, not another path', async () => {
     const bundle = await workflowBundle();
     for (const [type, r] of Object.entries(recorded.histories)) {
       const history = proto.temporal.api.history.v1.History.decode(Buffer.from(r.history, 'base64'));
       const started = history.events?.[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name;
       expect(started, type).toBe(`${type}Job`);
-      await expect(Worker.runReplayHistory({ workflowBundle: bundle }, history, r.workflowId), type).resolves.toBeUndefined();
+      await expect(Worker.runReplayHistory({ workflowBundle: bundle }, history, r.workflowId), type).rejects.toThrow(/nondeterminism/i);
     }
   });
 

@@ -119,7 +119,8 @@ export interface Harness {
   opsUrl: string;
   log: Logger;
   workers: Worker[];
-  startWorker(identity?: string): Promise<Worker>;
+  /** Another in-process worker; `versioned`: a Worker Deployment Version of it (workers/versioning.ts) instead of the unversioned default. */
+  startWorker(identity?: string, versioned?: { deploymentName: string; buildId: string }): Promise<Worker>;
   api(
     path: string,
     init?: { method?: string; body?: unknown; rawBody?: string; headers?: Record<string, string>; tenant?: keyof typeof TENANTS | null },
@@ -202,7 +203,7 @@ export async function startHarness(
   const workers: Worker[] = [];
   const runs: Promise<void>[] = [];
   const nativeConnection = await NativeConnection.connect({ address: inject('temporalAddress') });
-  async function startWorker(identity?: string): Promise<Worker> {
+  async function startWorker(identity?: string, versioned?: { deploymentName: string; buildId: string }): Promise<Worker> {
     const w = await createQueueWorker({
       connection: nativeConnection,
       namespace,
@@ -211,7 +212,8 @@ export async function startHarness(
       providerUrl: sim.url,
       fallbackProviderUrl: opts.fallbackProviderUrl,
       log,
-      codeVersion: 'test',
+      codeVersion: versioned?.buildId ?? 'test',
+      deploymentName: versioned?.deploymentName,
       jobs: jobTypes,
       workflowBundle: await workflowBundle(jobTypes),
       identity,
