@@ -28,7 +28,12 @@ import {
 
 declare const document: { querySelectorAll(s: string): ArrayLike<{ dataset: Record<string, string> }> };
 
-const registry = createJobRegistry([usageReportJobType]);
+// The fixture's type under a name of its own: window job IDs derive from the type's name, the
+// tenant and the window, so this file's windows (the same days, the same tenants) never collide
+// with triggers.schedule's when the two files run at once against the shared Temporal and Postgres.
+const registry = createJobRegistry([
+  { ...usageReportJobType, definition: { ...usageReportJobType.definition, name: 'usage-report-console' } },
+]);
 const CLI = fileURLToPath(new URL('../../scripts/durable-jobs.ts', import.meta.url));
 
 /** `durable-jobs schedules …` against this file's API, as the operator. */
@@ -44,7 +49,7 @@ function cli(args: string[]): Promise<{ code: number | null; out: string; err: s
     child.on('close', (code) => resolve({ code, out, err }));
   });
 }
-const TYPE = 'usage-report';
+const TYPE = 'usage-report-console';
 const DAY = 86_400_000;
 
 let h: Harness;

@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { Client } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AesGcmPayloadCodec, decodeHistoryPayloads, ENCRYPTED_ENCODING, KEY_ID_METADATA } from '../../lib/payload-codec.js';
+import type { RecordedHistory } from '../../scripts/lib/record-histories.js';
 import { ADMIN_KEY, startHarness, uid, workflowBundle, type Harness } from '../support/harness.js';
 
 // Security review F6: with PAYLOAD_CODEC_KEYS, what the product puts in Temporal (here a
@@ -154,11 +155,15 @@ describe('payload codec (F6)', () => {
   });
 
   it('histories recorded without the codec still replay with it on (unencrypted payloads pass through)', async () => {
-    const recorded = JSON.parse(await readFile(new URL('../fixtures/pre-move/recorded-3b5adf8.json', import.meta.url), 'utf8')) as {
-      histories: Record<string, { workflowId: string; history: string }>;
-    };
+    // The replay safety net's fixtures (recorded without a codec, on today's workflow code): the
+    // older pre-move histories took branches the Worker Versioning change retired (pinned runs
+    // finish on their own build), so they no longer replay on this bundle with or without a codec.
+    const dir = new URL('../fixtures/histories/', import.meta.url);
+    const files = (await readdir(dir)).filter((f) => f.endsWith('.json'));
+    expect(files.length).toBeGreaterThan(5);
     const bundle = await workflowBundle();
-    for (const [type, r] of Object.entries(recorded.histories)) {
+    for (const f of files) {
+      const r = JSON.parse(await readFile(new URL(f, dir), 'utf8')) as RecordedHistory;
       const history = proto.temporal.api.history.v1.History.decode(Buffer.from(r.history, 'base64'));
       await expect(
         Worker.runReplayHistory(
@@ -166,7 +171,7 @@ describe('payload codec (F6)', () => {
           history,
           r.workflowId,
         ),
-        type,
+        f,
       ).resolves.toBeUndefined();
     }
   });
