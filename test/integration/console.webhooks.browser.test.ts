@@ -130,12 +130,19 @@ describe('the Webhook deliveries page in a browser', () => {
       await page.fill('#wh-filter input[name=event]', event);
       await page.selectOption('#wh-filter select[name=outcome]', outcome);
       await page.click('#wh-filter button[type=submit]');
+      // Wait for exactly the expected rows: a count alone matches the previous filter's list
+      // when both hold one row.
       await page.waitForFunction(
-        (n) =>
-          (globalThis as unknown as { document: { querySelectorAll(s: string): { length: number } } }).document.querySelectorAll(
-            '#wh-list tbody tr[data-webhook-id]',
-          ).length === n,
-        expected.length,
+        (want) => {
+          const doc = (
+            globalThis as unknown as {
+              document: { querySelectorAll(s: string): ArrayLike<{ getAttribute(a: string): string | null }> };
+            }
+          ).document;
+          const got = Array.from(doc.querySelectorAll('#wh-list tbody tr[data-webhook-id]'), (tr) => tr.getAttribute('data-webhook-id'));
+          return got.length === want.length && want.every((id) => got.includes(id));
+        },
+        expected,
         { timeout: 30_000, polling: 250 },
       );
       expect((await rows()).sort()).toEqual([...expected].sort());
