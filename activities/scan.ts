@@ -6,7 +6,8 @@ import { insertScanRun } from '../store/scan-runs.js';
 import { listStuckOutboxJobs } from '../store/outbox.js';
 import { listInDoubtEffects, recordReconciledSuccess, markEffectNotApplied } from '../store/effects.js';
 import { listUnstartedIntents, markStartedIfUnstarted } from '../store/intents.js';
-import { filledWindowStarts } from '../store/schedules.js';
+import { filledWindowStarts, pauseActionsBefore } from '../store/schedules.js';
+import { pauseAt, pauseSpans } from '../services/schedule-windows.js';
 import { DEFAULT_BUDGET } from '../contract/job-types.js';
 import type { ScanReport, ScannedSchedule } from '../contract/scan.js';
 import { windowContaining, type ScheduleWindow } from '../contract/schedule-window.js';
@@ -39,7 +40,10 @@ export function createScanActivities(deps: ActivityDeps) {
     /**
      * Windows the Schedule's spec says should have fired (longer ago than the grace period)
      * that have no filled `schedule_windows` row: the server was down past the catch-up
-     * window, the Schedule was paused, or a trigger was lost.
+     * window, the Schedule was paused outside durable-jobs (no audit row), or a trigger was
+     * lost. A window that fired while an operator had the Schedule paused through the API, the
+     * CLI or the console (audited, `schedule_actions`) is left alone: that pause said not to
+     * run it, and a backfill runs it when someone wants it after all.
      */
     async findMissedWindows(a: {
       schedules: ScannedSchedule[];
@@ -70,11 +74,18 @@ export function createScanActivities(deps: ActivityDeps) {
         const from = a.since !== undefined ? Date.parse(a.since) : Math.max(createdAt, now - s.fillLookbackMs);
         const to = now - a.graceMs;
         if (to <= from) continue;
+        const pauses = pauseSpans(await pauseActionsBefore(deps.pool, s.jobType, s.scheduleId, new Date(to)));
         const starts = new Map<string, ScheduleWindow>();
+        let paused = 0;
         for (const t of await matchingTimes(s.scheduleId, from, to)) {
-          const w = windowContaining(t, s);
-          starts.set(w.start, w);
+          if (pauseAt(pauses, t)) paused += 1;
+          else {
+            const w = windowContaining(t, s);
+            starts.set(w.start, w);
+          }
         }
+        if (paused > 0)
+          deps.log.info({ scheduleId: s.scheduleId, firings: paused }, 'scan: firings during an operator pause of the Schedule left alone');
         const filled = await filledWindowStarts(deps.pool, s.jobType, [...starts.keys()]);
         for (const w of starts.values()) {
           if (!filled.has(w.start) && out.length < a.limit) out.push({ scheduleId: s.scheduleId, jobType: s.jobType, window: w });

@@ -16,13 +16,14 @@ import { listTenantIds } from '../store/tenants.js';
 import {
   insertScheduleAction,
   listScheduleActions,
+  pauseActionsBefore,
   scanErrorsSince,
   windowRowsBetween,
   type ScheduleActionKind,
 } from '../store/schedules.js';
 import { jobScheduleDeclarations, scheduleIdFor, windowGridOf, type JobScheduleDeclaration } from './schedules.js';
 import { MAX_BACKFILL_WINDOWS, MAX_LISTED_WINDOWS, type BackfillRequest, type WindowsQuery } from './schedule-admin-schemas.js';
-import { windowStates } from './schedule-windows.js';
+import { pauseSpans, windowStates } from './schedule-windows.js';
 
 export interface ScheduleAdminDeps {
   pool: pg.Pool;
@@ -210,6 +211,7 @@ export function createScheduleAdmin(deps: ScheduleAdminDeps) {
         fillLookbackMs: lookback,
         graceMs: SCAN_GRACE_MS,
         scanErrors: await scanErrorsSince(deps.pool, new Date(from)),
+        pauses: pauseSpans(await pauseActionsBefore(deps.pool, d.jobType, scheduleIdFor(deps.prefix, d.name), new Date(to))),
       });
       return { name: d.name, from: new Date(from).toISOString(), to: new Date(to).toISOString(), windows };
     },

@@ -4,13 +4,14 @@
  * - `filled`: its trigger (the Schedule's, a manual one or a backfill) started every tenant's job;
  * - `late-filled`: the compensation scan found it missed and started its jobs;
  * - `skipped`: it has no jobs and none will come, with the reason: the scan failed on it (the
- *   error its run recorded, `scan_runs.error_details` "window <start>: …"), it lies before the
- *   scan's fill lookback, or before the Schedule existed;
+ *   error its run recorded, `scan_runs.error_details` "window <start>: …"), it fired while an
+ *   operator had the Schedule paused (an audited pause: the scan does not undo it), it lies
+ *   before the scan's fill lookback, or before the Schedule existed;
  * - `missed`: no jobs yet, the next compensation scan fills it;
  * - `due`: it fired less than the scan's grace period ago; its trigger is still at work.
  */
 import type { ScheduleWindow } from '../contract/schedule-window.js';
-import type { WindowRow } from '../store/schedules.js';
+import type { ScheduleActionRow, WindowRow } from '../store/schedules.js';
 
 export const WINDOW_STATES = ['filled', 'late-filled', 'skipped', 'missed', 'due'] as const;
 export type WindowState = (typeof WINDOW_STATES)[number];
@@ -38,6 +39,43 @@ export interface WindowFacts {
   graceMs: number;
   /** Recent scan runs' step errors, newest first. */
   scanErrors: Array<{ details: string[] }>;
+  /** The operators' pauses of the Schedule (`pauseSpans`). */
+  pauses: PauseSpan[];
+}
+
+/**
+ * An operator's pause of a Schedule through durable-jobs (audited in `schedule_actions`, with
+ * its reason), from the pause to the unpause after it (`to` null: paused still). A window
+ * that fired inside one was not run on purpose: the compensation scan leaves it to a
+ * backfill. A pause made elsewhere (the Temporal UI, the CLI, a declaration created paused)
+ * has no audit row and its windows count as missed: the scan fills them (drill item 6).
+ */
+export interface PauseSpan {
+  from: number;
+  to: number | null;
+  by: string;
+  reason: string | null;
+}
+
+/** The pause spans of a Schedule from its pause and unpause actions, oldest first. */
+export function pauseSpans(actions: Array<Pick<ScheduleActionRow, 'action' | 'actor' | 'reason' | 'at'>>): PauseSpan[] {
+  const spans: PauseSpan[] = [];
+  let open: PauseSpan | undefined;
+  for (const a of actions) {
+    if (a.action === 'paused' && !open) {
+      open = { from: a.at.getTime(), to: null, by: a.actor, reason: a.reason };
+      spans.push(open);
+    } else if (a.action === 'unpaused' && open) {
+      open.to = a.at.getTime();
+      open = undefined;
+    }
+  }
+  return spans;
+}
+
+/** The operator's pause that held the Schedule when it fired at `t`, if any. */
+export function pauseAt(spans: PauseSpan[], t: number): PauseSpan | undefined {
+  return spans.find((s) => s.from <= t && (s.to === null || t < s.to));
 }
 
 const DAY = 86_400_000;
@@ -65,6 +103,12 @@ function recorded(row: WindowRow, f: WindowFacts): Pick<WindowView, 'state' | 'r
 function unrecorded(w: WindowFacts['expected'][number], f: WindowFacts): Pick<WindowView, 'state' | 'reason'> {
   const err = scanErrorFor(w.start, f.scanErrors);
   if (err) return { state: 'skipped', reason: `the compensation scan could not fill it: ${err}` };
+  const pause = pauseAt(f.pauses, w.firedAt);
+  if (pause)
+    return {
+      state: 'skipped',
+      reason: `the Schedule was paused by ${pause.by}${pause.reason ? ` (${pause.reason})` : ''}: backfill it to run it`,
+    };
   if (w.firedAt < f.now - f.fillLookbackMs)
     return { state: 'skipped', reason: `older than the scan's fill lookback (${span(f.fillLookbackMs)}): backfill it to run it` };
   if (f.scheduleCreatedAt !== null && w.firedAt < f.scheduleCreatedAt)

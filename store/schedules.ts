@@ -101,6 +101,26 @@ export async function listScheduleActions(db: Db, jobType: string, limit: number
   return r.rows;
 }
 
+/**
+ * The pause and unpause actions on one Schedule before `before`, oldest first: the operator
+ * pauses whose windows the compensation scan leaves alone (services/schedule-windows.ts,
+ * `pauseSpans`).
+ */
+export async function pauseActionsBefore(
+  db: Db,
+  jobType: string,
+  scheduleId: string,
+  before: Date,
+): Promise<Array<Pick<ScheduleActionRow, 'action' | 'actor' | 'reason' | 'at'>>> {
+  const r = await db.query<Pick<ScheduleActionRow, 'action' | 'actor' | 'reason' | 'at'>>(
+    `SELECT action, actor, reason, at FROM schedule_actions
+      WHERE job_type = $1 AND schedule_id = $2 AND action IN ('paused', 'unpaused') AND at < $3
+      ORDER BY at, id`,
+    [jobType, scheduleId, before],
+  );
+  return r.rows;
+}
+
 /** The step errors of the scan runs that finished after `since`, newest first: why a missed window was not filled. */
 export async function scanErrorsSince(db: Db, since: Date): Promise<Array<{ finishedAt: Date; details: string[] }>> {
   const r = await db.query<{ finished_at: Date; error_details: string[] }>(

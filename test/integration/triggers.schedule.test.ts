@@ -106,4 +106,37 @@ describe('defineJob({ schedule }): a user-defined scheduled type', () => {
     expect(r.status).toBe(400);
     expect(JSON.stringify(r.body)).toContain('started by their schedule');
   });
+
+  it('the scan leaves alone the windows that fired while an operator had the Schedule paused, and fills those around them', async () => {
+    const now = Date.now();
+    const DAY = 86_400_000;
+    // An operator's pause from five days ago to three days ago, as the admin API audits it.
+    for (const [action, ago] of [
+      ['paused', 5],
+      ['unpaused', 3],
+    ] as const)
+      await h.pool.query(
+        `INSERT INTO schedule_actions (job_type, schedule_id, action, actor, reason, at) VALUES ($1, $2, $3, 'ops-ci', 'upstream migration', $4)`,
+        [TYPE, scheduleId, action, new Date(now - ago * DAY)],
+      );
+    const before = new Set((await listWindows(h.pool, TYPE)).map((w) => w.window_start.toISOString()));
+    const input = scanInputFor(jobScheduleDeclarations(registry), h.taskQueue, {
+      now: new Date(now).toISOString(),
+      since: new Date(now - 6 * DAY).toISOString(),
+    });
+    const report = (await h.temporal.workflow.execute('compensationScan', {
+      taskQueue: h.taskQueue,
+      workflowId: `scan-${uid()}`,
+      args: [input],
+    })) as ScanReport;
+    expect(report.errors).toBe(0);
+    const added = (await listWindows(h.pool, TYPE)).filter((w) => !before.has(w.window_start.toISOString()));
+    // One daily firing in [6 d, 5 d) ago and one in [3 d, 2 d) ago; the two in between were paused.
+    expect(report.windowsFilled).toBe(2);
+    expect(added).toHaveLength(2);
+    for (const w of added) {
+      const firedAgo = now - w.window_start.getTime();
+      expect(firedAgo < 3 * DAY || firedAgo >= 5 * DAY, `window ${w.window_start.toISOString()} fired during the pause`).toBe(true);
+    }
+  });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { windowStates, type WindowFacts } from '../../services/schedule-windows.js';
+import { pauseAt, pauseSpans, windowStates, type WindowFacts } from '../../services/schedule-windows.js';
 import type { WindowRow } from '../../store/schedules.js';
 
 const DAY = 86_400_000;
@@ -28,6 +28,7 @@ const facts = (over: Partial<WindowFacts>): WindowFacts => ({
   fillLookbackMs: 7 * DAY,
   graceMs: 5 * 60_000,
   scanErrors: [],
+  pauses: [],
   ...over,
 });
 const stateOf = (f: WindowFacts) => Object.fromEntries(windowStates(f).map((w) => [w.start, [w.state, w.reason]]));
@@ -68,5 +69,39 @@ describe('windowStates: each window of a scheduled type, with its state and why'
     const views = windowStates(facts({ expected: [expected(1), justFired, expected(2)], rows: [row(2, { filled_at: null, jobs: null })] }));
     expect(views.map((w) => w.state)).toEqual(['due', 'missed', 'missed']);
     expect(views[2]!.reason).toMatch(/not every tenant has its job yet/);
+  });
+
+  it("skips a window that fired during an operator's pause, naming who paused it and why; before and after it, missed", () => {
+    const pauses = pauseSpans([
+      { action: 'paused', actor: 'ops-anna', reason: 'upstream migration', at: new Date(at(4).getTime() - 60_000) },
+      { action: 'unpaused', actor: 'ops-anna', reason: 'done', at: new Date(at(3).getTime() + 60_000) },
+    ]);
+    const s = stateOf(facts({ expected: [expected(5), expected(4), expected(3), expected(2)], pauses }));
+    expect(s[at(4).toISOString()]).toEqual(['skipped', 'the Schedule was paused by ops-anna (upstream migration): backfill it to run it']);
+    expect(s[at(3).toISOString()]![0]).toBe('skipped');
+    expect(s[at(5).toISOString()]![0]).toBe('missed');
+    expect(s[at(2).toISOString()]![0]).toBe('missed');
+  });
+});
+
+describe('pauseSpans: the operator pauses of a Schedule from its audit rows', () => {
+  const t = (m: number) => new Date(NOW + m * 60_000);
+  it('pairs each pause with the unpause after it; a repeated pause or unpause changes nothing; the last one may be open', () => {
+    const spans = pauseSpans([
+      { action: 'unpaused', actor: 'a', reason: null, at: t(0) },
+      { action: 'paused', actor: 'a', reason: 'one', at: t(1) },
+      { action: 'paused', actor: 'b', reason: 'again', at: t(2) },
+      { action: 'unpaused', actor: 'a', reason: null, at: t(3) },
+      { action: 'unpaused', actor: 'b', reason: null, at: t(4) },
+      { action: 'paused', actor: 'c', reason: null, at: t(5) },
+    ]);
+    expect(spans).toEqual([
+      { from: t(1).getTime(), to: t(3).getTime(), by: 'a', reason: 'one' },
+      { from: t(5).getTime(), to: null, by: 'c', reason: null },
+    ]);
+    expect(pauseAt(spans, t(0).getTime())).toBeUndefined();
+    expect(pauseAt(spans, t(1).getTime())?.by).toBe('a');
+    expect(pauseAt(spans, t(3).getTime())).toBeUndefined();
+    expect(pauseAt(spans, t(100).getTime())?.by).toBe('c');
   });
 });
