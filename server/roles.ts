@@ -5,8 +5,9 @@
  *     app.get('/v1/admin/jobs', access('viewer', 'checked'), handler)
  *
  * - `viewer`: reads, with inputs, results and payloads redacted (`redactForViewer`);
- * - `operator`: replay, discard, cancel, pause / resume / stop;
- * - `admin`: tenants and their keys, degradation, schedules.
+ * - `operator`: replay, discard, cancel, rerun, bulk actions (pause / resume / stop), schedules
+ *   (pause, unpause, trigger, backfill), failed notifications (retry, discard);
+ * - `admin`: tenants, their keys and completion webhooks, degradation.
  *
  * Tenant reach: `all` spans every tenant (queue health, degradation, tenants): a scoped key is
  * refused; `checked` filters or checks by the caller's tenants in its handler (`scopedTenant`,
@@ -60,8 +61,8 @@ export const roleAllows = (have: Role, need: Role): boolean => ROLES.indexOf(hav
 /** What each role adds, in words, for 403 details and the docs. */
 export const ROLE_RIGHTS: Record<Role, string> = {
   viewer: 'reads, without inputs, results or payloads',
-  operator: 'replay, discard, cancel, pause, resume and stop',
-  admin: 'tenants and their keys, degradation and schedules',
+  operator: 'replay, discard, cancel, rerun, bulk actions and schedule pauses, triggers and backfills',
+  admin: 'tenants, their keys and completion webhooks, and degradation',
 };
 
 const principals = new WeakMap<FastifyRequest, Principal>();
