@@ -31,14 +31,19 @@ export function fromDomain(from: string): string | undefined {
   return /@([A-Za-z0-9.-]+\.[A-Za-z0-9-]+|localhost)>?\s*$/.exec(from)?.[1]?.toLowerCase();
 }
 
-export function notifyConfigFrom(env: NodeJS.ProcessEnv): NotifyConfig {
+/**
+ * `sendsEmail`: whether a job type this worker runs declares `notify.email`. Without one, the
+ * SMTP settings are not this library's to check: a team's own upstream may read `SMTP_URL`
+ * for its own mail (the example's welcome e-mail does) without a notification sender.
+ */
+export function notifyConfigFrom(env: NodeJS.ProcessEnv, sendsEmail = true): NotifyConfig {
   const [perTenant, global] = (env.COMPLETION_WEBHOOK_CONCURRENCY ?? '4,16').split(',');
   const completionWebhook = {
     allowPrivate: env.COMPLETION_WEBHOOK_ALLOW_PRIVATE === 'true' || env.DURABLE_JOBS_MODE === 'dev',
     perTenant: positive(perTenant ?? '', 'COMPLETION_WEBHOOK_CONCURRENCY'),
     global: positive(global ?? perTenant ?? '', 'COMPLETION_WEBHOOK_CONCURRENCY'),
   };
-  if (!env[SMTP_URL.env] && !env[SMTP_URL.file]) return { completionWebhook };
+  if (!sendsEmail || (!env[SMTP_URL.env] && !env[SMTP_URL.file])) return { completionWebhook };
   readCredentials([SMTP_URL], env);
   const from = env.SMTP_FROM ?? '';
   const domain = fromDomain(from);

@@ -18,7 +18,13 @@ const WEBHOOK_SLOT_SCOPE = 'notify:completion-webhook';
  * `config` defaults to the worker's environment, read once here (SMTP_URL, SMTP_FROM,
  * COMPLETION_WEBHOOK_*: activities/notify-config.ts), so a wrong setting stops the worker at start.
  */
-export function createOutboxActivities(deps: ActivityDeps, config: NotifyConfig = notifyConfigFrom(process.env)) {
+export function createOutboxActivities(
+  deps: ActivityDeps,
+  config: NotifyConfig = notifyConfigFrom(
+    process.env,
+    deps.jobs.names.some((t) => deps.jobs.get(t)?.notify?.email),
+  ),
+) {
   return {
     /**
      * Delivers the job's pending outbox rows, each as its own effect (its key was fixed when

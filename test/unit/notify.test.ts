@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fromDomain } from '../../activities/notify-config.js';
+import { fromDomain, notifyConfigFrom } from '../../activities/notify-config.js';
 import { classifySmtp, messageIdFor } from '../../activities/notify-email.js';
 import { webhookFailure, webhookIdFor } from '../../activities/notify-webhook.js';
 import { plannedNotifications, resolveNotify } from '../../job-api/notify.js';
@@ -100,6 +100,12 @@ describe('e-mail over SMTP', () => {
     expect(messageIdFor('j1:notify-email', 'acme.example')).toMatch(/^<[0-9a-f]{64}@acme\.example>$/);
     expect(fromDomain('Acme <jobs@Acme.Example>')).toBe('acme.example');
     expect(fromDomain('not an address')).toBeUndefined();
+  });
+  it('asks for SMTP_FROM with SMTP_URL only where a job type sends e-mail: a team may use SMTP_URL for its own upstream', () => {
+    const env = { SMTP_URL: 'smtp://127.0.0.1:1025' };
+    expect(() => notifyConfigFrom(env, true)).toThrow(/SMTP_FROM must be the sender address/);
+    expect(notifyConfigFrom(env, false).smtp).toBeUndefined();
+    expect(notifyConfigFrom({ ...env, SMTP_FROM: 'Acme <jobs@acme.example>' }, true).smtp).toMatchObject({ domain: 'acme.example' });
   });
   it('retries what the server deferred or never took, refuses what it rejected, and leaves the rest in doubt', () => {
     expect(classifySmtp({ responseCode: 550, message: 'no such user' })).toBeInstanceOf(NonRetryableError);
