@@ -55,6 +55,12 @@ export interface StageFacts {
    * non-deterministic deploy, a bundle error). `attempt` counts the failures so far.
    */
   workflowTaskFailure?: { message: string; identity: string | null; attempt: number; workflowType: string | null } | null;
+  /**
+   * Temporal's view when one of the workflow's activities is paused (`temporal activity pause`,
+   * the Web UI, `pauseActivity`): no attempt runs until someone unpauses it. `by` is the identity
+   * that paused it (or the rule), `since` when.
+   */
+  pausedActivity?: { activityType: string; since: Date | null; by: string | null; reason: string | null; attempt: number } | null;
   /** The newest replay job of this job, if it was replayed. */
   replay?: { jobId: string; status: string } | null;
 }
@@ -303,8 +309,23 @@ export function stageVerdict(f: StageFacts): StageVerdict {
     };
   }
   if (f.workflowTaskFailure) return workflowTaskVerdict(f, f.workflowTaskFailure);
+  if (f.pausedActivity) return pausedActivityVerdict(f, f.pausedActivity);
   if (!f.firstStartedAt) return claimVerdict(f);
   return sideEffectVerdict(f);
+}
+
+/** An activity of the job is paused in Temporal: its next attempt waits for someone to unpause it. */
+function pausedActivityVerdict(f: StageFacts, a: NonNullable<StageFacts['pausedActivity']>): StageVerdict {
+  const stage: Stage = f.firstStartedAt ? 'side_effects' : 'claim';
+  const since = a.since ? ` since ${clock(a.since, f.now)}` : '';
+  const by = a.by ? ` by ${a.by}` : '';
+  return {
+    stage,
+    condition: 'waiting',
+    words: `paused at ${STAGE_WORDS[stage]}: activity ${a.activityType} is paused in Temporal${by}${since}${a.reason ? ` (${a.reason.slice(0, 200)})` : ''}, attempt ${a.attempt}`,
+    figure: a.since ? `paused ${duration(Math.max(0, f.now.getTime() - a.since.getTime()))}` : 'paused',
+    nextStep: `unpause it (temporal activity unpause --workflow-id <job ID> --activity-type ${a.activityType}, or the Web UI): its next attempt runs, no attempt was spent while paused`,
+  };
 }
 
 /** The engine fails the workflow's task: no step can run until a worker that can run its code takes it. */

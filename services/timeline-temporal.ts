@@ -3,7 +3,7 @@
 import { defaultPayloadConverter } from '@temporalio/common';
 import { decodeHistoryPayloads } from '../lib/payload-codec.js';
 import proto from '@temporalio/proto';
-import { duration } from '../lib/job-stage.js';
+import { duration, type StageFacts } from '../lib/job-stage.js';
 import type { JobTimeline, TimelineDeps, TimelineEvent } from './timeline-types.js';
 import { ADMISSION_WAIT_FAILURE, SLOT_WAIT_FAILURE, stepWaitOf } from '../contract/job-types.js';
 
@@ -203,10 +203,35 @@ export function failingWorkflowTask(
   };
 }
 
+type PendingActivity = NonNullable<proto.temporal.api.workflow.v1.IPendingActivityInfo>;
+
+/** The workflow's paused activity (paused, or its pause requested while an attempt runs), if any. */
+export function pausedActivity(pending: PendingActivity[]): StageFacts['pausedActivity'] {
+  const S = proto.temporal.api.enums.v1.PendingActivityState;
+  const p = pending.find(
+    (x) => x.paused === true || x.state === S.PENDING_ACTIVITY_STATE_PAUSED || x.state === S.PENDING_ACTIVITY_STATE_PAUSE_REQUESTED,
+  );
+  if (!p) return null;
+  const info = p.pauseInfo;
+  const since = tsMs(info?.pauseTime);
+  return {
+    activityType: p.activityType?.name ?? '?',
+    since: since === undefined ? null : new Date(since),
+    by: info?.manual?.identity || (info?.rule ? `rule ${info.rule.ruleId ?? '?'}` : null),
+    reason: info?.manual?.reason || info?.rule?.reason || null,
+    attempt: p.attempt ?? 1,
+  };
+}
+
 export async function temporalSide(
   deps: TimelineDeps,
   jobId: string,
-): Promise<{ info: JobTimeline['temporal']; events: TimelineEvent[]; workflowTaskFailure?: ReturnType<typeof failingWorkflowTask> }> {
+): Promise<{
+  info: JobTimeline['temporal'];
+  events: TimelineEvent[];
+  workflowTaskFailure?: ReturnType<typeof failingWorkflowTask>;
+  pausedActivity?: StageFacts['pausedActivity'];
+}> {
   const info: JobTimeline['temporal'] = { workflowId: jobId };
   if (!deps.temporal) return { info: { ...info, note: 'no Temporal client: Postgres events only' }, events: [] };
   const client = deps.temporal;
@@ -237,6 +262,7 @@ export async function temporalSide(
       info: { ...info, runId: d.runId, status: d.status.name, taskQueue: d.taskQueue, historyEvents: history.events?.length ?? 0 },
       events,
       workflowTaskFailure: failingWorkflowTask(history.events ?? [], d.status.name === 'RUNNING', d.raw.pendingWorkflowTask?.attempt),
+      pausedActivity: d.status.name === 'RUNNING' ? pausedActivity(d.raw.pendingActivities ?? []) : null,
     };
   } catch (err) {
     const name = (err as Error).name;

@@ -304,6 +304,7 @@ export async function jobTimeline(deps: TimelineDeps, jobId: string): Promise<Jo
     ...pgSide.facts,
     now,
     ...(temporal.workflowTaskFailure ? { workflowTaskFailure: temporal.workflowTaskFailure } : {}),
+    ...(temporal.pausedActivity ? { pausedActivity: temporal.pausedActivity } : {}),
   };
   // Only a job no worker has started yet needs Temporal's view of its task queue.
   if (!job.first_started_at && job.workflow_started_at && job.status === 'queued') {

@@ -166,6 +166,33 @@ describe('stageVerdict', () => {
     );
   });
 
+  it('an activity paused in Temporal: who paused it, why and since when, before any retry wording', () => {
+    const v = stageVerdict(
+      base({
+        status: 'retrying',
+        firstStartedAt: at('12:00:02'),
+        attempts: 2,
+        nextAttemptAt: at('12:20:00'),
+        lastError: { errorClass: 'http_503' },
+        pausedActivity: { activityType: 'summarize', since: at('12:05:00'), by: 'ops-dana', reason: 'upstream asked', attempt: 2 },
+      }),
+    );
+    expect(v).toMatchObject({
+      stage: 'side_effects',
+      condition: 'waiting',
+      words: 'paused at side effects: activity summarize is paused in Temporal by ops-dana since 12:05:00Z (upstream asked), attempt 2',
+      figure: 'paused 5 min',
+    });
+    expect(v.nextStep).toContain('temporal activity unpause --workflow-id <job ID> --activity-type summarize');
+    // The gate's activity paused before any step ran: at claim; a rule's pause without a time.
+    const gate = stageVerdict(base({ pausedActivity: { activityType: 'gate', since: null, by: 'rule r1', reason: null, attempt: 1 } }));
+    expect(gate).toMatchObject({
+      stage: 'claim',
+      words: 'paused at claim: activity gate is paused in Temporal by rule r1, attempt 1',
+      figure: 'paused',
+    });
+  });
+
   it('cancelled at the stage it had reached', () => {
     expect(stageVerdict(base({ status: 'cancelled', finishedAt: at('12:02:00') })).words).toBe('cancelled at claim on request 12:02:00Z');
   });
