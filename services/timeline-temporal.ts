@@ -1,10 +1,11 @@
 // The Temporal side of a job's timeline: its history events (workflow and activity tasks,
 // timers, signals, the gate's decision) and the attempt still pending, from the frontend.
+import type { Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { decodeHistoryPayloads } from '../lib/payload-codec.js';
 import proto from '@temporalio/proto';
 import { duration, type StageFacts } from '../lib/job-stage.js';
-import type { JobTimeline, TimelineDeps, TimelineEvent } from './timeline-types.js';
+import type { HistoryWindow, JobTimeline, TimelineDeps, TimelineEvent } from './timeline-types.js';
 import { ADMISSION_WAIT_FAILURE, SLOT_WAIT_FAILURE, stepWaitOf } from '../contract/job-types.js';
 
 export const iso = (d: Date) => d.toISOString();
@@ -223,6 +224,64 @@ export function pausedActivity(pending: PendingActivity[]): StageFacts['pausedAc
   };
 }
 
+export const HISTORY_WINDOW: HistoryWindow = { head: 1_000, tail: 300, pageSize: 250 };
+
+/**
+ * The first `head` events of a run's history and, if it has more, its newest `tail` (read
+ * backwards), each page under its own deadline; `omitted` counts the events between them.
+ */
+export async function readHistoryWindow(
+  client: Client,
+  execution: { workflowId: string; runId: string },
+  w: HistoryWindow,
+): Promise<{ events: HistoryEvent[]; omitted: number; headCount: number }> {
+  const namespace = client.options.namespace;
+  const within = <T>(fn: () => Promise<T>) => client.connection.withDeadline(Date.now() + 5_000, fn);
+  const more = (t: Uint8Array | null | undefined) => (t && t.length > 0 ? t : undefined);
+  const head: HistoryEvent[] = [];
+  let token: Uint8Array | undefined;
+  do {
+    const page = await within(() =>
+      client.workflowService.getWorkflowExecutionHistory({
+        namespace,
+        execution,
+        maximumPageSize: Math.min(w.pageSize, w.head - head.length),
+        nextPageToken: token,
+      }),
+    );
+    head.push(...(page.history?.events ?? []));
+    token = more(page.nextPageToken);
+  } while (token && head.length < w.head);
+  // A page holds whole event batches: it may bring more than was asked.
+  if (!token && head.length <= w.head) return { events: head, omitted: 0, headCount: head.length };
+  const first = head.slice(0, w.head);
+  const lastHeadId = Number(first.at(-1)?.eventId ?? 0);
+  let newest: HistoryEvent[]; // newest first
+  if (!token) newest = head.slice(w.head).reverse();
+  else {
+    newest = [];
+    let back: Uint8Array | undefined;
+    do {
+      const page = await within(() =>
+        client.workflowService.getWorkflowExecutionHistoryReverse({
+          namespace,
+          execution,
+          maximumPageSize: Math.min(w.pageSize, w.tail - newest.length),
+          nextPageToken: back,
+        }),
+      );
+      newest.push(...(page.history?.events ?? []));
+      back = more(page.nextPageToken);
+    } while (back && newest.length < w.tail);
+  }
+  const tail = newest
+    .slice(0, w.tail)
+    .filter((e) => Number(e.eventId) > lastHeadId)
+    .reverse();
+  const firstTailId = Number(tail[0]?.eventId ?? lastHeadId + 1);
+  return { events: [...first, ...tail], omitted: Math.max(0, firstTailId - lastHeadId - 1), headCount: first.length };
+}
+
 export async function temporalSide(
   deps: TimelineDeps,
   jobId: string,
@@ -239,10 +298,27 @@ export async function temporalSide(
   try {
     const within = <T>(fn: () => Promise<T>) => client.connection.withDeadline(Date.now() + 5_000, fn);
     const d = await within(() => handle.describe());
-    const history = await within(() => handle.fetchHistory());
+    const {
+      events: read,
+      omitted,
+      headCount,
+    } = await readHistoryWindow(client, { workflowId: jobId, runId: d.runId }, deps.historyWindow ?? HISTORY_WINDOW);
+    const history = { events: read };
     // With PAYLOAD_CODEC_KEYS the results the timeline reads (the gate's decision) are encrypted: decode them as the client would.
     await decodeHistoryPayloads(history, client.options.loadedDataConverter.payloadCodecs);
-    const events = temporalEvents(history.events ?? []);
+    const events = temporalEvents(history.events);
+    if (omitted > 0) {
+      const lastHead = read[headCount - 1];
+      const at = tsMs(lastHead?.eventTime) ?? Date.now();
+      // Right after the last event read forwards, at its time: the gap lies between it and the newest ones.
+      events.splice(headCount, 0, {
+        at: new Date(at).toISOString(),
+        source: 'temporal',
+        kind: 'HistoryGap',
+        event: `${omitted} history events not read`,
+        detail: `events ${Number(lastHead?.eventId ?? 0) + 1} to ${Number(lastHead?.eventId ?? 0) + omitted} (the first and the newest are shown); the whole history is in the Temporal Web UI or \`temporal workflow show --workflow-id ${jobId}\``,
+      });
+    }
     // Retries of an activity leave no history event until the last attempt ends: the pending one shows here.
     for (const p of d.raw.pendingActivities ?? []) {
       const at = tsMs(p.lastStartedTime) ?? tsMs(p.scheduledTime);
@@ -250,7 +326,7 @@ export async function temporalSide(
       const state =
         proto.temporal.api.enums.v1.PendingActivityState[p.state as number]?.replace(/^PENDING_ACTIVITY_STATE_/, '').toLowerCase() ??
         'pending';
-      events.push({
+      events.splice(headCount, 0, {
         at: new Date(at).toISOString(),
         source: 'temporal',
         kind: 'PendingActivity',
@@ -259,9 +335,16 @@ export async function temporalSide(
       });
     }
     return {
-      info: { ...info, runId: d.runId, status: d.status.name, taskQueue: d.taskQueue, historyEvents: history.events?.length ?? 0 },
+      info: {
+        ...info,
+        runId: d.runId,
+        status: d.status.name,
+        taskQueue: d.taskQueue,
+        historyEvents: Number(d.historyLength ?? read.length + omitted),
+        ...(omitted > 0 ? { historyEventsOmitted: omitted } : {}),
+      },
       events,
-      workflowTaskFailure: failingWorkflowTask(history.events ?? [], d.status.name === 'RUNNING', d.raw.pendingWorkflowTask?.attempt),
+      workflowTaskFailure: failingWorkflowTask(read, d.status.name === 'RUNNING', d.raw.pendingWorkflowTask?.attempt),
       pausedActivity: d.status.name === 'RUNNING' ? pausedActivity(d.raw.pendingActivities ?? []) : null,
     };
   } catch (err) {

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createJobRegistry } from '../../job-api/registry.js';
 import { builtInJobTypes } from '../../jobs/index.js';
 import { createJobsClient } from '../../services/intake.js';
+import { temporalSide } from '../../services/timeline-temporal.js';
 import { reserveAndConfirmJobType } from '../fixtures/jobs/reserve-and-confirm/activities.js';
 import { operatorKey, startHarness, TENANTS, uid, waitFor, type Harness } from '../support/harness.js';
 
@@ -98,5 +99,35 @@ describe('an activity paused in Temporal', () => {
     await h.temporal.workflowService.unpauseActivity({ namespace, execution, id: pending.activityId!, identity: 'ops-dana' });
     await h.waitForStatus(jobId, 'succeeded');
     expect((await verdictOf(jobId)).words).not.toMatch(/paused/);
+  });
+});
+
+describe('a long history', () => {
+  it('is read page by page: its first events forwards, its newest backwards, and the gap between them named', async () => {
+    const r = await h.submit('summarize', { text: 'A history read in small pages.' });
+    const jobId = r.body.jobId as string;
+    await h.waitForStatus(jobId, 'succeeded');
+    const whole = (await h.temporal.workflow.getHandle(jobId).fetchHistory()).events!;
+    expect(whole.length).toBeGreaterThan(12);
+    const deps = { pool: h.pool, temporal: h.temporal, taskQueue: h.taskQueue };
+
+    const all = await temporalSide({ ...deps, historyWindow: { head: 1_000, tail: 300, pageSize: 3 } }, jobId);
+    expect(all.info).toMatchObject({ status: 'COMPLETED', historyEvents: whole.length });
+    expect(all.info.historyEventsOmitted).toBeUndefined();
+    expect(all.events.some((e) => e.kind === 'HistoryGap')).toBe(false);
+
+    const part = await temporalSide({ ...deps, historyWindow: { head: 6, tail: 4, pageSize: 3 } }, jobId);
+    const omitted = whole.length - 10;
+    expect(part.info).toMatchObject({ historyEvents: whole.length, historyEventsOmitted: omitted });
+    const kinds = part.events.filter((e) => e.kind !== 'PendingActivity').map((e) => e.kind);
+    expect(kinds).toHaveLength(11); // 6 + the gap + 4
+    expect(kinds[0]).toBe('WorkflowExecutionStarted');
+    expect(kinds.at(-1)).toBe('WorkflowExecutionCompleted');
+    const gap = part.events.find((e) => e.kind === 'HistoryGap')!;
+    expect(gap).toMatchObject({ event: `${omitted} history events not read` });
+    expect(gap.detail).toContain(`events 7 to ${6 + omitted}`);
+    // Small pages reach the newest events backwards; one big page brings them all at once: the same window.
+    const onePage = await temporalSide({ ...deps, historyWindow: { head: 6, tail: 4, pageSize: 1_000 } }, jobId);
+    expect(onePage.events.filter((e) => e.kind !== 'PendingActivity')).toEqual(part.events.filter((e) => e.kind !== 'PendingActivity'));
   });
 });
