@@ -302,6 +302,15 @@ export function createBulkActionService(deps: BulkActionServiceDeps) {
       ...(live
         ? {
             state: live.state,
+            // The workflow's own counts: the row's are refreshed after each batch and at the end,
+            // so a read between a batch's end and that refresh would pair a live state with old counts.
+            counts: {
+              total: live.counts.total,
+              done: live.counts.applied + live.counts.skipped + live.counts.failed,
+              applied: live.counts.applied,
+              skipped: live.counts.skipped,
+              failed: live.counts.failed,
+            },
             progress: { ...live.counts, peakRunning: live.peakRunning, batchesStarted: live.batchesStarted },
             options: { ...view.options, ...live.options },
           }
