@@ -31,6 +31,7 @@ import { resolveTemporalCli } from './lib/temporal-cli.js';
 import { defaultJobRegistry } from '../jobs/index.js';
 import { resolveTemporalServerBinaries, startTemporalServer } from './lib/temporal-server.js';
 import { temporalServerEnv } from './lib/temporal-server-env.js';
+import { resolveTemporalUiServer, startTemporalUi, TEMPORAL_UI_VERSION } from './lib/temporal-ui.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 // The stack's data lives where it is started (this repository for `npm start`, a team's
@@ -127,6 +128,17 @@ async function bringUp(): Promise<void> {
     });
     stops.push(() => server.stop());
     temporalAddress = server.address;
+    // The Web UI server beside it (v2.54.1: task failures, activity pause and reset).
+    const ui = await startTemporalUi({
+      binary: await resolveTemporalUiServer({ path: process.env.TEMPORAL_UI_SERVER_PATH, log: say }),
+      rootDir: path.join(DATA, 'temporal-ui'),
+      temporalAddress,
+      port: config.temporalUiPort,
+      namespace: config.temporalNamespace,
+    });
+    stops.push(() => ui.stop());
+    uiUrl = ui.url;
+    say(`Temporal Web UI ${TEMPORAL_UI_VERSION} on ${ui.url}`);
   } else if (!temporalAddress) {
     const cliPath = await resolveTemporalCli({ cliPath: config.temporalCliPath, log: say });
     const dev = await startDevServer({
@@ -191,7 +203,7 @@ async function bringUp(): Promise<void> {
       .map((t) => t.tenantId)
       .join(','),
     ...(config.adminApiKey ? { ADMIN_API_KEY: config.adminApiKey } : {}),
-    // The console links jobs to the Web UI this stack really has (temporal-server has none).
+    // The console links jobs to the Web UI this stack really has.
     ...(process.env.TEMPORAL_UI_URL || config.temporalAddress ? {} : { TEMPORAL_UI_URL: uiUrl ?? 'none' }),
   };
   children = [
@@ -228,12 +240,11 @@ async function bringUp(): Promise<void> {
   say(`  HTTP API         ${api}`);
   say(await adminListenerLine(config.adminListener));
   say(postgresBannerLine({ url: databaseUrl, dataDir: pgDataDir, showPassword: showDatabasePassword(process.env) }));
+  const serverMode = temporalEnv.mode === 'server' && !config.temporalAddress;
   say(
-    `  Temporal         ${temporalAddress}, namespace ${config.temporalNamespace}${uiUrl ? ` (history in ${path.relative(ROOT, DATA)}/temporal.sqlite)` : ''}`,
+    `  Temporal         ${temporalAddress}, namespace ${config.temporalNamespace}${uiUrl && !serverMode ? ` (history in ${path.relative(ROOT, DATA)}/temporal.sqlite)` : ''}`,
   );
   if (uiUrl) say(`  Temporal Web UI  ${uiUrl}`);
-  else if (temporalEnv.mode === 'server' && !config.temporalAddress)
-    say('  Temporal Web UI  none: temporal-server has no UI (the CLI can inspect it: temporal workflow list --address ...)');
   say(`  provider         ${providerUrl}${config.providerUrl ? '' : ' (simulator)'}`);
   say(`  workers          ${config.workers}`);
   say(tryCurlLine(api, config.seedTenants));

@@ -1,6 +1,6 @@
 /**
  * `npm run temporal-server`: the production shape of Temporal on this machine, in the
- * foreground: `temporal-server` v1.29.1 (frontend, history, matching and worker in one process,
+ * foreground: `temporal-server` v1.32.1 (frontend, history, matching and worker in one process,
  * bound to 127.0.0.1) on PostgreSQL: DATABASE_URL's server, or an embedded cluster of its own
  * under .data/temporal-server/pg. Obtains the binaries, sets up both schemas, writes the config,
  * starts the server, creates the namespace and the search attributes, and says when a job could
@@ -15,16 +15,19 @@ import { loadConfig } from '../lib/config.js';
 import { startEmbeddedPostgres, type EmbeddedPg } from './lib/embedded-pg.js';
 import { resolveTemporalServerBinaries, startTemporalServer, type TemporalServer } from './lib/temporal-server.js';
 import { temporalServerEnv } from './lib/temporal-server-env.js';
+import { resolveTemporalUiServer, startTemporalUi, type TemporalUi } from './lib/temporal-ui.js';
 import { defaultJobRegistry } from '../jobs/index.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const say = (m: string) => console.log(`[temporal-server] ${m}`);
 
 let server: TemporalServer | undefined;
+let ui: TemporalUi | undefined;
 let pgDb: EmbeddedPg | undefined;
 let stopping = false;
 async function stopAll(why: string): Promise<void> {
   say(`${why}: stopping temporal-server${pgDb ? ' and its Postgres' : ''}`);
+  await ui?.stop();
   await server?.stop();
   await pgDb?.stop();
   say('stopped');
@@ -49,6 +52,7 @@ try {
   });
   const started = Date.now();
   const binaries = await resolveTemporalServerBinaries({ serverPath: env.serverPath, sqlToolPath: env.sqlToolPath, log: say });
+  const uiBinary = await resolveTemporalUiServer({ path: process.env.TEMPORAL_UI_SERVER_PATH, log: say });
   if (process.argv.includes('--ensure-binaries')) {
     say(`binaries ready in ${Math.round((Date.now() - started) / 1000)}s`);
     process.exit(0);
@@ -69,7 +73,14 @@ try {
     retentionHours: env.retentionHours,
     log: say,
   });
-  say(`ready: TEMPORAL_ADDRESS=${server.address} TEMPORAL_NAMESPACE=${server.namespace} (Ctrl-C stops it)`);
+  ui = await startTemporalUi({
+    binary: uiBinary,
+    rootDir: path.join(ROOT, '.data', 'temporal-ui'),
+    temporalAddress: server.address,
+    port: config.temporalUiPort,
+    namespace: server.namespace,
+  });
+  say(`ready: TEMPORAL_ADDRESS=${server.address} TEMPORAL_NAMESPACE=${server.namespace}, Web UI ${ui.url} (Ctrl-C stops it)`);
 } catch (err) {
   say(`could not start: ${(err as Error).message}`);
   if (!stopping) {

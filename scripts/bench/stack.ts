@@ -24,7 +24,7 @@ import type { FastifyInstance } from 'fastify';
 import { startDevServer } from '../lib/dev-server.js';
 import { startEmbeddedPostgres } from '../lib/embedded-pg.js';
 import { resolveTemporalCli } from '../lib/temporal-cli.js';
-import { defaultPorts, resolveTemporalServerBinaries, startTemporalServer } from '../lib/temporal-server.js';
+import { defaultPorts, resolveTemporalServerBinaries, startTemporalServer, TEMPORAL_SERVER_VERSION } from '../lib/temporal-server.js';
 import { createBareActivities, type BareCounter } from './bare-activities.js';
 import { startChild, type Child } from './child.js';
 import { parentPid, pidListeningOn } from './cpu.js';
@@ -170,8 +170,7 @@ export async function startStack(o: { quick: boolean; log: (msg: string) => void
       });
       closers.push(() => server.stop());
       temporalPid = () => server.pid();
-      temporalDescription =
-        "temporal-server v1.29.1 (production shape: 4 history shards, Postgres persistence and visibility on the stack's Postgres, scripts/lib/temporal-server-config.ts)";
+      temporalDescription = `temporal-server ${TEMPORAL_SERVER_VERSION} (production shape: 4 history shards, Postgres persistence and visibility on the stack's Postgres, scripts/lib/temporal-server-config.ts)`;
       return server.address;
     };
     const startTemporal = async (): Promise<string> => {

@@ -29,10 +29,13 @@ export function sqlTargetFromUrl(databaseUrl: string): SqlTarget {
   };
 }
 
-/** What `update-schema` reaches with the schemas embedded in the v1.29.1 sql tool. */
+/**
+ * What `update-schema` reaches with the schemas embedded in the v1.32.1 sql tool (v1.29.1's
+ * were 1.18 and 1.9: a store set up by it is moved forward, never back).
+ */
 const SCHEMAS = {
-  temporal: { schemaName: 'postgresql/v12/temporal', version: '1.18' },
-  visibility: { schemaName: 'postgresql/v12/visibility', version: '1.9' },
+  temporal: { schemaName: 'postgresql/v12/temporal', version: '1.19' },
+  visibility: { schemaName: 'postgresql/v12/visibility', version: '1.14' },
 } as const;
 
 export interface TemporalDatabases {

@@ -2,8 +2,8 @@
 // PostgreSQL, instead of the CLI's SQLite dev server. Used by `npm run temporal-server`,
 // `TEMPORAL_MODE=server npm start`, the test setup and the drill. Facts it relies on are in
 // ../shared/TEMPORAL-NOTES.md §13:
-//  - binaries: `go install go.temporal.io/server/cmd/server@v1.29.1` (3-4 min cold) and
-//    `.../cmd/tools/sql@v1.29.1` (seconds), resolved like the Temporal CLI (go-binary.ts);
+//  - binaries: `go install go.temporal.io/server/cmd/server@v1.32.1` (4-7 min cold) and
+//    `.../cmd/tools/sql@v1.32.1` (seconds), resolved like the Temporal CLI (go-binary.ts);
 //  - schemas: plugin postgres12, the main store and visibility in their own databases; the sql
 //    tool embeds the versioned schemas (`--schema-name postgresql/v12/...`);
 //  - `cluster_membership.rpc_port` is SMALLINT: membership ports must be <= 32767;
@@ -33,7 +33,11 @@ import { ensureTemporalSchemas, redact, sqlTargetFromUrl, type TemporalDatabases
 export { defaultPorts, portsFromEnv, PORT_NAMES, type TemporalServerPorts } from './temporal-server-config.js';
 export { ensureTemporalSchemas, sqlTargetFromUrl, type SqlTarget, type TemporalDatabases } from './temporal-server-schema.js';
 
-export const TEMPORAL_SERVER_VERSION = 'v1.29.1';
+/**
+ * The production shape's server. v1.32.1 (issue 40 §1): the newest this machine's Go builds; the
+ * local stack keeps the CLI v1.5.1 dev server (server 1.29.1), so the project runs on both.
+ */
+export const TEMPORAL_SERVER_VERSION = 'v1.32.1';
 
 const SERVER_SPEC: GoBinarySpec = {
   name: 'temporal-server',
@@ -41,7 +45,7 @@ const SERVER_SPEC: GoBinarySpec = {
   version: TEMPORAL_SERVER_VERSION,
   cacheDir: 'temporal-server',
   envVar: 'TEMPORAL_SERVER_PATH',
-  buildHint: 'about 3-4 minutes on 2 cores the first time',
+  buildHint: 'about 4-7 minutes on 2 cores the first time',
 };
 const SQL_TOOL_SPEC: GoBinarySpec = {
   name: 'temporal-sql-tool',
