@@ -226,6 +226,24 @@ export function pausedActivity(pending: PendingActivity[]): StageFacts['pausedAc
 
 export const HISTORY_WINDOW: HistoryWindow = { head: 1_000, tail: 300, pageSize: 250 };
 
+type HistoryPage = { history?: { events?: HistoryEvent[] | null } | null; nextPageToken?: Uint8Array | null };
+
+/** Pages of `read` until `want` events or the end; a page holds whole event batches, so it may bring more than asked. */
+async function readPages(
+  read: (size: number, token: Uint8Array | undefined) => Promise<HistoryPage>,
+  want: number,
+  pageSize: number,
+): Promise<{ events: HistoryEvent[]; more: boolean }> {
+  const events: HistoryEvent[] = [];
+  let token: Uint8Array | undefined;
+  do {
+    const page = await read(Math.min(pageSize, want - events.length), token);
+    events.push(...(page.history?.events ?? []));
+    token = page.nextPageToken && page.nextPageToken.length > 0 ? page.nextPageToken : undefined;
+  } while (token && events.length < want);
+  return { events, more: token !== undefined };
+}
+
 /**
  * The first `head` events of a run's history and, if it has more, its newest `tail` (read
  * backwards), each page under its own deadline; `omitted` counts the events between them.
@@ -237,43 +255,29 @@ export async function readHistoryWindow(
 ): Promise<{ events: HistoryEvent[]; omitted: number; headCount: number }> {
   const namespace = client.options.namespace;
   const within = <T>(fn: () => Promise<T>) => client.connection.withDeadline(Date.now() + 5_000, fn);
-  const more = (t: Uint8Array | null | undefined) => (t && t.length > 0 ? t : undefined);
-  const head: HistoryEvent[] = [];
-  let token: Uint8Array | undefined;
-  do {
-    const page = await within(() =>
-      client.workflowService.getWorkflowExecutionHistory({
-        namespace,
-        execution,
-        maximumPageSize: Math.min(w.pageSize, w.head - head.length),
-        nextPageToken: token,
-      }),
-    );
-    head.push(...(page.history?.events ?? []));
-    token = more(page.nextPageToken);
-  } while (token && head.length < w.head);
-  // A page holds whole event batches: it may bring more than was asked.
-  if (!token && head.length <= w.head) return { events: head, omitted: 0, headCount: head.length };
+  const forwards = await readPages(
+    (maximumPageSize, nextPageToken) =>
+      within(() => client.workflowService.getWorkflowExecutionHistory({ namespace, execution, maximumPageSize, nextPageToken })),
+    w.head,
+    w.pageSize,
+  );
+  const head = forwards.events;
+  if (!forwards.more && head.length <= w.head) return { events: head, omitted: 0, headCount: head.length };
   const first = head.slice(0, w.head);
   const lastHeadId = Number(first.at(-1)?.eventId ?? 0);
-  let newest: HistoryEvent[]; // newest first
-  if (!token) newest = head.slice(w.head).reverse();
-  else {
-    newest = [];
-    let back: Uint8Array | undefined;
-    do {
-      const page = await within(() =>
-        client.workflowService.getWorkflowExecutionHistoryReverse({
-          namespace,
-          execution,
-          maximumPageSize: Math.min(w.pageSize, w.tail - newest.length),
-          nextPageToken: back,
-        }),
-      );
-      newest.push(...(page.history?.events ?? []));
-      back = more(page.nextPageToken);
-    } while (back && newest.length < w.tail);
-  }
+  // Newest first: what the forward pages brought past the head, or pages read backwards.
+  const newest = !forwards.more
+    ? head.slice(w.head).reverse()
+    : (
+        await readPages(
+          (maximumPageSize, nextPageToken) =>
+            within(() =>
+              client.workflowService.getWorkflowExecutionHistoryReverse({ namespace, execution, maximumPageSize, nextPageToken }),
+            ),
+          w.tail,
+          w.pageSize,
+        )
+      ).events;
   const tail = newest
     .slice(0, w.tail)
     .filter((e) => Number(e.eventId) > lastHeadId)

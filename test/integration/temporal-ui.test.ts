@@ -1,21 +1,13 @@
 // The Web UI server v2.54.1 that runs beside temporal-server (issue 40 §1): started by
 // scripts/lib/temporal-ui.ts against this suite's Temporal frontend (it talks gRPC to any),
 // it serves the UI and reads the namespace's workflows through its own API.
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import fs from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { freePort } from '../../scripts/lib/dev-server.js';
 import { resolveTemporalUiServer, startTemporalUi, type TemporalUi } from '../../scripts/lib/temporal-ui.js';
 import { startHarness, uid, waitFor, type Harness } from '../support/harness.js';
-
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 let h: Harness;
 let ui: TemporalUi | undefined;
