@@ -63,9 +63,19 @@ export async function acquireSlot(
   let slot = taken ?? (await store.tryAcquireSlot(req));
   const reason = `waiting for an upstream slot (at most ${s.limits.perTenant} per tenant, ${s.limits.global} in total for ${s.jobType}${s.total !== undefined ? `, ${s.total} across all job types` : ''})`;
   if (!slot && s.waitInWorkflow) {
+    // Registered first, then asked once more: a slot freed between the failed try and the
+    // registration woke nobody (it had no waiter to name), and would otherwise stay free until
+    // some waiter's timer. With this, the release that frees a slot is what wakes a waiter,
+    // and the workflow's timer is only a safety net (workflows/step-activities.ts).
+    await store.registerWaiter({ jobId: s.jobId, jobType: s.jobType, tenantId: s.tenantId });
+    slot = await store.tryAcquireSlot(req);
+    if (slot) {
+      await store.forgetWaiter(s.jobId);
+      if (s.resumed) await store.markRunning(s.jobId, s.attempt, s.fence, s.attemptStartedAt);
+      return { id: slot, waitedMs: 0 };
+    }
     // The first start this attempt set goes back: the job has not executed yet.
     await store.markWaiting(s.jobId, reason, s.fence, s.attemptStartedAt);
-    await store.registerWaiter({ jobId: s.jobId, jobType: s.jobType, tenantId: s.tenantId });
     throw new SlotUnavailableError(reason);
   }
   if (slot) {

@@ -13,9 +13,19 @@ import { localStepOptions, stepOptions } from './activity-options.js';
 import { asActivityFailure, elapsedCapReached, failureTypeOf, slotWaitOf } from './step-failures.js';
 import { admittedInStep, gateAfterRefusal, gateAskedInStep, gateHoldsAtStep } from './admission.js';
 
-/** Between schedules of a step that found no free slot: jittered, from 250 ms growing to 2 s. */
-const FIRST_PAUSE_MS = 250;
-const PAUSE_CAP_MS = 2_000;
+/**
+ * Between schedules of a step that found no free slot: jittered, from 3 s growing to 20 s. The
+ * release that frees a slot wakes the oldest waiter of its scope (`slotFreedSignal`), and a
+ * waiter registers before its last try (activities/concurrency.ts), so a free slot does not wait
+ * for a timer: the timer only covers a slot whose holder died (its lease lapses after
+ * `SLOT_TTL_MS`, 15 s) or a wake that was lost. It was 250 ms growing to 2 s: a flood of 1,000
+ * waiting jobs then woke about 700 times a second, each wake a timer, a workflow task and an
+ * activity, and another tenant's jobs queued behind them (issue 38 §5).
+ */
+const FIRST_PAUSE_MS = 3_000;
+const PAUSE_CAP_MS = 20_000;
+/** The shortest wait worth a timer, when the elapsed cap leaves little. */
+const MIN_PAUSE_MS = 100;
 /** A schedule needs at least this much of the elapsed cap left to be worth making. */
 const MIN_SCHEDULE_MS = 1_000;
 
@@ -132,9 +142,10 @@ async function runWaitingForSlots(
       continue;
     }
     if (asks) admittedInStep();
-    const pause = Math.min(PAUSE_CAP_MS, FIRST_PAUSE_MS * 1.5 ** round);
-    const left = budget.scheduleToCloseTimeoutMs - (Date.now() - began) - pause;
-    if (left < MIN_SCHEDULE_MS) throw waited.capReached();
+    // Never past the elapsed cap: the last wait is shortened so one schedule still fits.
+    const remaining = budget.scheduleToCloseTimeoutMs - (Date.now() - began);
+    const pause = Math.min(PAUSE_CAP_MS, FIRST_PAUSE_MS * 1.5 ** round, remaining - MIN_SCHEDULE_MS);
+    if (pause < MIN_PAUSE_MS) throw waited.capReached();
     if (round === 0) log.info('waiting for a concurrency slot in the workflow', { step: name, attempt: waited.attempt });
     // Jittered: waiters of one scope do not come back in lockstep.
     const wait = pause / 2 + (Math.random() * pause) / 2;

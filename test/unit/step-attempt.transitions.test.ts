@@ -205,6 +205,30 @@ describe('claim, call, record', () => {
     expect([...store.slots]).toEqual(['someone-else']);
   });
 
+  it('a slot freed between the failed try and the registration is taken: no wait that nothing would wake', async () => {
+    const { store, attempt } = setup({
+      of: { args: { jobId: 'job-1', tenantId: 't', jobType: 'charge', slotWait: { attemptOffset: 0, resumed: false, waitsReturn: true } } },
+    });
+    store.slots.add('someone-else');
+    // The holder's release lands just as the job registers: it found no waiter to wake.
+    const register = store.registerWaiter;
+    store.registerWaiter = async (w) => (await register(w), void store.slots.delete('someone-else'));
+    const c = call({ id: 'ch_1' });
+    const out = await attempt.run(() => effect(attempt, c), { step: 'charge' });
+    expect(out).toMatchObject({ via: 'executed', providerId: 'ch_1' });
+    expect(store.log).toEqual([
+      'start',
+      'claimEffect',
+      'tryAcquireSlot',
+      'registerWaiter',
+      'tryAcquireSlot',
+      'forgetWaiter',
+      'storeSuccess',
+      'addSpan',
+    ]);
+    expect([c.calls, store.status, store.waiters.size, store.slots.size]).toEqual([1, 'running', 0, 0]);
+  });
+
   it('resumed after a wait in the workflow: its slot marks it running and it stops being a waiter', async () => {
     const { store, attempt } = setup({
       of: { args: { jobId: 'job-1', tenantId: 't', jobType: 'charge', slotWait: { attemptOffset: 2, resumed: true, waitsReturn: true } } },
