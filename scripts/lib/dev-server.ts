@@ -39,6 +39,13 @@ export const SEARCH_ATTRIBUTES = { TenantId: 'Keyword', JobType: 'Keyword', JobS
  *    round-robin across fairness keys (issue 38 §5: every job's workflow carries its tenant as
  *    its key, services/start-job.ts `taskPriority`), so one tenant's flood does not hold another
  *    tenant's jobs back. Checked on 1.29.1 by test/integration/ops.fairness.test.ts.
+ * The production shape (scripts/lib/temporal-server.ts) writes the same map for temporal-server
+ * v1.32.1; checked there on 2026-12-07 against its `constants.go`: `matching.enableFairness` is
+ * still a key and still off by default (the one entry that changes dispatch there);
+ * `matching.useNewMatcher`, `system.enableActivityEagerExecution` and the two update switches
+ * are true by default there (explicit entries change nothing); `frontend.activityAPIsEnabled` and
+ * `frontend.enableExecuteMultiOperation` are not keys of it (the APIs are not gated), and it
+ * starts with them in the file (the suite's server group runs on it).
  */
 export const DEV_SERVER_DYNAMIC_CONFIG: Readonly<Record<string, unknown>> = {
   'frontend.enableExecuteMultiOperation': true,
