@@ -5,8 +5,8 @@
  * polls for, and a step paused in Temporal. Postgres cannot see these: the job just looks
  * queued or retrying. The facts are the operator timeline's (services/timeline-temporal.ts,
  * lib/job-stage.ts, services/queue-health.ts), read with the fewest calls: one describe, plus
- * one page of the newest history events when a workflow task is failing, plus the queue's
- * pollers while no attempt has started. Never a worker's identity, a task queue, an operator's
+ * one page of the newest history events (and the failing worker's build from the pollers) when
+ * a workflow task is failing, plus the queue's pollers while no attempt has started. Never a worker's identity, a task queue, an operator's
  * note or a stack trace: the timeline has those, for operators.
  */
 import type { Client } from '@temporalio/client';
@@ -14,6 +14,7 @@ import { missingPoller } from '../lib/job-stage.js';
 import type { EngineCondition } from './job-status.js';
 import { taskQueueHealth } from './queue-health.js';
 import { failingWorkflowTask, pausedActivity } from './timeline-temporal.js';
+import { pollerBuildId } from './worker-versions.js';
 
 /**
  * The whole check's deadline: a status poll must stay fast, and a Temporal that does not answer
@@ -69,8 +70,13 @@ async function readCondition(temporal: Client, job: EngineJob, deadline: number)
     );
     const failed = failingWorkflowTask([...(page.history?.events ?? [])].reverse(), true, attempt);
     if (failed) {
+      // The build the failure was reported with, else the one the job is pinned to, else the
+      // failing worker's own as it polls (an unversioned worker's build ID is only there).
       const pinned = d.raw.workflowExecutionInfo?.versioningInfo?.deploymentVersion?.buildId;
-      const buildId = failed.buildId || pinned || undefined;
+      const buildId =
+        failed.buildId ||
+        pinned ||
+        (failed.identity ? await pollerBuildId(temporal, d.taskQueue, failed.identity, deadline).catch(() => undefined) : undefined);
       return {
         kind: 'workflow-task-failing',
         message: `the engine cannot run this job's workflow code: its task failed ${times(failed.attempt)}${buildId ? ` on build ${buildId}` : ''} (${tenantSafeMessage(failed.message)}); the job waits and resumes where it stopped once the workers are fixed`,
