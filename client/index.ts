@@ -56,7 +56,7 @@ export type { BulkProgress, BulkActionKind } from '../contract/bulk-actions.js';
 export type { FailureCluster } from '../services/failure-clusters.js';
 export type { RerunPlan } from '../services/reruns.js';
 export type { JobsClient, JobsClientDeps, SubmitJobRequest, SubmitJobResult } from '../services/intake.js';
-export type { JobProgress, JobStatus, StaleResult } from '../services/job-status.js';
+export type { EngineCondition, JobProgress, JobStatus, StaleResult } from '../services/job-status.js';
 export type { JobPage, ListJobsFilter } from '../services/job-lists.js';
 export type { JobArgs, JobBudget, JobBudgets, JobState, JobType, Priority } from '../contract/job-types.js';
 export { JOB_STATES, PRIORITIES, TERMINAL_STATES, UNFINISHED_STATES, isTerminalState } from '../contract/job-types.js';

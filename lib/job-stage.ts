@@ -54,7 +54,14 @@ export interface StageFacts {
    * engine cannot run the workflow code (an unknown workflow type on that worker, a
    * non-deterministic deploy, a bundle error). `attempt` counts the failures so far.
    */
-  workflowTaskFailure?: { message: string; identity: string | null; attempt: number; workflowType: string | null } | null;
+  workflowTaskFailure?: {
+    message: string;
+    identity: string | null;
+    attempt: number;
+    workflowType: string | null;
+    /** The build ID the failing worker reported with the failure, when it did. */
+    buildId?: string | null;
+  } | null;
   /**
    * Temporal's view when one of the workflow's activities is paused (`temporal activity pause`,
    * the Web UI, `pauseActivity`): no attempt runs until someone unpauses it. `by` is the identity
@@ -166,15 +173,25 @@ function completedVerdict(f: StageFacts): StageVerdict {
 /** The later of two times, either may be missing. */
 const later = (a: Date | null, b: Date | null | undefined): Date | null => (a && b ? (a > b ? a : b) : (a ?? b ?? null));
 
+/**
+ * Which kind of worker nobody runs on a task queue, from Temporal's pollers of it: `null` while
+ * both kinds poll (or Temporal did not say). The claim verdict and the tenant's status
+ * (services/job-engine.ts) name it the same way.
+ */
+export function missingPoller(
+  q: Pick<NonNullable<StageFacts['taskQueue']>, 'workflowPollers' | 'activityPollers'> | undefined,
+): 'worker' | 'workflow worker' | 'activity worker' | null {
+  if (!q || (q.activityPollers !== 0 && q.workflowPollers !== 0)) return null;
+  return q.workflowPollers === 0 && q.activityPollers === 0 ? 'worker' : q.workflowPollers === 0 ? 'workflow worker' : 'activity worker';
+}
+
 function claimVerdict(f: StageFacts): StageVerdict {
   // A delayed job waits for a worker from its time on, not from its workflow's creation.
   const waitingSince = later(f.workflowStartedAt ?? f.createdAt, f.runAt)!;
   const waited = since(waitingSince, f.now);
   const q = f.taskQueue;
-  const noPollers = q && (q.activityPollers === 0 || q.workflowPollers === 0);
-  if (noPollers) {
-    const kind =
-      q.workflowPollers === 0 && q.activityPollers === 0 ? 'worker' : q.workflowPollers === 0 ? 'workflow worker' : 'activity worker';
+  const kind = missingPoller(q);
+  if (q && kind) {
     const forType = f.jobType ? ` for job type ${f.jobType}` : '';
     return {
       stage: 'claim',

@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { JOB_STATES } from '../contract/job-types.js';
 import type { JobRegistry } from '../job-api/registry.js';
 import { SUBMIT_BODY_SCHEMA } from '../services/intake.js';
 import { degradationBody } from '../services/degradation.js';
@@ -12,6 +11,7 @@ import { pausePaths } from './openapi-pauses.js';
 import { bulkPaths } from './openapi-bulk.js';
 import { consoleOpsPaths } from './openapi-console-ops.js';
 import { listParameters } from './openapi-lists.js';
+import { jobStatusSchema } from './openapi-job-status.js';
 
 /**
  * The OpenAPI document, generated from the same zod schemas that validate requests, so the
@@ -70,49 +70,7 @@ export function openApiDocument(version: string, jobs: JobRegistry): Record<stri
             limit: { type: 'integer' },
           },
         },
-        JobStatus: {
-          type: 'object',
-          required: ['jobId', 'type', 'status', 'attempts', 'createdAt', 'updatedAt'],
-          properties: {
-            jobId: { type: 'string' },
-            type: { type: 'string' },
-            status: { type: 'string', enum: [...JOB_STATES] },
-            attempts: { type: 'integer', description: "the job's highest attempt of any step (its dead letter adds every step's)" },
-            createdAt: { type: 'string', format: 'date-time' },
-            updatedAt: { type: 'string', format: 'date-time' },
-            result: {},
-            error: { type: 'object' },
-            deadLetterId: { type: 'string' },
-            nextPollSeconds: { type: 'integer' },
-            scheduledFor: {
-              type: 'string',
-              format: 'date-time',
-              description: 'a delayed job: when it may start (UTC); status is scheduled until then, queued after',
-            },
-            tags: { type: 'object', additionalProperties: { type: 'string' }, description: 'the business tags its submitter set' },
-            upstream: {
-              type: 'string',
-              enum: ['primary', 'fallback'],
-              description: 'job types with a fallback: where its effects went ("fallback" once any did, by an operator\'s decision)',
-            },
-            upstreamReason: {
-              type: 'string',
-              description: 'who enabled the fallback and since when, or why the job stayed on the primary',
-            },
-            staleResult: {
-              type: 'object',
-              description:
-                "only with ?allowStale=true, while this job has no result: an earlier job's result for the same input, never live",
-              required: ['stale', 'result', 'at', 'fromJobId'],
-              properties: {
-                stale: { type: 'boolean', enum: [true] },
-                result: {},
-                at: { type: 'string', format: 'date-time', description: 'when that job finished (UTC)' },
-                fromJobId: { type: 'string' },
-              },
-            },
-          },
-        },
+        JobStatus: jobStatusSchema(),
         Problem: {
           type: 'object',
           required: ['type', 'title', 'status'],

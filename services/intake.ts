@@ -44,6 +44,7 @@ import { recordDuplicate } from '../store/timeline.js';
 import { mayUseHighPriority } from '../store/tenants.js';
 import { admitSubmit } from './rate-limit.js';
 import { tenantStage } from './timeline.js';
+import { createEngineCheck } from './job-engine.js';
 import { annotateSpan, currentTraceId, withSpan } from '../lib/tracing.js';
 import { insertJobTrace } from '../store/job-traces.js';
 
@@ -55,6 +56,11 @@ export interface JobsClientDeps {
   jobs: JobRegistry;
   /** Deadline for one Temporal start call. Default 5000 ms. */
   startTimeoutMs?: number;
+  /**
+   * `getJob` of an unfinished job also asks Temporal what holds it (`engine`), within this
+   * deadline; past it the answer comes without the field. Default 1500 ms (ENGINE_CHECK_TIMEOUT_MS).
+   */
+  engineCheckTimeoutMs?: number;
   /** Per job type overrides of the retry budget (config `JOB_BUDGETS`); default none. */
   budgets?: JobBudgets;
   /** Types whose new jobs take the fast path (config `FAST_PATH_JOB_TYPES`); default none. */
@@ -171,6 +177,7 @@ export function createJobsClient(deps: JobsClientDeps) {
   const startTimeoutMs = deps.startTimeoutMs ?? 5_000;
   const retryAfter = deps.unavailableRetryAfterSeconds ?? UNAVAILABLE_RETRY_AFTER_SECONDS;
   const marks = createStartMarks(deps.pool, deps.startMarkWindowMs ?? DEFAULT_START_MARK_WINDOW_MS);
+  const engineOf = createEngineCheck(deps.temporal, { timeoutMs: deps.engineCheckTimeoutMs });
 
   /**
    * Starts the intent's workflow, or finds that it runs. `intentCreatedAt` undefined: the
@@ -343,8 +350,18 @@ export function createJobsClient(deps: JobsClientDeps) {
   async function getJob(tenantId: string, jobId: string, opts: { allowStale?: boolean } = {}): Promise<JobStatus> {
     const row = await loadOwned(tenantId, jobId);
     const status = toJobStatus(row);
-    Object.assign(status, await pgOr503(() => tenantStage(deps.pool, row), undefined, retryAfter));
     const noResultYet = (UNFINISHED_STATES as readonly JobState[]).includes(row.status);
+    // Temporal is asked only while Postgres says the job runs (a finished job's status never
+    // costs a call), and only for what Postgres cannot see; it never fails or delays the answer
+    // past its deadline.
+    const [stage, engine] = await Promise.all([
+      pgOr503(() => tenantStage(deps.pool, row), undefined, retryAfter),
+      noResultYet && status.status !== 'scheduled'
+        ? engineOf({ jobId: row.job_id, jobType: row.job_type, firstStartedAt: row.first_started_at })
+        : undefined,
+    ]);
+    Object.assign(status, stage);
+    if (engine) status.engine = engine;
     if (opts.allowStale && noResultYet && deps.jobs.get(row.job_type)?.staleResult === true) {
       const last = await pgOr503(
         () => lastSucceeded(deps.pool, { tenantId, jobType: row.job_type, inputHash: row.input_hash, exceptJobId: jobId }),

@@ -50,6 +50,28 @@ export interface JobStatus {
   tags?: Record<string, string>;
   /** The latest progress a step reported (`ctx.progress`), with the step and when it was stored (UTC). */
   progress?: JobProgress;
+  /**
+   * Only while the job is unfinished and Temporal shows it: what holds it in the engine, which
+   * Postgres (and so `stage`) cannot see. Absent when nothing is wrong or Temporal did not answer
+   * in time (services/job-engine.ts).
+   */
+  engine?: EngineCondition;
+}
+
+/** Something in the engine holds an unfinished job (issue 40 §5). */
+export interface EngineCondition {
+  /**
+   * `workflow-task-failing`: the engine fails the job's workflow task again and again (a
+   * non-deterministic deploy, a worker without the job's type, a broken bundle); `no-poller`:
+   * no worker polls for the job's type; `activity-paused`: an operator paused a step in Temporal.
+   */
+  kind: 'workflow-task-failing' | 'no-poller' | 'activity-paused';
+  /** One line: what holds the job and what happens next (the failure's first line, shortened; never a stack). */
+  message: string;
+  /** `workflow-task-failing`: the build ID of the workers that fail it, when known. */
+  buildId?: string;
+  /** `activity-paused`: since when (UTC). */
+  since?: string;
 }
 
 /** What a step last reported of its progress. */

@@ -146,8 +146,8 @@ function longToNumber(v: unknown): number {
   return Number((v as { toString(): string }).toString());
 }
 
-async function describeQueue(temporal: Client, name: string, type: number): Promise<TaskQueueStats | null> {
-  const res = await temporal.connection.withDeadline(Date.now() + 3_000, () =>
+async function describeQueue(temporal: Client, name: string, type: number, deadline?: number): Promise<TaskQueueStats | null> {
+  const res = await temporal.connection.withDeadline(deadline ?? Date.now() + 3_000, () =>
     temporal.workflowService.describeTaskQueue({
       namespace: temporal.options.namespace,
       taskQueue: { name },
@@ -167,16 +167,23 @@ async function describeQueue(temporal: Client, name: string, type: number): Prom
   };
 }
 
-/** Temporal's own view of each task queue (workflow and activity tasks); a failure is reported, never fatal. */
-export async function taskQueueHealth(temporal: Client | undefined, names: string[]): Promise<TaskQueueHealth[]> {
+/**
+ * Temporal's own view of each task queue (workflow and activity tasks); a failure is reported,
+ * never fatal. `deadline` (epoch ms) bounds each call; default 3 s from the call.
+ */
+export async function taskQueueHealth(
+  temporal: Client | undefined,
+  names: string[],
+  o: { deadline?: number } = {},
+): Promise<TaskQueueHealth[]> {
   const T = proto.temporal.api.enums.v1.TaskQueueType;
   return Promise.all(
     names.map(async (name) => {
       if (!temporal) return { name, workflow: null, activity: null, note: 'no Temporal client: figures from Postgres only' };
       try {
         const [workflow, activity] = await Promise.all([
-          describeQueue(temporal, name, T.TASK_QUEUE_TYPE_WORKFLOW),
-          describeQueue(temporal, name, T.TASK_QUEUE_TYPE_ACTIVITY),
+          describeQueue(temporal, name, T.TASK_QUEUE_TYPE_WORKFLOW, o.deadline),
+          describeQueue(temporal, name, T.TASK_QUEUE_TYPE_ACTIVITY, o.deadline),
         ]);
         return {
           name,

@@ -186,7 +186,7 @@ export function failingWorkflowTask(
   events: HistoryEvent[],
   running: boolean,
   pendingAttempt: number | null | undefined,
-): { message: string; identity: string | null; attempt: number; workflowType: string | null } | null {
+): { message: string; identity: string | null; attempt: number; workflowType: string | null; buildId: string | null } | null {
   if (!running) return null;
   let failed: HistoryEvent | undefined;
   for (const ev of events) {
@@ -201,6 +201,8 @@ export function failingWorkflowTask(
     identity: a.identity ?? null,
     attempt: Math.max(1, pendingAttempt ?? 1),
     workflowType: started?.workflowType?.name ?? null,
+    // The worker's build ID as it reported the failure (binaryChecksum: servers and SDKs that predate the stamp).
+    buildId: a.workerVersion?.buildId || a.binaryChecksum || null,
   };
 }
 

@@ -31,6 +31,29 @@ export async function workerCodeVersions(temporal: Client, taskQueue: string): P
   return [...versions].sort();
 }
 
+/**
+ * The code version (build ID) of the worker `identity` polling `taskQueue` for workflow tasks, if
+ * it polls and sent one: a workflow task failure names the worker that failed it, and an
+ * unversioned worker's build ID is only in the pollers list. `deadline` in epoch ms (default 3 s).
+ */
+export async function pollerBuildId(
+  temporal: Client,
+  taskQueue: string,
+  identity: string,
+  deadline = Date.now() + 3_000,
+): Promise<string | undefined> {
+  const res = await temporal.connection.withDeadline(deadline, () =>
+    temporal.workflowService.describeTaskQueue({
+      namespace: temporal.options.namespace,
+      taskQueue: { name: taskQueue },
+      taskQueueType: proto.temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    }),
+  );
+  const p = (res.pollers ?? []).find((x) => x.identity === identity);
+  const id = p?.workerVersionCapabilities?.buildId || p?.deploymentOptions?.buildId || '';
+  return id && !SDK_DEFAULT_BUILD_ID.test(id) ? id : undefined;
+}
+
 /** What a dry run compares a dead letter's recorded version with. */
 export interface ReplayCodeVersion {
   /** The workers' version (several joined with ", " while a deploy rolls), or the API's own when no worker polls. */

@@ -1,13 +1,45 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { stringify } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { freePort } from '../lib/dev-server.js';
 
-/** The shipped rules, evaluated as they are by a real Prometheus. */
+/** The shipped rules: a real Prometheus evaluates their expressions unchanged. */
 const RULES = fileURLToPath(new URL('../../ops/alerts.yml', import.meta.url));
+
+/** A Prometheus duration (`5m`, `1h30m`, `20s`, `0m`) in seconds. */
+export function promDurationSeconds(d: string): number {
+  const units: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3_600, d: 86_400, w: 604_800, y: 31_536_000 };
+  const parts = [...d.matchAll(/(\d+)(ms|s|m|h|d|w|y)/g)];
+  if (parts.length === 0 || parts.map((p) => p[0]).join('') !== d) throw new Error(`not a Prometheus duration: ${d}`);
+  return parts.reduce((sum, p) => sum + Number(p[1]) * units[p[2]!]!, 0);
+}
+
+type RuleFile = { groups: Array<{ name: string; rules: Array<{ alert?: string; for?: string }> }> };
+
+/**
+ * The shipped rules with every `for:` longer than `capSeconds` shortened to it, everything
+ * else (expressions, labels, annotations) as shipped: a drill cannot wait 5 min per alert,
+ * and the shipped `for:` of each rule is what ops/alerts.test.yml checks with promtool.
+ * Returns the YAML and each alert's `for:` in seconds, as shipped and as loaded.
+ */
+export function capRuleFor(
+  yamlText: string,
+  capSeconds: number,
+): { yaml: string; forSeconds: Map<string, { shipped: number; loaded: number }> } {
+  const doc = parse(yamlText) as RuleFile;
+  const forSeconds = new Map<string, { shipped: number; loaded: number }>();
+  for (const rule of doc.groups.flatMap((g) => g.rules)) {
+    if (!rule.alert) continue;
+    const shipped = rule.for ? promDurationSeconds(rule.for) : 0;
+    const loaded = Math.min(shipped, capSeconds);
+    if (loaded < shipped) rule.for = `${loaded}s`;
+    forSeconds.set(rule.alert, { shipped, loaded });
+  }
+  return { yaml: stringify(doc), forSeconds };
+}
 
 export interface PromAlert {
   labels: Record<string, string>;
@@ -18,6 +50,8 @@ export interface PromAlert {
 
 export interface RunningPrometheus {
   url: string;
+  /** Each alert's `for:` in seconds, as shipped in ops/alerts.yml and as this Prometheus loaded it. */
+  forSeconds: Map<string, { shipped: number; loaded: number }>;
   /** Alerts pending or firing now (GET /api/v1/alerts). */
   alerts(): Promise<PromAlert[]>;
   /** An instant query's vector (GET /api/v1/query). */
@@ -37,17 +71,22 @@ export function prometheusAvailable(): boolean {
 /**
  * Debian's `prometheus` binary with a generated config: it scrapes `target` (host:port of the
  * API) every second and evaluates ops/alerts.yml every second, on a free loopback port, with
- * its TSDB in a temp dir that `stop()` removes after the process has exited.
+ * its TSDB in a temp dir that `stop()` removes after the process has exited. With
+ * `forCapSeconds`, it loads a copy of the rules written into that dir in which every longer
+ * `for:` is shortened to it (capRuleFor).
  */
-export async function startPrometheus(target: string): Promise<RunningPrometheus> {
+export async function startPrometheus(target: string, o: { forCapSeconds?: number } = {}): Promise<RunningPrometheus> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'durable-jobs-prometheus-'));
   const port = await freePort();
   const config = path.join(dir, 'prometheus.yml');
+  const rules = capRuleFor(await readFile(RULES, 'utf8'), o.forCapSeconds ?? Infinity);
+  const rulesFile = path.join(dir, 'alerts.yml');
+  await writeFile(rulesFile, rules.yaml);
   await writeFile(
     config,
     stringify({
       global: { scrape_interval: '1s', scrape_timeout: '1s', evaluation_interval: '1s' },
-      rule_files: [RULES],
+      rule_files: [rulesFile],
       scrape_configs: [{ job_name: 'durable-jobs-api', static_configs: [{ targets: [target] }] }],
     }),
   );
@@ -105,6 +144,7 @@ export async function startPrometheus(target: string): Promise<RunningPrometheus
   }
   return {
     url,
+    forSeconds: rules.forSeconds,
     alerts: async () => (await api<{ alerts: PromAlert[] }>('/api/v1/alerts')).alerts,
     query: async (expr) =>
       (

@@ -67,10 +67,16 @@ describe('GET /v1/admin/jobs/{jobId}/timeline', () => {
     const s = (await h.api(`/v1/jobs/${jobId}`)).body;
     expect(s.stage).toMatch(/^waiting at claim: queued for /);
     expect(s.nextStep).toBe('a worker picks up the first attempt');
+    // What Postgres cannot see, Temporal's pollers can: named for the tenant by job type, never the queue.
+    expect(s.engine).toEqual({
+      kind: 'no-poller',
+      message: 'no worker is running for job type summarize: the job waits in the queue and starts when one polls',
+    });
+    expect(JSON.stringify(s)).not.toContain(h.taskQueue);
 
     // A worker comes: the job runs, and the timeline says completed.
     await h.startWorker('timeline-worker-1');
-    await h.waitForStatus(jobId, 'succeeded');
+    expect((await h.waitForStatus(jobId, 'succeeded')).engine).toBeUndefined();
     const done = await withEvents(jobId, ['result written (fenced)', 'activity completed: summarizeText', 'workflow completed']);
     expect(done.verdict.words).toMatch(/^completed /);
     expect(done.verdict.stage).toBe('completion');

@@ -2,6 +2,7 @@
 // "retrying": a job whose workflow the worker on its queue cannot run (a worker without its job
 // type on the shared queue), so the engine fails its workflow task again and again; and a job
 // whose step activity an operator paused in Temporal.
+import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createJobRegistry } from '../../job-api/registry.js';
 import { builtInJobTypes } from '../../jobs/index.js';
@@ -11,6 +12,13 @@ import { reserveAndConfirmJobType } from '../fixtures/jobs/reserve-and-confirm/a
 import { operatorKey, startHarness, TENANTS, uid, waitFor, type Harness } from '../support/harness.js';
 
 let h: Harness;
+/** GET /v1/jobs/{id} over HTTP until its `engine` names this kind (an answer is reused for 2 s). */
+const engineOf = (jobId: string, kind: string) =>
+  waitFor(`GET /v1/jobs/${jobId} to name ${kind}`, async () => {
+    const r = await h.api(`/v1/jobs/${jobId}`);
+    expect(r.status).toBe(200);
+    return r.body.engine?.kind === kind ? r.body : undefined;
+  });
 beforeAll(async () => {
   // The harness's workers run the shipped types only.
   h = await startHarness('wft-failure');
@@ -51,6 +59,22 @@ describe('a workflow task that keeps failing', () => {
         /^stuck at claim: the workflow task of workflow reserveAndConfirmJob \(job type reserve-and-confirm\) fails on worker \S+, \d+ time\(s\): /,
       );
       expect(verdict!.nextStep).toContain('without job type reserve-and-confirm');
+
+      // The tenant's status names it too: the failing build, the failure's first line, no worker identity.
+      const status = await engineOf(jobId, 'workflow-task-failing');
+      expect(status.status).toBe('queued');
+      expect(status.engine).toEqual({
+        kind: 'workflow-task-failing',
+        buildId: 'test',
+        message: expect.stringMatching(
+          /^the engine cannot run this job's workflow code: its task failed \d+ times on build test \(.+\); the job waits and resumes where it stopped once the workers are fixed$/,
+        ),
+      });
+      expect(status.engine.message).toContain('reserveAndConfirmJob');
+      expect(status.engine.message).not.toMatch(/\n|\s+at /);
+      expect(status.engine.message.length).toBeLessThan(400);
+      expect(JSON.stringify(status)).not.toContain('wft-failure-worker');
+      expect(JSON.stringify(status)).not.toContain(h.taskQueue);
     } finally {
       await client.close();
     }
@@ -95,10 +119,84 @@ describe('an activity paused in Temporal', () => {
       ),
     );
     expect(paused.nextStep).toContain('temporal activity unpause');
+    // The tenant sees that a step is paused and since when; not who paused it, nor their note.
+    const status = await engineOf(jobId, 'activity-paused');
+    expect(status.status).toBe('retrying');
+    expect(status.engine).toEqual({
+      kind: 'activity-paused',
+      since: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T.+Z$/),
+      message:
+        'a step of this job is paused in the engine by an operator; it resumes when they unpause it (no attempt is spent while paused)',
+    });
+    expect(JSON.stringify(status)).not.toMatch(/ops-dana|upstream asked us to hold/);
 
     await h.temporal.workflowService.unpauseActivity({ namespace, execution, id: pending.activityId!, identity: 'ops-dana' });
-    await h.waitForStatus(jobId, 'succeeded');
+    const done = await h.waitForStatus(jobId, 'succeeded');
+    expect(done.engine).toBeUndefined();
     expect((await verdictOf(jobId)).words).not.toMatch(/paused/);
+  });
+});
+
+describe('GET /v1/jobs/{id} and Temporal', () => {
+  /** A jobs client whose Temporal client counts what is asked of it. */
+  const countingClient = (temporal: Client, engineCheckTimeoutMs?: number) => {
+    const asked: string[] = [];
+    const counting = new Proxy(temporal, {
+      get(target, p, receiver) {
+        if (p === 'workflow' || p === 'workflowService') asked.push(String(p));
+        return Reflect.get(target, p, receiver);
+      },
+    });
+    const client = createJobsClient({
+      pool: h.pool,
+      temporal: counting,
+      taskQueue: h.taskQueue,
+      jobs: createJobRegistry(builtInJobTypes),
+      ...(engineCheckTimeoutMs ? { engineCheckTimeoutMs } : {}),
+    });
+    return { client, asked };
+  };
+
+  it('asks Temporal only while the job is unfinished; a Temporal that does not answer costs the field, not the answer', async () => {
+    const done = await h.submit('summarize', { text: 'Finished: its status is Postgres only.' });
+    const finished = await h.waitForStatus(done.body.jobId, 'succeeded');
+    expect(finished.engine).toBeUndefined();
+    const real = countingClient(h.temporal);
+    try {
+      const s = await real.client.getJob(TENANTS.a.id, done.body.jobId);
+      expect(s.status).toBe('succeeded');
+      expect(s.engine).toBeUndefined();
+      expect(real.asked).toEqual([]);
+
+      // Retrying after a long Retry-After: unfinished, so Temporal is asked, and nothing holds it there.
+      await h.simFault({ path: '/v1/summaries', times: 1, status: 503, retryAfter: '120' });
+      const r = await h.submit('summarize', { text: 'Retrying: its status asks Temporal.' });
+      await h.waitForStatus(r.body.jobId, 'retrying');
+      const retrying = await real.client.getJob(TENANTS.a.id, r.body.jobId);
+      expect(retrying.engine).toBeUndefined();
+      expect(real.asked.length).toBeGreaterThan(0);
+
+      // A Temporal that never answers: the status comes without the field, within the deadline.
+      const hanging = {
+        options: h.temporal.options,
+        connection: { withDeadline: <T>(_d: number, fn: () => Promise<T>) => fn() },
+        workflow: { getHandle: () => ({ describe: () => new Promise(() => undefined) }) },
+        workflowService: {},
+      } as unknown as Client;
+      const stuck = countingClient(hanging, 300);
+      try {
+        const t0 = Date.now();
+        const s2 = await stuck.client.getJob(TENANTS.a.id, r.body.jobId);
+        expect(Date.now() - t0).toBeLessThan(3_000);
+        expect(s2).toMatchObject({ jobId: r.body.jobId, status: 'retrying' });
+        expect(s2.engine).toBeUndefined();
+        expect(stuck.asked).toContain('workflow');
+      } finally {
+        await stuck.client.close();
+      }
+    } finally {
+      await real.client.close();
+    }
   });
 });
 

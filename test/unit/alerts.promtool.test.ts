@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
+import { capRuleFor, promDurationSeconds } from '../../scripts/drill/alerts.js';
 
 // Prometheus's own tools check ops/alerts.yml and unit-test every alert (ops/alerts.test.yml).
 // promtool comes from Debian's prometheus package (.ci/run installs it).
@@ -75,6 +76,30 @@ describe.skipIf(!hasPromtool)('ops/ with promtool', () => {
         expect(pendingBefore, `${r.alert}: no silent case one minute before it fires (for: ${r.for})`).toBe(true);
       }
     }
+  });
+
+  it("the drill's copy of the rules (for: capped at 20 s) is valid and differs from the shipped rules only in the longer for:", async () => {
+    const shipped = await readFile(path.join(OPS, 'alerts.yml'), 'utf8');
+    const { yaml, forSeconds } = capRuleFor(shipped, 20);
+    const file = path.join(tmp, 'drill-alerts.yml');
+    await writeFile(file, yaml);
+    const { stdout } = await run('promtool', ['check', 'rules', file]);
+    expect(stdout).toMatch(/SUCCESS: \d+ rules found/);
+    const rulesOf = (text: string) => (parse(text) as { groups: Array<{ rules: Rule[] }> }).groups.flatMap((g) => g.rules);
+    const [before, after] = [rulesOf(shipped), rulesOf(yaml)];
+    expect(after).toHaveLength(before.length);
+    after.forEach((r, i) => {
+      const { for: shippedFor, ...rest } = before[i]!;
+      const { for: cappedFor, ...restCapped } = r;
+      expect(restCapped).toEqual(rest);
+      const s = shippedFor ? promDurationSeconds(shippedFor) : 0;
+      expect(cappedFor ? promDurationSeconds(cappedFor) : 0).toBe(Math.min(s, 20));
+      if (r.alert) expect(forSeconds.get(r.alert)).toEqual({ shipped: s, loaded: Math.min(s, 20) });
+    });
+    expect(forSeconds.get('RetryStorm')).toEqual({ shipped: 300, loaded: 20 });
+    expect(forSeconds.get('DeadLetterGrowth')).toEqual({ shipped: 0, loaded: 0 });
+    expect(promDurationSeconds('1h30m')).toBe(5_400);
+    expect(() => promDurationSeconds('5 min')).toThrow(/not a Prometheus duration/);
   });
 
   it('every query of ops/grafana-dashboard.json is valid PromQL', async () => {
