@@ -15,7 +15,7 @@ import { bundleWorkflows } from '../../workers/worker.js';
 import { parseDeployArgs, runDeploy } from '../deploy-command.js';
 import { BUILD_B_TIMER_MS } from './deploy-build-b/workflow.js';
 import { DRILL_TENANT, type DrillStack, type DrillWorker } from './stack.js';
-import { check, simEffects, simFault, simRelease, simReset, uid, waitUntil, type DrillItem } from './support.js';
+import { check, DrillCheckFailed, simEffects, simFault, simRelease, simReset, uid, waitUntil, type DrillItem } from './support.js';
 
 const BUILD_B_JOBS = fileURLToPath(new URL('./deploy-build-b/jobs.ts', import.meta.url));
 const SUMMARIES = '/v1/summaries';
@@ -82,15 +82,27 @@ async function routed(s: DrillStack, deployment: string): Promise<void> {
   });
 }
 
-/** Open workflows of the queue pinned to `buildId`: visibility lists the running ones, describe says where each is pinned. */
-async function openOn(s: DrillStack, queue: string, buildId: string): Promise<number> {
-  let open = 0;
-  for await (const w of s.temporal.workflow.list({ query: `TaskQueue = "${queue}" AND ExecutionStatus = "Running"` })) {
-    const d = await s.temporal.workflow.getHandle(w.workflowId).describe();
-    const v = d.raw.workflowExecutionInfo?.versioningInfo;
-    if (d.status.name === 'RUNNING' && v?.deploymentVersion?.buildId === buildId) open++;
+/**
+ * Waits until no open workflow of the queue is on `buildId`: visibility lists the running ones,
+ * describe says where each is pinned. On a timeout it says how many were left and how many of
+ * those had a workflow task failing again and again (a run that met code it cannot replay).
+ */
+async function drained(s: DrillStack, queue: string, buildId: string): Promise<void> {
+  let [open, failing] = [0, 0];
+  try {
+    await waitUntil(`no open workflow left on build ${buildId}`, async () => {
+      [open, failing] = [0, 0];
+      for await (const w of s.temporal.workflow.list({ query: `TaskQueue = "${queue}" AND ExecutionStatus = "Running"` })) {
+        const d = await s.temporal.workflow.getHandle(w.workflowId).describe();
+        if (d.status.name !== 'RUNNING' || d.raw.workflowExecutionInfo?.versioningInfo?.deploymentVersion?.buildId !== buildId) continue;
+        open++;
+        if ((d.raw.pendingWorkflowTask?.attempt ?? 0) > 1) failing++;
+      }
+      return open === 0;
+    });
+  } catch (err) {
+    throw new DrillCheckFailed(`${(err as Error).message} (last seen: ${open} open, ${failing} of them with a workflow task failing)`);
   }
-  return open;
 }
 
 /** What Temporal recorded of one job: where it is pinned, who ran its tasks, failed tasks, B's timer, its runs. */
@@ -160,7 +172,9 @@ async function checkBatches(s: DrillStack, batches: Batch[], buildB: string): Pr
   for (const b of batches) {
     const identity = `${b.worker.pid}@${hostname()}`;
     const facts = await mapLimit(b.ids, 16, (id) => runFacts(s, id));
-    const bad = (what: string, n: number) => n > 0 && problems.push(`${b.name}: ${n} of ${b.ids.length} ${what}`);
+    const bad = (what: string, n: number) => {
+      if (n > 0) problems.push(`${b.name}: ${n} of ${b.ids.length} ${what}`);
+    };
     bad('not succeeded', b.ids.length - (await succeeded(s, b.ids)));
     bad('workflows not completed in one run', facts.filter((f) => f.status !== 'COMPLETED' || !f.oneRun).length);
     bad(`not pinned to ${b.build}`, facts.filter((f) => f.pinned !== b.build).length);
@@ -195,6 +209,79 @@ async function rollbackOnce(deploy: (...argv: string[]) => Promise<string>): Pro
   }
 }
 
+/** What the item's phases share: its client, queue, deployment and builds, and how to start their workers. */
+interface Rig {
+  s: DrillStack;
+  jobs: JobsClient;
+  queue: string;
+  deployment: string;
+  A: string;
+  B: string;
+  deploy(...argv: string[]): Promise<string>;
+  spawn(buildId: string, jobsModule?: string): Promise<DrillWorker>;
+}
+
+const secs = (from: number) => ((Date.now() - from) / 1000).toFixed(1);
+
+/** 200 jobs held in flight on A, B made current, 50 new jobs, A's calls released, A drained and SIGTERMed. */
+async function deployB(r: Rig, workerA: DrillWorker, workerB: DrillWorker): Promise<{ batches: Batch[]; notes: string }> {
+  const { s, jobs, A, B } = r;
+  await simFault(s, { path: SUMMARIES, times: IN_FLIGHT_ON_A, status: 200, delayMs: HOLD_MS });
+  const tA = Date.now();
+  const onA = await submitMany(jobs, IN_FLIGHT_ON_A, 'Deploy drill, build A');
+  await waitUntil(`A's ${IN_FLIGHT_ON_A} calls to be held at the upstream`, () => allHeld(s, onA));
+  const inFlightS = secs(tA);
+  const finished = await succeeded(s, onA);
+  check(finished < IN_FLIGHT_ON_A / 2, `${finished} of A's ${IN_FLIGHT_ON_A} had finished before B was made current`);
+
+  const said = await r.deploy('set-current', B);
+  check(said.includes(`was ${A}`), `deploy set-current answered: ${said}`);
+  await routed(s, r.deployment);
+  const afterSwitch = await submitMany(jobs, AFTER_SWITCH, 'Deploy drill, after the switch');
+  const draining = (await deploymentStatus(s.temporal, r.deployment)).versions.find((v) => v.buildId === A)?.status;
+  check(draining === 'draining', `build A is ${draining} after B was made current, not draining`);
+  const tDrain = Date.now();
+  const released = await simRelease(s, SUMMARIES);
+  check(released === IN_FLIGHT_ON_A, `${released} held calls released, not A's ${IN_FLIGHT_ON_A}`);
+  const all = [...onA, ...afterSwitch];
+  await waitUntil('every job of A and of the switch to succeed', async () => (await succeeded(s, all)) === all.length);
+  await drained(s, r.queue, A);
+  const drainS = secs(tDrain);
+  await workerA.kill('SIGTERM');
+  return {
+    batches: [
+      { name: 'in flight on A', build: A, worker: workerA, ids: onA },
+      { name: 'after the switch', build: B, worker: workerB, ids: afterSwitch },
+    ],
+    notes: `A's ${IN_FLIGHT_ON_A} started and held ${inFlightS} s after their first submit (${finished} finished) when B was made current; A drained ${drainS} s after release`,
+  };
+}
+
+/** 20 jobs held in flight on B, A's workers started again, rollback, 20 new jobs on A while B's stay held; then B's released. */
+async function rollBackToA(r: Rig, workerB: DrillWorker): Promise<{ batches: Batch[]; notes: string }> {
+  const { s, jobs, A, B } = r;
+  await simFault(s, { path: SUMMARIES, times: IN_FLIGHT_ON_B, status: 200, delayMs: HOLD_MS });
+  const [workerA2, onB] = await Promise.all([r.spawn(A), submitMany(jobs, IN_FLIGHT_ON_B, 'Deploy drill, held on B')]);
+  await waitUntil(`B's ${IN_FLIGHT_ON_B} calls to be held at the upstream`, () => allHeld(s, onB));
+  const said = await rollbackOnce(r.deploy);
+  check(said.includes(`${A} is current again`), `deploy rollback answered: ${said}`);
+  await routed(s, r.deployment);
+  const afterRollback = await submitMany(jobs, AFTER_ROLLBACK, 'Deploy drill, after the rollback');
+  await waitUntil("the rollback's new jobs to succeed", async () => (await succeeded(s, afterRollback)) === AFTER_ROLLBACK);
+  const bDone = await succeeded(s, onB);
+  check(bDone === 0, `${bDone} of B's held jobs finished before their calls were released`);
+  check((await simRelease(s, SUMMARIES)) === IN_FLIGHT_ON_B, `not B's ${IN_FLIGHT_ON_B} held calls released`);
+  await waitUntil("B's held jobs to succeed", async () => (await succeeded(s, onB)) === IN_FLIGHT_ON_B);
+  await drained(s, r.queue, B);
+  return {
+    batches: [
+      { name: 'in flight on B', build: B, worker: workerB, ids: onB },
+      { name: 'after the rollback', build: A, worker: workerA2, ids: afterRollback },
+    ],
+    notes: `after the rollback A's ${AFTER_ROLLBACK} finished while B's ${IN_FLIGHT_ON_B} were held, then those finished on B`,
+  };
+}
+
 export const rollingDeploy: DrillItem = {
   item: '14 rolling deploy and rollback',
   about:
@@ -205,7 +292,6 @@ export const rollingDeploy: DrillItem = {
     const queue = `drill-deploy-${id}`;
     const deployment = `drill-deploy-${id}`;
     const [A, B] = [`1.0.0+drill.a${id}`, `1.0.1+drill.b${id}`];
-    const deploy = (...argv: string[]) => runDeploy(parseDeployArgs([...argv, '--deployment', deployment], {}), s.temporal);
     // Held calls outlast the default upstream timeout (15 s): the item decides when they end.
     const jobs = createJobsClient({
       jobs: defaultJobRegistry,
@@ -214,82 +300,45 @@ export const rollingDeploy: DrillItem = {
       taskQueue: queue,
       budgets: { summarize: { upstreamTimeoutMs: HOLD_MS + 30_000 } },
     });
-    const workerEnv = (buildId: string, jobsModule?: string) => ({
-      TASK_QUEUE: queue,
-      DURABLE_JOBS_DEPLOYMENT: deployment,
-      CODE_VERSION: buildId,
-      // Every job's call at the upstream at once: under the default caps (8 per tenant) the rest
-      // would wait for slots in workflow timers, and the item would last minutes.
-      CONCURRENCY_LIMITS: JSON.stringify({ summarize: { perTenant: 300, global: 300 } }),
-      CONCURRENCY_TOTAL: '300',
-      WORKER_ACTIVITY_SLOTS: '300',
-      ...(jobsModule ? { DURABLE_JOBS_JOBS: jobsModule } : {}),
-    });
     const mine: DrillWorker[] = [];
-    const spawn = async (buildId: string, jobsModule?: string) => {
-      const w = await s.spawnWorker(workerEnv(buildId, jobsModule));
-      mine.push(w);
-      return w;
+    const r: Rig = {
+      s,
+      jobs,
+      queue,
+      deployment,
+      A,
+      B,
+      deploy: (...argv) => runDeploy(parseDeployArgs([...argv, '--deployment', deployment], {}), s.temporal),
+      async spawn(buildId, jobsModule) {
+        const w = await s.spawnWorker({
+          TASK_QUEUE: queue,
+          DURABLE_JOBS_DEPLOYMENT: deployment,
+          CODE_VERSION: buildId,
+          // Every job's call at the upstream at once: under the default caps (8 per tenant) the
+          // rest would wait for slots in workflow timers, and the item would last minutes.
+          CONCURRENCY_LIMITS: JSON.stringify({ summarize: { perTenant: 300, global: 300 } }),
+          CONCURRENCY_TOTAL: '300',
+          WORKER_ACTIVITY_SLOTS: '300',
+          ...(jobsModule ? { DURABLE_JOBS_JOBS: jobsModule } : {}),
+        });
+        mine.push(w);
+        return w;
+      },
     };
     const t0 = Date.now();
-    const secs = (from: number) => ((Date.now() - from) / 1000).toFixed(1);
     try {
-      const [workerA, workerB] = await Promise.all([spawn(A), spawn(B, BUILD_B_JOBS)]);
+      // B's workers poll from the start, but get nothing until B is made current.
+      const [workerA, workerB] = await Promise.all([r.spawn(A), r.spawn(B, BUILD_B_JOBS)]);
       await setCurrentWhenPolling(s.temporal, deployment, A);
       await routed(s, deployment);
       await waitUntil('build B to register', async () =>
         (await deploymentStatus(s.temporal, deployment)).versions.some((v) => v.buildId === B),
       );
+      const forward = await deployB(r, workerA, workerB);
+      const back = await rollBackToA(r, workerB);
 
-      // 1. 200 jobs on A, every call held at the upstream: all started and pinned, none finished.
-      await simFault(s, { path: SUMMARIES, times: IN_FLIGHT_ON_A, status: 200, delayMs: HOLD_MS });
-      const tA = Date.now();
-      const onA = await submitMany(jobs, IN_FLIGHT_ON_A, 'Deploy drill, build A');
-      await waitUntil(`A's ${IN_FLIGHT_ON_A} calls to be held at the upstream`, () => allHeld(s, onA));
-      const inFlightS = secs(tA);
-      const finishedAtSwitch = await succeeded(s, onA);
-      check(finishedAtSwitch < IN_FLIGHT_ON_A / 2, `${finishedAtSwitch} of A's ${IN_FLIGHT_ON_A} had finished before B was made current`);
-
-      // 2. B current: new jobs start on B, A's stay on A; then A's calls answer and A drains.
-      const said = await deploy('set-current', B);
-      check(said.includes(`was ${A}`), `deploy set-current answered: ${said}`);
-      await routed(s, deployment);
-      const afterSwitch = await submitMany(jobs, AFTER_SWITCH, 'Deploy drill, after the switch');
-      const draining = (await deploymentStatus(s.temporal, deployment)).versions.find((v) => v.buildId === A)?.status;
-      check(draining === 'draining', `build A is ${draining} after B was made current, not draining`);
-      const tDrain = Date.now();
-      const released = await simRelease(s, SUMMARIES);
-      check(released === IN_FLIGHT_ON_A, `${released} held calls released, not A's ${IN_FLIGHT_ON_A}`);
-      await waitUntil(
-        'every job of A and of the switch to succeed',
-        async () => (await succeeded(s, [...onA, ...afterSwitch])) === onA.length + AFTER_SWITCH,
-      );
-      await waitUntil('no open workflow left on build A', async () => (await openOn(s, queue, A)) === 0);
-      const drainS = secs(tDrain);
-      await workerA.kill('SIGTERM');
-
-      // 3. Rollback: B's jobs held in flight, A's workers back, A current again.
-      await simFault(s, { path: SUMMARIES, times: IN_FLIGHT_ON_B, status: 200, delayMs: HOLD_MS });
-      const [workerA2, onB] = await Promise.all([spawn(A), submitMany(jobs, IN_FLIGHT_ON_B, 'Deploy drill, held on B')]);
-      await waitUntil(`B's ${IN_FLIGHT_ON_B} calls to be held at the upstream`, () => allHeld(s, onB));
-      const rolledBack = await rollbackOnce(deploy);
-      check(rolledBack.includes(`${A} is current again`), `deploy rollback answered: ${rolledBack}`);
-      await routed(s, deployment);
-      const afterRollback = await submitMany(jobs, AFTER_ROLLBACK, 'Deploy drill, after the rollback');
-      await waitUntil("the rollback's new jobs to succeed", async () => (await succeeded(s, afterRollback)) === AFTER_ROLLBACK);
-      const bDoneMeanwhile = await succeeded(s, onB);
-      check(bDoneMeanwhile === 0, `${bDoneMeanwhile} of B's held jobs finished before their calls were released`);
-      check((await simRelease(s, SUMMARIES)) === IN_FLIGHT_ON_B, `not B's ${IN_FLIGHT_ON_B} held calls released`);
-      await waitUntil("B's held jobs to succeed", async () => (await succeeded(s, onB)) === IN_FLIGHT_ON_B);
-      await waitUntil('no open workflow left on build B', async () => (await openOn(s, queue, B)) === 0);
-
-      // 4. Each job once, on its own build, as Temporal and the upstream recorded it.
-      const batches: Batch[] = [
-        { name: 'in flight on A', build: A, worker: workerA, ids: onA },
-        { name: 'after the switch', build: B, worker: workerB, ids: afterSwitch },
-        { name: 'in flight on B', build: B, worker: workerB, ids: onB },
-        { name: 'after the rollback', build: A, worker: workerA2, ids: afterRollback },
-      ];
+      // Each job once, on its own build, as Temporal and the upstream recorded it.
+      const batches = [...forward.batches, ...back.batches];
       const total = batches.reduce((n, b) => n + b.ids.length, 0);
       const runs = await waitUntil('visibility to list every run of the queue', async () => {
         const n = (await s.temporal.workflow.count(`TaskQueue = "${queue}"`)).count;
@@ -298,18 +347,16 @@ export const rollingDeploy: DrillItem = {
       check(runs === total, `${runs} workflow runs on the item's queue for ${total} jobs`);
       const problems = await checkBatches(s, batches, B);
       check(problems.length === 0, problems.join('; '));
-      const replay = await replayOnB(s, onA[0]!);
-      check(
-        replay.name === 'DeterminismViolationError',
-        `a history of A replayed on B's code: ${replay.name} ${replay.message.slice(0, 200)}, not a DeterminismViolationError`,
-      );
+      const replay = await replayOnB(s, forward.batches[0]!.ids[0]!);
+      const nde = /Nondeterminism error: [^"\n]*/.exec(replay.message)?.[0] ?? replay.message.slice(0, 200);
+      check(replay.name === 'DeterminismViolationError', `a history of A replayed on B's code: ${replay.name} ${nde}`);
       return {
         done: `${IN_FLIGHT_ON_A} jobs held in flight on A; B (a timer before the step) made current, ${AFTER_SWITCH} jobs; A drained and SIGTERMed; ${IN_FLIGHT_ON_B} held on B, A restarted, rollback, ${AFTER_ROLLBACK} jobs`,
         observed:
-          `A's ${IN_FLIGHT_ON_A} started and held ${inFlightS} s after their first submit (${finishedAtSwitch} finished) when B was made current; ` +
-          `A drained ${drainS} s after release; after the rollback A's ${AFTER_ROLLBACK} finished while B's ${IN_FLIGHT_ON_B} were held, then those finished on B; ` +
+          `${forward.notes}; ${back.notes}; ` +
           `${total} jobs succeeded, one run each, pinned to and run by their own build's worker, no WorkflowTaskFailed, each effect applied once; ` +
-          `B's ${AFTER_SWITCH + IN_FLIGHT_ON_B} histories hold its ${BUILD_B_TIMER_MS} ms timer, A's ${IN_FLIGHT_ON_A + AFTER_ROLLBACK} none; one of A's replayed on B's code: ${replay.name} (${/Nondeterminism error: [^"\n]*/.exec(replay.message)?.[0] ?? replay.message.slice(0, 120)}) (${secs(t0)} s)`,
+          `B's ${AFTER_SWITCH + IN_FLIGHT_ON_B} histories hold its ${BUILD_B_TIMER_MS} ms timer, A's ${IN_FLIGHT_ON_A + AFTER_ROLLBACK} none; ` +
+          `one of A's replayed on B's code: ${replay.name} (${nde}) (${secs(t0)} s)`,
       };
     } finally {
       await simRelease(s);
