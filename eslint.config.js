@@ -17,6 +17,7 @@ const WORKFLOW_CODE = [
   'jobs/*/messages.ts',
   'test/fixtures/jobs/*/workflow.ts',
   'test/fixtures/jobs/*/definition.ts',
+  'scripts/drill/deploy-build-b/workflow.ts',
 ];
 
 const NODE_BUILTINS = [

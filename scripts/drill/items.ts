@@ -4,6 +4,7 @@ import { degradation, metrics } from './items-health.js';
 import { topology } from './items-topology.js';
 import { fairness } from './items-flow.js';
 import { bulkCancel } from './items-bulk.js';
+import { rollingDeploy } from './items-deploy.js';
 import type { DrillItem } from './support.js';
 
 /** The checklist, in the guide's order. */
@@ -21,4 +22,5 @@ export const coreItems: DrillItem[] = [
   topology,
   fairness,
   bulkCancel,
+  rollingDeploy,
 ];

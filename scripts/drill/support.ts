@@ -97,6 +97,12 @@ export async function simFault(s: DrillStack, body: Record<string, unknown>): Pr
   check(r.status < 300, `the simulator refused a fault: ${r.status}`);
 }
 
+/** Ends the held delays (fault `delayMs`) of calls to `path`, or all, now; returns how many. */
+export async function simRelease(s: DrillStack, path?: string): Promise<number> {
+  const r = await fetch(`${s.providerUrl}/__sim/holds/release`, { method: 'POST', body: path ? JSON.stringify({ path }) : '' });
+  return ((await r.json()) as { released: number }).released;
+}
+
 export async function simReset(s: DrillStack): Promise<void> {
   await fetch(`${s.providerUrl}/__sim/reset`, { method: 'POST' });
 }

@@ -30,7 +30,7 @@ describe('drill --help and its start message', () => {
       expect(line, item.item).toContain(item.about);
       expect(item.about.length).toBeGreaterThan(20);
     }
-    expect(coreItems.map((i) => i.item.split(' ')[0])).toEqual(['1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11', '12', '13']);
+    expect(coreItems.map((i) => i.item.split(' ')[0])).toEqual(['1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11', '12', '13', '14']);
     for (const option of ['--only', '--json FILE', '--help', 'DATABASE_URL', 'TEMPORAL_ADDRESS', 'PROVIDER_URL', 'CI=true'])
       expect(help).toContain(option);
   });
