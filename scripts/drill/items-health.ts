@@ -1,6 +1,18 @@
 import type { DrillStack } from './stack.js';
 import { prometheusAvailable, startPrometheus, type PromAlert, type RunningPrometheus } from './alerts.js';
-import { check, DrillCheckFailed, http, simFault, simReset, submit, uid, waitForStatus, waitUntil, type DrillItem } from './support.js';
+import {
+  check,
+  DrillCheckFailed,
+  http,
+  simFault,
+  simRelease,
+  simReset,
+  submit,
+  uid,
+  waitForStatus,
+  waitUntil,
+  type DrillItem,
+} from './support.js';
 
 const admin = (s: DrillStack, path: string, init: { method?: string; body?: unknown } = {}) => http(s, path, { ...init, admin: true });
 
@@ -179,6 +191,8 @@ export const metrics: DrillItem = {
       for (const w of s.workers.filter((x) => x.alive())) await w.kill('SIGKILL');
       await Promise.all([s.spawnWorker(), s.spawnWorker()]);
       await waitUntil('the held jobs to succeed', async () => (await jobsIn(s, heldIds, 'succeeded')) === heldIds.length, 180_000);
+      // The killed workers' calls are still held at the upstream, answering no one: end them.
+      await simRelease(s, '/v1/summaries');
       const reconciled = (await attemptOutcomes(s, heldIds)).reconciled ?? 0;
       check(reconciled === heldIds.length, `${reconciled} of the ${heldIds.length} held jobs reconciled their effect`);
       const [lease, recon] = await Promise.all([

@@ -103,7 +103,9 @@ export async function simRelease(s: DrillStack, path?: string): Promise<number> 
   return ((await r.json()) as { released: number }).released;
 }
 
+/** Clears the simulator's faults and records, and ends every call an earlier item left held (its worker killed, say). */
 export async function simReset(s: DrillStack): Promise<void> {
+  await simRelease(s);
   await fetch(`${s.providerUrl}/__sim/reset`, { method: 'POST' });
 }
 
