@@ -113,20 +113,7 @@ export async function timed<T>(fn: () => Promise<T>): Promise<{ ms: number; valu
   return { ms: Number(process.hrtime.bigint() - t0) / 1e6, value };
 }
 
-/** Runs `fn(i)` for i in [0, n) with at most `limit` in flight. */
-export async function pool<T>(n: number, limit: number, fn: (i: number) => Promise<T>): Promise<T[]> {
-  const out = new Array<T>(n);
-  let next = 0;
-  const lanes = Array.from({ length: Math.min(limit, n) }, async () => {
-    for (;;) {
-      const i = next++;
-      if (i >= n) return;
-      out[i] = await fn(i);
-    }
-  });
-  await Promise.all(lanes);
-  return out;
-}
+export { pool } from '../lib/pool.js';
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));

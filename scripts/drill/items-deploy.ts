@@ -13,6 +13,7 @@ import { createJobsClient, type JobsClient } from '../../services/intake.js';
 import { deploymentStatus, DeploymentError, setCurrentWhenPolling } from '../../services/worker-deployments.js';
 import { bundleWorkflows } from '../../workers/worker.js';
 import { parseDeployArgs, runDeploy } from '../deploy-command.js';
+import { pool } from '../lib/pool.js';
 import { BUILD_B_TIMER_MS } from './deploy-build-b/workflow.js';
 import { DRILL_TENANT, type DrillStack, type DrillWorker } from './stack.js';
 import { check, DrillCheckFailed, simEffects, simFault, simRelease, simReset, uid, waitUntil, type DrillItem } from './support.js';
@@ -151,27 +152,13 @@ async function replayOnB(s: DrillStack, jobId: string): Promise<{ name: string; 
   }
 }
 
-async function mapLimit<T, R>(items: T[], limit: number, fn: (t: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: limit }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        out[i] = await fn(items[i]!);
-      }
-    }),
-  );
-  return out;
-}
-
 /** Each job ended once, on its batch's build and worker, no task failed; B's ran the changed body. Returns failures, worded. */
 async function checkBatches(s: DrillStack, batches: Batch[], buildB: string): Promise<string[]> {
   const problems: string[] = [];
   const effects = (await simEffects(s)).byKey as Record<string, { applied: number }>;
   for (const b of batches) {
     const identity = `${b.worker.pid}@${hostname()}`;
-    const facts = await mapLimit(b.ids, 16, (id) => runFacts(s, id));
+    const facts = await pool(b.ids.length, 16, (i) => runFacts(s, b.ids[i]!));
     const bad = (what: string, n: number) => {
       if (n > 0) problems.push(`${b.name}: ${n} of ${b.ids.length} ${what}`);
     };
